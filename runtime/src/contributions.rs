@@ -1,0 +1,414 @@
+//! Compact contributions: the description of one node's whole dense VJP (SEMANTICS §4).
+//!
+//! A node's VJP result is a pack over every earlier position. Most of it is one repeated scalar,
+//! the *uniform*; only the positions in the *support* may differ. A description is built from three
+//! constructors whose dense form defines them:
+//!
+//! * [`fill(v)`](Contributions::fill): every position `full(v)`; uniform `v`; support empty;
+//! * [`single(p, t)`](Contributions::single): `t` at `p`, zeros elsewhere; uniform `0`; support `[p]`;
+//! * [`add(l, r)`](Contributions::add): the dense pack sum `l + r` (left first); uniform
+//!   `l.uniform + r.uniform`; support `l.support ++ r.support`, **duplicates kept**.
+//!
+//! The reader at `q` evaluates the `add` tree at `q`, reading `full(uniform)` for a side whose
+//! support lacks `q`. The dense form ([`Contributions::dense`]) is derived from the same
+//! description and the same kernels, so compact and dense cannot disagree.
+//!
+//! The builder is an arena reused from node to node: building a description allocates nothing once
+//! the arena has grown, and tensors made with [`Contributions::tensor`] reuse recycled buffers.
+//!
+//! ```
+//! use exactgrad_runtime::{Contributions, Dims, RawTensor};
+//! let mut c = Contributions::<f64>::new();
+//! // f(a, b) with a == b == position 0: the two parent terms are added first (left first).
+//! let ga = c.tensor(Dims::vector(1), |_| 1.0);
+//! let gb = c.tensor(Dims::vector(1), |_| 2.0);
+//! let (l, r) = (c.single(0, ga), c.single(0, gb));
+//! let both = c.add(l, r);
+//! let g = RawTensor::from_vec(Dims::scalar(), vec![0.0]).unwrap();
+//! assert_eq!(c.support(both), vec![0, 0]);
+//! assert_eq!(c.read(both, 0, &g).unwrap().data(), &[3.0]);
+//! assert_eq!(c.uniform(both).to_bits(), 0.0f64.to_bits());
+//! ```
+
+use crate::scalar::Scalar;
+use crate::shape::Dims;
+use crate::tensor::RawTensor;
+
+/// Handle to one description in a [`Contributions`] arena.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Contrib(usize);
+
+/// Where a [`Contributions::single`] tensor lives.
+#[derive(Clone, Copy, Debug)]
+enum Leaf {
+    /// The node's cotangent itself.
+    Cotangent,
+    /// A tensor owned by the arena.
+    Owned(usize),
+}
+
+#[derive(Clone, Debug)]
+enum Description<A> {
+    Fill(A),
+    Single { position: usize, leaf: Leaf },
+    Add { left: usize, right: usize, uniform: A },
+}
+
+/// An operand of the reader's kernels: a uniform scalar or a slice of elements.
+enum Operand<'x, A> {
+    Uniform(&'x A),
+    Slice(&'x [A]),
+}
+
+/// The value of a sub-description at the position being read.
+#[derive(Clone, Copy, Debug)]
+enum Read {
+    /// The position is outside this sub-description's support: it reads `full(uniform)`.
+    Outside,
+    Leaf(Leaf),
+    Scratch(usize),
+}
+
+/// Where the reader writes: a new buffer, or `target[i] = target[i] + read[i]` (fused accumulation).
+pub(crate) enum Sink<'t, A> {
+    New(&'t mut Vec<A>),
+    Accumulate(&'t mut [A]),
+}
+
+/// An arena of contribution descriptions; see the [module docs](self).
+#[derive(Debug)]
+pub struct Contributions<A> {
+    descriptions: Vec<Description<A>>,
+    owned: Vec<RawTensor<A>>,
+    pool: Vec<Vec<A>>,
+    reads: Vec<Read>,
+    scratch: Vec<Vec<A>>,
+    stack: Vec<usize>,
+    zero: A,
+}
+
+impl<A: Scalar> Default for Contributions<A> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<A: Scalar> Contributions<A> {
+    /// An empty arena.
+    pub fn new() -> Self {
+        Contributions {
+            descriptions: Vec::new(),
+            owned: Vec::new(),
+            pool: Vec::new(),
+            reads: Vec::new(),
+            scratch: Vec::new(),
+            stack: Vec::new(),
+            zero: A::zero(),
+        }
+    }
+
+    /// Forgets every description, recycling the buffers of owned tensors.
+    pub fn clear(&mut self) {
+        self.descriptions.clear();
+        for t in self.owned.drain(..) {
+            let mut v = t.into_vec();
+            v.clear();
+            self.pool.push(v);
+        }
+    }
+
+    /// `fill(v)`: every position `full(v)`; uniform `v`; empty support.
+    pub fn fill(&mut self, v: A) -> Contrib {
+        self.push(Description::Fill(v))
+    }
+
+    /// `zero()` = `fill(0)`.
+    pub fn zero(&mut self) -> Contrib {
+        self.fill(A::zero())
+    }
+
+    /// `single(p, t)`: `t` at position `p`, zeros elsewhere; uniform `0`; support `[p]`.
+    pub fn single(&mut self, position: usize, t: RawTensor<A>) -> Contrib {
+        self.owned.push(t);
+        let leaf = Leaf::Owned(self.owned.len() - 1);
+        self.push(Description::Single { position, leaf })
+    }
+
+    /// `single(p, δ)` where `δ` is the node's own cotangent (no copy is made).
+    pub fn single_cotangent(&mut self, position: usize) -> Contrib {
+        self.push(Description::Single { position, leaf: Leaf::Cotangent })
+    }
+
+    /// `add(l, r)`: the dense sum of both (`l` left); duplicates in the support are kept.
+    pub fn add(&mut self, left: Contrib, right: Contrib) -> Contrib {
+        let uniform = self.uniform(left) + self.uniform(right);
+        self.push(Description::Add { left: left.0, right: right.0, uniform })
+    }
+
+    /// A tensor whose element `i` is `f(i)`, built in a recycled buffer.
+    pub fn tensor(&mut self, dims: Dims, f: impl FnMut(usize) -> A) -> RawTensor<A> {
+        let mut v = self.pool.pop().unwrap_or_default();
+        v.extend((0..dims.numel()).map(f));
+        RawTensor::from_parts(dims, v)
+    }
+
+    /// An empty buffer with recycled capacity, for kernels that fill a tensor themselves; wrap it
+    /// with [`RawTensor::from_vec`].
+    pub fn buffer(&mut self) -> Vec<A> {
+        self.pool.pop().unwrap_or_default()
+    }
+
+    fn push(&mut self, d: Description<A>) -> Contrib {
+        self.descriptions.push(d);
+        Contrib(self.descriptions.len() - 1)
+    }
+
+    /// The scalar that fills every position outside the support.
+    pub fn uniform(&self, c: Contrib) -> A {
+        match &self.descriptions[c.0] {
+            Description::Fill(v) => v.clone(),
+            Description::Single { .. } => A::zero(),
+            Description::Add { uniform, .. } => uniform.clone(),
+        }
+    }
+
+    /// The support, left before right, duplicates kept.
+    pub fn support(&mut self, c: Contrib) -> Vec<usize> {
+        let mut out = Vec::new();
+        self.support_into(c, &mut out);
+        out
+    }
+
+    /// Appends the support of `c` to `out` (left before right, duplicates kept). Iterative.
+    pub(crate) fn support_into(&mut self, c: Contrib, out: &mut Vec<usize>) {
+        self.stack.clear();
+        self.stack.push(c.0);
+        while let Some(k) = self.stack.pop() {
+            match &self.descriptions[k] {
+                Description::Fill(_) => {}
+                Description::Single { position, .. } => out.push(*position),
+                Description::Add { left, right, .. } => {
+                    self.stack.push(*right);
+                    self.stack.push(*left);
+                }
+            }
+        }
+    }
+
+    /// The reader: the contribution tensor at position `q` (which must be in the support of `c`,
+    /// else it is `full(uniform)` and this returns `None`). `cotangent` is the node's cotangent,
+    /// used by [`single_cotangent`](Self::single_cotangent) leaves.
+    ///
+    /// # Errors
+    /// When two tensors added at `q` have different lengths.
+    pub fn read(&mut self, c: Contrib, q: usize, cotangent: &RawTensor<A>) -> Result<RawTensor<A>, String> {
+        let Some(dims) = self.dims_at(c, q, cotangent) else {
+            return Err(format!("position {q} is not in the support"));
+        };
+        let mut v = Vec::with_capacity(dims.numel());
+        self.read_into(c, q, cotangent, Sink::New(&mut v))?;
+        RawTensor::from_vec(dims, v).map_err(|e| e.to_string())
+    }
+
+    /// The dense form over a prefix of the given shapes: the reader at support positions,
+    /// `full(uniform)` elsewhere.
+    ///
+    /// # Errors
+    /// When a support position is outside the prefix or a tensor has the wrong shape.
+    pub fn dense(
+        &mut self,
+        c: Contrib,
+        prefix: &[Dims],
+        cotangent: &RawTensor<A>,
+    ) -> Result<Vec<RawTensor<A>>, String> {
+        let support = self.support(c);
+        if let Some(&q) = support.iter().find(|&&q| q >= prefix.len()) {
+            return Err(format!("contributes to position {q}, outside its prefix of {}", prefix.len()));
+        }
+        let uniform = self.uniform(c);
+        let mut out = Vec::with_capacity(prefix.len());
+        for (q, &dims) in prefix.iter().enumerate() {
+            if support.contains(&q) {
+                let t = self.read(c, q, cotangent)?;
+                if t.dims() != dims {
+                    return Err(format!(
+                        "contribution to position {q} has shape {}, the position has shape {dims}",
+                        t.dims()
+                    ));
+                }
+                out.push(t);
+            } else {
+                out.push(RawTensor::full(dims, uniform.clone()));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Dims of the first leaf of `c` at `q` (all leaves added at `q` must agree).
+    fn dims_at(&self, c: Contrib, q: usize, cotangent: &RawTensor<A>) -> Option<Dims> {
+        self.descriptions[..=c.0].iter().find_map(|d| match d {
+            Description::Single { position, leaf } if *position == q => Some(match leaf {
+                Leaf::Cotangent => cotangent.dims(),
+                Leaf::Owned(i) => self.owned[*i].dims(),
+            }),
+            _ => None,
+        })
+    }
+
+    /// Dims of the reader's tensor at `q`, checked against `expected`.
+    pub(crate) fn check_dims(
+        &self,
+        c: Contrib,
+        q: usize,
+        cotangent: &RawTensor<A>,
+        expected: Dims,
+    ) -> Result<(), String> {
+        match self.dims_at(c, q, cotangent) {
+            Some(d) if d == expected => Ok(()),
+            Some(d) => Err(format!("contribution to position {q} has shape {d}, the position has shape {expected}")),
+            None => Err(format!("position {q} is not in the support")),
+        }
+    }
+
+    /// Evaluates the reader of `c` at `q` into `sink`: one sweep over the arena in creation order
+    /// (children are always created before their parent), no recursion. The top-level `add` is
+    /// fused with the sink, so `target + (l + r)` is one pass and `l + 0` never gets a buffer.
+    pub(crate) fn read_into(
+        &mut self,
+        c: Contrib,
+        q: usize,
+        cotangent: &RawTensor<A>,
+        sink: Sink<'_, A>,
+    ) -> Result<(), String> {
+        let n = match &sink {
+            Sink::New(_) => self.dims_at(c, q, cotangent).map_or(0, |d| d.numel()),
+            Sink::Accumulate(t) => t.len(),
+        };
+        self.reads.clear();
+        let mut used_scratch = 0;
+        for k in 0..c.0 {
+            let read = match &self.descriptions[k] {
+                Description::Fill(_) => Read::Outside,
+                Description::Single { position, leaf } => {
+                    if *position == q {
+                        Read::Leaf(*leaf)
+                    } else {
+                        Read::Outside
+                    }
+                }
+                Description::Add { left, right, .. } => {
+                    let (l, r) = (self.reads[*left], self.reads[*right]);
+                    if matches!((l, r), (Read::Outside, Read::Outside)) {
+                        Read::Outside
+                    } else {
+                        if self.scratch.len() == used_scratch {
+                            self.scratch.push(Vec::new());
+                        }
+                        let mut buf = core::mem::take(&mut self.scratch[used_scratch]);
+                        buf.clear();
+                        let lo = self.operand(*left, l, cotangent);
+                        let ro = self.operand(*right, r, cotangent);
+                        emit_add(Sink::New(&mut buf), n, lo, ro)?;
+                        self.scratch[used_scratch] = buf;
+                        used_scratch += 1;
+                        Read::Scratch(used_scratch - 1)
+                    }
+                }
+            };
+            self.reads.push(read);
+        }
+        match &self.descriptions[c.0] {
+            Description::Fill(_) => Err(format!("position {q} is not in the support")),
+            Description::Single { position, leaf } => {
+                if *position != q {
+                    return Err(format!("position {q} is not in the support"));
+                }
+                let t = self.leaf(*leaf, cotangent);
+                emit_copy(sink, n, t)
+            }
+            Description::Add { left, right, .. } => {
+                let (l, r) = (self.reads[*left], self.reads[*right]);
+                if matches!((l, r), (Read::Outside, Read::Outside)) {
+                    return Err(format!("position {q} is not in the support"));
+                }
+                let lo = self.operand(*left, l, cotangent);
+                let ro = self.operand(*right, r, cotangent);
+                emit_add(sink, n, lo, ro)
+            }
+        }
+    }
+
+    fn leaf<'x>(&'x self, leaf: Leaf, cotangent: &'x RawTensor<A>) -> &'x [A] {
+        match leaf {
+            Leaf::Cotangent => cotangent.data(),
+            Leaf::Owned(i) => self.owned[i].data(),
+        }
+    }
+
+    fn operand<'x>(&'x self, k: usize, read: Read, cotangent: &'x RawTensor<A>) -> Operand<'x, A> {
+        match read {
+            Read::Outside => match &self.descriptions[k] {
+                Description::Fill(v) => Operand::Uniform(v),
+                Description::Single { .. } => Operand::Uniform(&self.zero),
+                Description::Add { uniform, .. } => Operand::Uniform(uniform),
+            },
+            Read::Leaf(leaf) => Operand::Slice(self.leaf(leaf, cotangent)),
+            Read::Scratch(i) => Operand::Slice(&self.scratch[i]),
+        }
+    }
+}
+
+fn check_len<A>(n: usize, s: &[A]) -> Result<(), String> {
+    if s.len() == n {
+        Ok(())
+    } else {
+        Err(format!("tensors of {} and {n} elements added at one position", s.len()))
+    }
+}
+
+#[inline]
+fn emit<A: Scalar>(sink: Sink<'_, A>, n: usize, f: impl Fn(usize) -> A) {
+    match sink {
+        Sink::New(v) => v.extend((0..n).map(f)),
+        Sink::Accumulate(t) => {
+            for (i, x) in t.iter_mut().enumerate() {
+                *x = x.clone() + f(i);
+            }
+        }
+    }
+}
+
+fn emit_copy<A: Scalar>(sink: Sink<'_, A>, n: usize, t: &[A]) -> Result<(), String> {
+    check_len(n, t)?;
+    match sink {
+        Sink::New(v) => v.extend_from_slice(t),
+        Sink::Accumulate(acc) => {
+            for (x, y) in acc.iter_mut().zip(t) {
+                *x = x.clone() + y.clone();
+            }
+        }
+    }
+    Ok(())
+}
+
+fn emit_add<A: Scalar>(sink: Sink<'_, A>, n: usize, l: Operand<'_, A>, r: Operand<'_, A>) -> Result<(), String> {
+    match (l, r) {
+        (Operand::Slice(a), Operand::Slice(b)) => {
+            check_len(n, a)?;
+            check_len(n, b)?;
+            emit(sink, n, |i| a[i].clone() + b[i].clone());
+        }
+        (Operand::Slice(a), Operand::Uniform(u)) => {
+            check_len(n, a)?;
+            emit(sink, n, |i| a[i].clone() + u.clone());
+        }
+        (Operand::Uniform(u), Operand::Slice(b)) => {
+            check_len(n, b)?;
+            emit(sink, n, |i| u.clone() + b[i].clone());
+        }
+        (Operand::Uniform(u), Operand::Uniform(w)) => {
+            emit(sink, n, |_| u.clone() + w.clone());
+        }
+    }
+    Ok(())
+}

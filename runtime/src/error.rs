@@ -1,0 +1,112 @@
+//! Errors of the runtime: every one names what went wrong and where.
+
+use core::fmt;
+
+use crate::shape::Dims;
+
+/// Everything that can go wrong when building tensors, lowering a graph or running a pass.
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Error {
+    /// Data of the wrong length for a shape.
+    #[error("a tensor of shape {dims} needs {expected} elements, got {actual}")]
+    DataLength {
+        /// The shape asked for.
+        dims: Dims,
+        /// Its number of elements.
+        expected: usize,
+        /// The length of the data given.
+        actual: usize,
+    },
+    /// A tensor of the wrong shape.
+    #[error("expected a tensor of shape {expected}, got {actual}")]
+    ShapeMismatch {
+        /// The shape asked for.
+        expected: Dims,
+        /// The shape given.
+        actual: Dims,
+    },
+    /// A pack with the wrong number of tensors or a tensor of the wrong shape in it.
+    #[error("{what}: expected shapes {}, got {}", DimsList(expected), DimsList(actual))]
+    PackShapes {
+        /// Which pack.
+        what: &'static str,
+        /// The shapes asked for.
+        expected: Vec<Dims>,
+        /// The shapes given.
+        actual: Vec<Dims>,
+    },
+    /// A node failed checked lowering (`compile`): validation, a bad parent, or a forward result of
+    /// the wrong shape.
+    #[error("node {node} ({op}) with parent shapes {}: {message}", DimsList(parent_shapes))]
+    Node {
+        /// Index of the node (0 = first node after the inputs).
+        node: usize,
+        /// The op's name.
+        op: String,
+        /// Shapes of the positions the node reads.
+        parent_shapes: Vec<Dims>,
+        /// What is wrong.
+        message: String,
+    },
+    /// A VJP (opaque closure or compact program) returned something that does not fit the prefix.
+    #[error("the VJP of node {node} ({op}) is malformed: {message}")]
+    Vjp {
+        /// Index of the node.
+        node: usize,
+        /// The op's name.
+        op: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// A position handle that does not belong to this graph.
+    #[error("position {index} does not belong to this graph (it has {len} positions)")]
+    ForeignPosition {
+        /// The handle's index.
+        index: usize,
+        /// Number of positions of the graph it was used with.
+        len: usize,
+    },
+    /// An array pass was asked for on a scalar type without storage equality.
+    #[error("the array passes need storage equality, which `{scalar}` does not have; use the stored or dense pass")]
+    NoStorageEquality {
+        /// The scalar type's name.
+        scalar: &'static str,
+    },
+}
+
+/// Displays a list of dims as `[[2, 3], [3]]`.
+pub(crate) struct DimsList<'a>(pub(crate) &'a [Dims]);
+
+impl fmt::Display for DimsList<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("[")?;
+        for (i, d) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            write!(f, "{d}")?;
+        }
+        f.write_str("]")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn node_error_names_node_op_shapes_and_message() {
+        let e = Error::Node {
+            node: 3,
+            op: "matmul".into(),
+            parent_shapes: vec![Dims::matrix(2, 3), Dims::matrix(2, 2)],
+            message: "the left operand's columns (3) must equal the right operand's rows (2)".into(),
+        };
+        assert_eq!(
+            e.to_string(),
+            "node 3 (matmul) with parent shapes [[2, 3], [2, 2]]: the left operand's columns (3) \
+             must equal the right operand's rows (2)"
+        );
+    }
+}

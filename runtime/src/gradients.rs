@@ -1,0 +1,262 @@
+//! The gradient context of the indexed passes (SEMANTICS §6): stored tensors, epochs, a clock and a
+//! history of deferred uniforms.
+
+use crate::contributions::{Contrib, Contributions, Sink};
+use crate::deferred::History;
+use crate::scalar::Scalar;
+use crate::shape::Dims;
+use crate::tensor::RawTensor;
+
+/// One stored gradient: either a dense tensor or `full(dims, v)` kept as one scalar (seed packs
+/// are mostly zeros; a position nobody has written to costs no buffer until it is read).
+#[derive(Clone, Debug)]
+pub(crate) enum Slot<A> {
+    Full(A, Dims),
+    Dense(RawTensor<A>),
+}
+
+impl<A: Scalar> Slot<A> {
+    pub(crate) fn dims(&self) -> Dims {
+        match self {
+            Slot::Full(_, d) => *d,
+            Slot::Dense(t) => t.dims(),
+        }
+    }
+
+    pub(crate) fn into_tensor(self) -> RawTensor<A> {
+        match self {
+            Slot::Full(v, d) => RawTensor::full(d, v),
+            Slot::Dense(t) => t,
+        }
+    }
+
+    /// Makes the slot dense (allocating when it was `Full`) and returns its elements.
+    fn make_dense(&mut self) -> &mut [A] {
+        if let Slot::Full(v, d) = self {
+            *self = Slot::Dense(RawTensor::full(*d, v.clone()));
+        }
+        match self {
+            Slot::Dense(t) => t.data_mut(),
+            Slot::Full(..) => unreachable!("made dense above"),
+        }
+    }
+}
+
+/// `stored`, `epochs`, `clock` and `history` of SEMANTICS §6. The logical gradient at `p` is
+/// `stored[p]` followed by the `clock - epoch[p]` most recent uniforms, applied oldest first.
+///
+/// Only scalars with storage equality may use it (the fixed-point replay needs it); the passes
+/// check that before building one.
+#[derive(Debug)]
+pub struct GradientContext<A> {
+    slots: Vec<Slot<A>>,
+    epochs: Vec<usize>,
+    history: History<A>,
+    distinct: Vec<usize>,
+}
+
+impl<A: Scalar> GradientContext<A> {
+    /// `of_pack(seed)`: stored = seed, every epoch 0, clock 0, empty history.
+    pub fn of_pack(seed: Vec<RawTensor<A>>) -> Self {
+        Self::of_slots(seed.into_iter().map(Slot::Dense).collect())
+    }
+
+    pub(crate) fn of_slots(slots: Vec<Slot<A>>) -> Self {
+        let epochs = vec![0; slots.len()];
+        GradientContext { slots, epochs, history: History::new(), distinct: Vec::new() }
+    }
+
+    /// Number of positions still held.
+    pub fn len(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// `true` when no position is held.
+    pub fn is_empty(&self) -> bool {
+        self.slots.is_empty()
+    }
+
+    /// The clock: number of uniforms pushed since the last reset.
+    pub fn clock(&self) -> usize {
+        self.history.clock()
+    }
+
+    /// Brings position `q` up to date (replays its pending uniforms) without changing its logical
+    /// value.
+    fn materialise(&mut self, q: usize) {
+        let epoch = self.epochs[q];
+        if epoch < self.history.clock() {
+            match &mut self.slots[q] {
+                Slot::Full(v, _) => self.history.replay_scalar(v, epoch),
+                Slot::Dense(t) => self.history.replay(t.data_mut(), epoch),
+            }
+            self.epochs[q] = self.history.clock();
+        }
+    }
+
+    /// The logical value at `q`, materialised.
+    pub fn get(&mut self, q: usize) -> RawTensor<A> {
+        self.materialise(q);
+        self.slots[q].clone().into_tensor()
+    }
+
+    /// `add_contributions(c)`: every support position `q` (each distinct one once: duplicates compute
+    /// the same value from the same snapshot) becomes `add(logical(q), c.read(q))`, computed in
+    /// place with the `+` of the reader fused in; then `c.uniform` is pushed in O(1) for every other
+    /// position.
+    ///
+    /// # Errors
+    /// When a support position is not held or a contribution has the wrong shape; the context is
+    /// then left partly updated.
+    pub fn add_contributions(
+        &mut self,
+        c: &mut Contributions<A>,
+        root: Contrib,
+        cotangent: &RawTensor<A>,
+    ) -> Result<(), String> {
+        let mut distinct = core::mem::take(&mut self.distinct);
+        distinct.clear();
+        c.support_into(root, &mut distinct);
+        dedup_small(&mut distinct);
+        let result = self.add_at(c, root, cotangent, &distinct);
+        self.distinct = distinct;
+        result?;
+        self.history.push(c.uniform(root));
+        let clock = self.history.clock();
+        for &q in &self.distinct {
+            self.epochs[q] = clock;
+        }
+        Ok(())
+    }
+
+    fn add_at(
+        &mut self,
+        c: &mut Contributions<A>,
+        root: Contrib,
+        cotangent: &RawTensor<A>,
+        at: &[usize],
+    ) -> Result<(), String> {
+        for &q in at {
+            if q >= self.slots.len() {
+                return Err(format!("contributes to position {q}, outside its prefix of {}", self.slots.len()));
+            }
+            c.check_dims(root, q, cotangent, self.slots[q].dims())?;
+            self.materialise(q);
+            let target = self.slots[q].make_dense();
+            c.read_into(root, q, cotangent, Sink::Accumulate(target))?;
+        }
+        Ok(())
+    }
+
+    /// `add_dense(pack)`: materialises every position, adds `pack` (stored value left), and resets
+    /// history, clock and epochs.
+    ///
+    /// # Errors
+    /// When the pack's length or shapes do not match the positions held.
+    pub fn add_dense(&mut self, pack: &[RawTensor<A>]) -> Result<(), String> {
+        if pack.len() != self.slots.len() {
+            return Err(format!("returned {} tensors for a prefix of {}", pack.len(), self.slots.len()));
+        }
+        if let Some((q, t)) = pack.iter().enumerate().find(|(q, t)| t.dims() != self.slots[*q].dims()) {
+            return Err(format!(
+                "returned shape {} at position {q}, which has shape {}",
+                t.dims(),
+                self.slots[q].dims()
+            ));
+        }
+        for (q, t) in pack.iter().enumerate() {
+            self.materialise(q);
+            let target = self.slots[q].make_dense();
+            for (x, y) in target.iter_mut().zip(t.data()) {
+                *x = x.clone() + y.clone();
+            }
+        }
+        self.history.reset();
+        self.epochs.iter_mut().for_each(|e| *e = 0);
+        Ok(())
+    }
+
+    /// `pop()`: removes the last position and returns its logical value.
+    ///
+    /// # Panics
+    /// When the context is empty (an engine invariant).
+    pub fn pop(&mut self) -> RawTensor<A> {
+        let q = self.slots.len() - 1;
+        self.materialise(q);
+        self.epochs.pop();
+        match self.slots.pop() {
+            Some(s) => s.into_tensor(),
+            None => unreachable!("checked non-empty above"),
+        }
+    }
+
+    /// Every position held, materialised.
+    pub fn into_tensors(mut self) -> Vec<RawTensor<A>> {
+        for q in 0..self.slots.len() {
+            self.materialise(q);
+        }
+        self.slots.into_iter().map(Slot::into_tensor).collect()
+    }
+}
+
+/// Removes duplicates from a short list, keeping first occurrences in order.
+fn dedup_small(v: &mut Vec<usize>) {
+    let mut k = 0;
+    for i in 0..v.len() {
+        if !v[..k].contains(&v[i]) {
+            v[k] = v[i];
+            k += 1;
+        }
+    }
+    v.truncate(k);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(v: &[f64]) -> RawTensor<f64> {
+        RawTensor::from_vec(Dims::vector(v.len()), v.to_vec()).unwrap()
+    }
+
+    #[test]
+    fn duplicates_read_the_same_snapshot_and_add_once() {
+        // x + x where x = 2^-53 stored 1.0: 1 + (g + g), not (1 + g) + g.
+        let g = t(&[f64::powi(2.0, -53)]);
+        let mut ctx = GradientContext::of_pack(vec![t(&[1.0])]);
+        let mut c = Contributions::new();
+        let (a, b) = (c.single_cotangent(0), c.single_cotangent(0));
+        let root = c.add(a, b);
+        ctx.add_contributions(&mut c, root, &g).unwrap();
+        assert_eq!(ctx.pop().data()[0].to_bits(), 0x3FF0_0000_0000_0001);
+    }
+
+    #[test]
+    fn uniforms_reach_untouched_positions_lazily() {
+        let mut ctx = GradientContext::of_slots(vec![Slot::Full(-0.0, Dims::vector(2)), Slot::Dense(t(&[-0.0, 5.0]))]);
+        let mut c = Contributions::new();
+        let root = c.fill(0.0);
+        ctx.add_contributions(&mut c, root, &t(&[0.0])).unwrap();
+        assert_eq!(ctx.clock(), 1);
+        let out = ctx.into_tensors();
+        assert_eq!(out[0].data().iter().map(|x| x.to_bits()).collect::<Vec<_>>(), [0, 0]);
+        assert_eq!(out[1].data()[0].to_bits(), 0);
+    }
+
+    #[test]
+    fn wrong_shape_is_an_error() {
+        let mut ctx = GradientContext::of_pack(vec![t(&[1.0, 2.0])]);
+        let mut c = Contributions::new();
+        let one = c.tensor(Dims::vector(3), |_| 1.0);
+        let root = c.single(0, one);
+        assert!(ctx.add_contributions(&mut c, root, &t(&[0.0])).is_err());
+        assert!(ctx.add_dense(&[t(&[1.0])]).is_err());
+    }
+
+    #[test]
+    fn dedup_keeps_first_occurrences() {
+        let mut v = vec![3, 1, 3, 2, 1];
+        dedup_small(&mut v);
+        assert_eq!(v, [3, 1, 2]);
+    }
+}

@@ -1,0 +1,411 @@
+//! Graphs (SEMANTICS §2): nodes with a forward, a dense VJP over the whole prefix, a validation
+//! and (for built-in and custom compact ops) a compact program; the untyped [`RawGraph`] and the
+//! typed [`GraphData`] built by snoc.
+
+use core::fmt;
+use core::marker::PhantomData;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::contributions::{Contrib, Contributions};
+use crate::error::Error;
+use crate::scalar::Scalar;
+use crate::shape::{Dims, Nil, Position, Shape, Snoc};
+use crate::tensor::RawTensor;
+
+/// An op with a compact program: forward, shape rule, validation and contributions.
+///
+/// Built-in ops implement it; so can users, with the same [`Contributions`] combinators
+/// (see `examples/` and the `ops` module for models). `ctx` is always the saved context prefix
+/// before the node: inputs first, then earlier nodes.
+pub trait CompactOp<A, D>: 'static {
+    /// The op's name, as shown in errors and descriptions.
+    fn name(&self) -> &str;
+
+    /// Positions the op reads.
+    fn parents(&self) -> &[usize];
+
+    /// Static support: positions that may receive a contribution. Defaults to the parents.
+    fn support(&self) -> &[usize] {
+        self.parents()
+    }
+
+    /// The shape rule: the output dims from the dims of the whole prefix.
+    ///
+    /// # Errors
+    /// A message saying which rule is broken, with the shapes in decimal.
+    fn output_dims(&self, prefix: &[Dims]) -> Result<Dims, String>;
+
+    /// Checks that depend on values or data (e.g. labels in range). Runs before `forward`.
+    ///
+    /// # Errors
+    /// A message saying what is wrong.
+    fn validate(&self, ctx: &[RawTensor<A>], data: &D) -> Result<(), String> {
+        let _ = (ctx, data);
+        Ok(())
+    }
+
+    /// The node's value.
+    fn forward(&self, ctx: &[RawTensor<A>], data: &D) -> RawTensor<A>;
+
+    /// The VJP at cotangent `g`, described with `c`; returns the root description.
+    fn contributions(&self, saved: &SavedValues<'_, A, D>, g: &RawTensor<A>, c: &mut Contributions<A>) -> Contrib;
+}
+
+/// What a node's VJP may read: the saved prefix (inputs and earlier nodes), the node's own saved
+/// output, and the data.
+#[derive(Debug)]
+pub struct SavedValues<'a, A, D> {
+    /// Values of every position before the node.
+    pub prefix: &'a [RawTensor<A>],
+    /// The node's own value.
+    pub output: &'a RawTensor<A>,
+    /// The graph's non-differentiable data.
+    pub data: &'a D,
+}
+
+/// Forward closure of an opaque node.
+pub type OpaqueForward<A, D> = Box<dyn Fn(&[RawTensor<A>], &D) -> RawTensor<A>>;
+/// Dense-VJP closure of an opaque node: one tensor per earlier position.
+pub type OpaqueVjp<A, D> = Box<dyn Fn(&[RawTensor<A>], &D, &RawTensor<A>) -> Vec<RawTensor<A>>>;
+
+/// The program of a node.
+pub(crate) enum Program<A, D> {
+    Compact(Box<dyn CompactOp<A, D>>),
+    Opaque { name: String, parents: Vec<usize>, forward: OpaqueForward<A, D>, vjp: OpaqueVjp<A, D> },
+}
+
+/// One untyped node: its program and output dims (plus an error found while building, reported by
+/// `compile`).
+pub struct NodeData<A, D> {
+    program: Program<A, D>,
+    dims: Dims,
+}
+
+impl<A: Scalar, D: 'static> NodeData<A, D> {
+    /// A node running a compact op; the dims come from its shape rule when pushed.
+    pub fn compact(op: impl CompactOp<A, D>) -> Self {
+        NodeData { program: Program::Compact(Box::new(op)), dims: Dims::scalar() }
+    }
+
+    /// An opaque node of output dims `dims`: a forward closure and a dense VJP closure that returns
+    /// one tensor per earlier position (zeros where it has nothing to say). `parents` is only
+    /// informational (descriptions); reachability treats an opaque node as reading its whole prefix.
+    pub fn opaque(
+        name: impl Into<String>,
+        dims: Dims,
+        parents: Vec<usize>,
+        forward: impl Fn(&[RawTensor<A>], &D) -> RawTensor<A> + 'static,
+        vjp: impl Fn(&[RawTensor<A>], &D, &RawTensor<A>) -> Vec<RawTensor<A>> + 'static,
+    ) -> Self {
+        NodeData {
+            program: Program::Opaque { name: name.into(), parents, forward: Box::new(forward), vjp: Box::new(vjp) },
+            dims,
+        }
+    }
+}
+
+impl<A: 'static, D: 'static> NodeData<A, D> {
+    /// The op's name.
+    pub fn name(&self) -> &str {
+        match &self.program {
+            Program::Compact(op) => op.name(),
+            Program::Opaque { name, .. } => name,
+        }
+    }
+
+    /// Positions the node reads (for an opaque node: the ones it declared).
+    pub fn parents(&self) -> &[usize] {
+        match &self.program {
+            Program::Compact(op) => op.parents(),
+            Program::Opaque { parents, .. } => parents,
+        }
+    }
+
+    /// Static support for a compact node; `None` for an opaque node (its whole prefix).
+    pub fn support(&self) -> Option<&[usize]> {
+        match &self.program {
+            Program::Compact(op) => Some(op.support()),
+            Program::Opaque { .. } => None,
+        }
+    }
+
+    /// `true` for a node without a compact program.
+    pub fn is_opaque(&self) -> bool {
+        matches!(self.program, Program::Opaque { .. })
+    }
+
+    /// Output dims.
+    pub fn dims(&self) -> Dims {
+        self.dims
+    }
+
+    pub(crate) fn program(&self) -> &Program<A, D> {
+        &self.program
+    }
+}
+
+/// A typed node of output shape `S`, ready to be pushed on a [`GraphData`].
+pub struct Node<A, D, S> {
+    data: NodeData<A, D>,
+    /// Graph ids of the handles the node was built from.
+    origins: Vec<u64>,
+    shape: PhantomData<fn() -> S>,
+}
+
+impl<A: Scalar, D: 'static, S: Shape> Node<A, D, S> {
+    /// A node running a compact op built from the handles `reads` (used to check they belong to the
+    /// graph the node is pushed on).
+    pub fn compact(op: impl CompactOp<A, D>, reads: &[&dyn ErasedPosition]) -> Self {
+        Node { data: NodeData::compact(op), origins: reads.iter().map(|p| p.graph()).collect(), shape: PhantomData }
+    }
+
+    /// An opaque node (see [`NodeData::opaque`]), of output shape `S`.
+    pub fn opaque(
+        name: impl Into<String>,
+        reads: &[&dyn ErasedPosition],
+        forward: impl Fn(&[RawTensor<A>], &D) -> RawTensor<A> + 'static,
+        vjp: impl Fn(&[RawTensor<A>], &D, &RawTensor<A>) -> Vec<RawTensor<A>> + 'static,
+    ) -> Self {
+        let parents = reads.iter().map(|p| p.index()).collect();
+        Node {
+            data: NodeData::opaque(name, S::dims(), parents, forward, vjp),
+            origins: reads.iter().map(|p| p.graph()).collect(),
+            shape: PhantomData,
+        }
+    }
+}
+
+/// A position handle with its shape erased (to pass handles of several shapes in one slice).
+pub trait ErasedPosition {
+    /// Id of the graph the handle belongs to.
+    fn graph(&self) -> u64;
+    /// Index in that graph's context.
+    fn index(&self) -> usize;
+}
+
+impl<S> ErasedPosition for Position<S> {
+    fn graph(&self) -> u64 {
+        self.graph_id()
+    }
+    fn index(&self) -> usize {
+        Position::index(self)
+    }
+}
+
+impl<P: ErasedPosition + ?Sized> ErasedPosition for &P {
+    fn graph(&self) -> u64 {
+        (**self).graph()
+    }
+    fn index(&self) -> usize {
+        (**self).index()
+    }
+}
+
+/// An untyped graph: input dims and nodes. Node `k` sits at position `inputs.len() + k` and reads
+/// only positions below it.
+pub struct RawGraph<A, D> {
+    id: u64,
+    dims: Vec<Dims>,
+    inputs: usize,
+    nodes: Vec<NodeData<A, D>>,
+}
+
+fn next_graph_id() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
+impl<A: Scalar, D: 'static> RawGraph<A, D> {
+    /// A graph with inputs of the given dims and no node.
+    pub fn new(inputs: Vec<Dims>) -> Self {
+        RawGraph { id: next_graph_id(), inputs: inputs.len(), dims: inputs, nodes: Vec::new() }
+    }
+
+    /// Appends a node, returning its position. A compact node's output dims come from its shape
+    /// rule.
+    ///
+    /// # Errors
+    /// [`Error::Node`] when the node reads a position not below it or breaks its shape rule; the
+    /// graph is unchanged.
+    pub fn push(&mut self, mut node: NodeData<A, D>) -> Result<usize, Error> {
+        let p = self.dims.len();
+        let err = |node: &NodeData<A, D>, dims: &[Dims], message: String| Error::Node {
+            node: p - self.inputs,
+            op: node.name().to_owned(),
+            parent_shapes: node.parents().iter().filter_map(|&q| dims.get(q).copied()).collect(),
+            message,
+        };
+        if let Some(&q) = node.parents().iter().chain(node.support().unwrap_or(&[])).find(|&&q| q >= p) {
+            return Err(err(&node, &self.dims, format!("reads position {q}, but may only read positions below {p}")));
+        }
+        if let Program::Compact(op) = &node.program {
+            match op.output_dims(&self.dims) {
+                Ok(d) => node.dims = d,
+                Err(m) => return Err(err(&node, &self.dims, m)),
+            }
+        }
+        self.dims.push(node.dims);
+        self.nodes.push(node);
+        Ok(p)
+    }
+}
+
+impl<A: 'static, D: 'static> RawGraph<A, D> {
+    /// Number of inputs (|Γ|).
+    pub fn num_inputs(&self) -> usize {
+        self.inputs
+    }
+
+    /// The nodes in creation order.
+    pub fn nodes(&self) -> &[NodeData<A, D>] {
+        &self.nodes
+    }
+
+    /// Dims of every position (Γ ++ ss).
+    pub fn dims(&self) -> &[Dims] {
+        &self.dims
+    }
+
+    pub(crate) fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// A listing of the graph: one line per input and node with op, parents, shape, support and
+    /// opaque marker. Same as the `Display` output.
+    pub fn describe(&self) -> String {
+        self.to_string()
+    }
+}
+
+impl<A: 'static, D: 'static> fmt::Display for RawGraph<A, D> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (p, d) in self.dims[..self.inputs].iter().enumerate() {
+            writeln!(f, "%{p} = input {d}")?;
+        }
+        for (k, node) in self.nodes.iter().enumerate() {
+            let p = self.inputs + k;
+            let parents: Vec<String> = node.parents().iter().map(|q| format!("%{q}")).collect();
+            write!(f, "%{p} = {}({}) : {}", node.name(), parents.join(", "), node.dims)?;
+            match node.support() {
+                Some(s) => {
+                    let s: Vec<String> = s.iter().map(|q| format!("%{q}")).collect();
+                    writeln!(f, "  support [{}]", s.join(", "))?;
+                }
+                None => writeln!(f, "  opaque (support: all of %0..%{})", p.saturating_sub(1))?,
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A typed graph: `A` the scalar, `D` the non-differentiable data (Δ), `G` the input shape list
+/// (Γ) and `Ss` the node shape list (ss), both built by snoc.
+///
+/// ```
+/// use exactgrad_runtime::{ops, GraphData, Pack, Tensor, typenum::U2};
+/// let g = GraphData::<f64, ()>::new();
+/// let (g, x) = g.input::<(U2,)>();
+/// let (g, y) = g.push(ops::mul(x, x));
+/// let (g, s) = g.push(ops::sum(y));
+/// let inputs = Pack::new().push(Tensor::from_vec(vec![3.0, 4.0]).unwrap());
+/// let saved = g.compile(inputs, ()).unwrap();
+/// assert_eq!(saved.value(s).unwrap().data(), &[25.0]);
+/// let grads = saved.backprop_from(s, Tensor::full(1.0)).unwrap();
+/// assert_eq!(grads.get(x).unwrap().data(), &[6.0, 8.0]);
+/// ```
+pub struct GraphData<A, D, G = Nil, Ss = Nil> {
+    raw: RawGraph<A, D>,
+    build_errors: Vec<(usize, String)>,
+    marker: PhantomData<fn() -> (G, Ss)>,
+}
+
+impl<A: Scalar, D: 'static> GraphData<A, D, Nil, Nil> {
+    /// A graph with no input and no node.
+    pub fn new() -> Self {
+        GraphData { raw: RawGraph::new(Vec::new()), build_errors: Vec::new(), marker: PhantomData }
+    }
+}
+
+impl<A: Scalar, D: 'static> Default for GraphData<A, D, Nil, Nil> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<A: Scalar, D: 'static, G> GraphData<A, D, G, Nil> {
+    /// Declares the next input, of shape `S` (inputs come before any node).
+    pub fn input<S: Shape>(mut self) -> (GraphData<A, D, Snoc<G, S>, Nil>, Position<S>) {
+        let p = self.raw.dims.len();
+        self.raw.dims.push(S::dims());
+        self.raw.inputs += 1;
+        let id = self.raw.id;
+        (GraphData { raw: self.raw, build_errors: self.build_errors, marker: PhantomData }, Position::new(id, p))
+    }
+}
+
+impl<A: Scalar, D: 'static, G, Ss> GraphData<A, D, G, Ss> {
+    /// Appends a node of shape `S`. Never fails here: a node built from another graph's handles,
+    /// or whose shape rule disagrees with `S`, is recorded and reported by
+    /// [`compile`](Self::compile) with the node index and op.
+    pub fn push<S: Shape>(mut self, node: Node<A, D, S>) -> (GraphData<A, D, G, Snoc<Ss, S>>, Position<S>) {
+        let k = self.raw.nodes.len();
+        let p = self.raw.dims.len();
+        let mut data = node.data;
+        if let Some(other) = node.origins.iter().find(|&&o| o != self.raw.id) {
+            self.build_errors.push((k, format!("reads a handle of another graph (graph id {other})")));
+        }
+        match self.raw.push(data) {
+            Ok(_) => {
+                if self.raw.dims[p] != S::dims() {
+                    self.build_errors.push((
+                        k,
+                        format!("its shape rule gives {}, but it was declared {}", self.raw.dims[p], S::dims()),
+                    ));
+                    self.raw.dims[p] = S::dims();
+                }
+            }
+            Err(e) => {
+                let message = match e {
+                    Error::Node { message, .. } => message,
+                    other => other.to_string(),
+                };
+                self.build_errors.push((k, message));
+                data = NodeData { program: failed_program(), dims: S::dims() };
+                self.raw.dims.push(S::dims());
+                self.raw.nodes.push(data);
+            }
+        }
+        let id = self.raw.id;
+        (GraphData { raw: self.raw, build_errors: self.build_errors, marker: PhantomData }, Position::new(id, p))
+    }
+
+    /// The untyped graph.
+    pub fn raw(&self) -> &RawGraph<A, D> {
+        &self.raw
+    }
+
+    pub(crate) fn build_errors(&self) -> &[(usize, String)] {
+        &self.build_errors
+    }
+
+    /// A listing of the graph (see [`RawGraph::describe`]).
+    pub fn describe(&self) -> String {
+        self.raw.describe()
+    }
+}
+
+impl<A: 'static, D: 'static, G, Ss> fmt::Display for GraphData<A, D, G, Ss> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&self.raw, f)
+    }
+}
+
+/// Placeholder program of a node that could not be built; `compile` reports its error first.
+fn failed_program<A: Scalar, D: 'static>() -> Program<A, D> {
+    Program::Opaque {
+        name: "<invalid node>".into(),
+        parents: Vec::new(),
+        forward: Box::new(|_, _| unreachable!("compile rejects invalid nodes before running them")),
+        vjp: Box::new(|_, _, _| unreachable!("compile rejects invalid nodes before running them")),
+    }
+}

@@ -1,0 +1,65 @@
+//! The engine of **exactgrad**: tensors, typed shapes, graphs, saved forward executions and
+//! every reverse pass of `SEMANTICS.md`, with the fast passes bit-for-bit equal to the dense
+//! reference on every scalar type.
+//!
+//! Layers, bottom up:
+//! * [`Scalar`] / [`Storage`]: what the engine needs of a scalar, and whether it has bit-level
+//!   (storage) equality — which the fast passes need;
+//! * [`RawTensor`] (untyped, row-major) and [`Tensor<A, S>`] (typed by a typenum [`Shape`]);
+//! * [`RawGraph`] (untyped) and [`GraphData`] (typed by snoc shape lists), nodes with a compact
+//!   program ([`CompactOp`]) or opaque closures;
+//! * [`Contributions`]: the compact description of one node's VJP; [`History`] and
+//!   [`GradientContext`]: deferred uniform updates;
+//! * [`RawSavedGraph`] / [`SavedGraph`]: one saved forward and every reverse pass.
+//!
+//! ```
+//! use exactgrad_runtime::{ops, GraphData, Pack, Seeds, Tensor, typenum::{U2, U3}};
+//!
+//! // y = sum(tanh(x · w)), x: 1×2, w: 2×3
+//! let g = GraphData::<f64, ()>::new();
+//! let (g, x) = g.input::<(typenum::U1, U2)>();
+//! let (g, w) = g.input::<(U2, U3)>();
+//! let (g, h) = g.push(ops::matmul(x, w));
+//! let (g, t) = g.push(ops::tanh(h));
+//! let (g, y) = g.push(ops::sum(t));
+//!
+//! let inputs = Pack::new()
+//!     .push(Tensor::from_vec(vec![0.5, -1.0]).unwrap())
+//!     .push(Tensor::from_vec(vec![0.1, 0.2, 0.3, 0.4, 0.5, 0.6]).unwrap());
+//! let saved = g.compile(inputs, ()).unwrap();
+//! let fast = saved.backprop_from(y, Tensor::full(1.0)).unwrap();
+//! let reference = saved.backprop_from_dense(y, Tensor::full(1.0)).unwrap();
+//! for (a, b) in fast.as_slice().iter().zip(reference.as_slice()) {
+//!     assert!(a.data().iter().zip(b.data()).all(|(a, b)| a.to_bits() == b.to_bits()));
+//! }
+//! # use exactgrad_runtime::typenum;
+//! ```
+#![forbid(unsafe_code)]
+
+pub mod contributions;
+pub mod deferred;
+pub mod error;
+pub mod gradients;
+pub mod graph;
+pub mod ops;
+pub mod pack;
+pub mod saved;
+pub mod scalar;
+pub mod shape;
+pub mod tensor;
+
+pub use contributions::{Contrib, Contributions};
+pub use deferred::History;
+pub use error::Error;
+pub use gradients::GradientContext;
+pub use graph::{
+    CompactOp, ErasedPosition, GraphData, Node, NodeData, OpaqueForward, OpaqueVjp, RawGraph, SavedValues,
+};
+pub use pack::{ContextPack, Pack, Seeds};
+pub use saved::{PreparedNode, RawSavedGraph, SavedGraph};
+pub use scalar::{Scalar, Storage};
+pub use shape::{Dims, Nil, Position, Shape, ShapeList, Snoc, MAX_RANK};
+pub use tensor::{RawTensor, Tensor};
+
+/// Re-export of `typenum`, so users name dims without depending on it.
+pub use typenum;

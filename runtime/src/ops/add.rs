@@ -1,0 +1,86 @@
+//! `add(a, b)`: elementwise `y[i] = a[i] + b[i]` (`a` left).
+//!
+//! VJP: `add(single(a, δ), single(b, δ))` — both terms are the cotangent itself, no copy.
+//! At `a` the reader gives `δ + 0`; when `a == b` it gives `δ + δ`.
+
+use crate::contributions::{Contrib, Contributions};
+use crate::graph::{CompactOp, Node, SavedValues};
+use crate::scalar::Scalar;
+use crate::shape::{Dims, Position, Shape};
+use crate::tensor::RawTensor;
+
+/// Elementwise sum of two positions of the same shape.
+#[derive(Clone, Debug)]
+pub struct Add {
+    parents: [usize; 2],
+}
+
+impl Add {
+    /// `a + b` for the positions `a` and `b`.
+    pub fn new(a: usize, b: usize) -> Self {
+        Add { parents: [a, b] }
+    }
+}
+
+impl<A: Scalar, D> CompactOp<A, D> for Add {
+    fn name(&self) -> &str {
+        "add"
+    }
+    fn parents(&self) -> &[usize] {
+        &self.parents
+    }
+    fn output_dims(&self, prefix: &[Dims]) -> Result<Dims, String> {
+        super::same_dims("add", prefix, self.parents[0], self.parents[1])
+    }
+    fn forward(&self, ctx: &[RawTensor<A>], _: &D) -> RawTensor<A> {
+        ctx[self.parents[0]].add(&ctx[self.parents[1]])
+    }
+    fn contributions(&self, _: &SavedValues<'_, A, D>, _: &RawTensor<A>, c: &mut Contributions<A>) -> Contrib {
+        let l = c.single_cotangent(self.parents[0]);
+        let r = c.single_cotangent(self.parents[1]);
+        c.add(l, r)
+    }
+}
+
+/// Typed `a + b`.
+pub fn add<A: Scalar, D: 'static, S: Shape>(a: Position<S>, b: Position<S>) -> Node<A, D, S> {
+    Node::compact(Add::new(a.index(), b.index()), &[&a, &b])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ops::testing::{bits, gradcheck, sample, vjp};
+
+    #[test]
+    fn value_and_gradient() {
+        let (a, b) = (sample(&[2, 3], 1), sample(&[2, 3], 2));
+        gradcheck(Add::new(0, 1), &[a.clone(), b.clone()], 1e-7);
+        let y = crate::ops::testing::forward(Add::new(0, 1), &[a.clone(), b.clone()]);
+        assert_eq!(y.data()[4], a.data()[4] + b.data()[4]);
+    }
+
+    #[test]
+    fn repeated_parent_adds_both_terms_first() {
+        let x = RawTensor::from_vec(Dims::vector(2), vec![1.0, 2.0]).unwrap();
+        let g = RawTensor::from_vec(Dims::vector(2), vec![-0.0, 3.0]).unwrap();
+        let v = vjp(Add::new(0, 0), &[x], &g);
+        assert_eq!(bits(&v[0]), [(-0.0f64).to_bits(), 6.0f64.to_bits()]);
+    }
+
+    #[test]
+    fn distinct_parents_read_delta_plus_zero() {
+        let x = RawTensor::from_vec(Dims::vector(1), vec![1.0]).unwrap();
+        let g = RawTensor::from_vec(Dims::vector(1), vec![-0.0]).unwrap();
+        let v = vjp(Add::new(0, 1), &[x.clone(), x], &g);
+        // -0.0 + 0 = +0.0 at `a`; 0 + -0.0 = +0.0 at `b`.
+        assert_eq!(bits(&v[0]), [0]);
+        assert_eq!(bits(&v[1]), [0]);
+    }
+
+    #[test]
+    fn shape_mismatch_is_reported() {
+        let e = <Add as CompactOp<f32, ()>>::output_dims(&Add::new(0, 1), &[Dims::vector(2), Dims::vector(3)]);
+        assert_eq!(e.unwrap_err(), "add needs both operands to have the same shape, got [2] and [3]");
+    }
+}

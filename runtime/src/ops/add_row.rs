@@ -1,0 +1,94 @@
+//! `add_row(x, b)`: broadcast add of a row vector to every row of a matrix,
+//! `y[i, j] = x[i, j] + b[j]` (`x` left).
+//!
+//! VJP: `add(single(x, δ), single(b, s))` with `s[j] = ((0 + δ[0, j]) + δ[1, j]) + …` (column
+//! sums in ascending row order).
+
+use crate::contributions::{Contrib, Contributions};
+use crate::graph::{CompactOp, Node, SavedValues};
+use crate::scalar::Scalar;
+use crate::shape::{Dims, Position};
+use crate::tensor::RawTensor;
+use typenum::Unsigned;
+
+/// Broadcast add of a row vector (a bias) to a matrix.
+#[derive(Clone, Debug)]
+pub struct AddRow {
+    parents: [usize; 2],
+}
+
+impl AddRow {
+    /// `x + b` where `x` is `rows × cols` and `b` has `cols` elements.
+    pub fn new(x: usize, b: usize) -> Self {
+        AddRow { parents: [x, b] }
+    }
+}
+
+impl<A: Scalar, D> CompactOp<A, D> for AddRow {
+    fn name(&self) -> &str {
+        "add_row"
+    }
+    fn parents(&self) -> &[usize] {
+        &self.parents
+    }
+    fn output_dims(&self, prefix: &[Dims]) -> Result<Dims, String> {
+        let (dx, db) =
+            (super::dims_at("add_row", prefix, self.parents[0])?, super::dims_at("add_row", prefix, self.parents[1])?);
+        match (dx.as_slice(), db.as_slice()) {
+            (&[_, c], &[n]) if c == n => Ok(dx),
+            (&[_, c], &[n]) => {
+                Err(format!("add_row needs the row vector's length ({n}) to equal the matrix's columns ({c})"))
+            }
+            _ => Err(format!("add_row needs a matrix and a vector, got shapes {dx} and {db}")),
+        }
+    }
+    fn forward(&self, ctx: &[RawTensor<A>], _: &D) -> RawTensor<A> {
+        let (x, b) = (&ctx[self.parents[0]], ctx[self.parents[1]].data());
+        let cols = b.len();
+        RawTensor::from_fn(x.dims(), |i| x.data()[i].clone() + b[i % cols].clone())
+    }
+    fn contributions(&self, saved: &SavedValues<'_, A, D>, g: &RawTensor<A>, c: &mut Contributions<A>) -> Contrib {
+        let bd = saved.prefix[self.parents[1]].dims();
+        let cols = bd.numel();
+        let gd = g.data();
+        let mut s = c.buffer();
+        s.extend((0..cols).map(|_| A::zero()));
+        for row in gd.chunks_exact(cols.max(1)) {
+            for (acc, v) in s.iter_mut().zip(row) {
+                *acc = acc.clone() + v.clone();
+            }
+        }
+        let s = RawTensor::from_vec(bd, s).unwrap_or_else(|_| unreachable!("{cols} elements pushed"));
+        let l = c.single_cotangent(self.parents[0]);
+        let r = c.single(self.parents[1], s);
+        c.add(l, r)
+    }
+}
+
+/// Typed broadcast add: `(M, N)` + `(N,)` → `(M, N)`.
+pub fn add_row<A: Scalar, D: 'static, M: Unsigned + 'static, N: Unsigned + 'static>(
+    x: Position<(M, N)>,
+    b: Position<(N,)>,
+) -> Node<A, D, (M, N)> {
+    Node::compact(AddRow::new(x.index(), b.index()), &[&x, &b])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ops::testing::{forward, gradcheck, sample};
+
+    #[test]
+    fn value_and_gradient() {
+        let (x, b) = (sample(&[3, 2], 15), sample(&[2], 16));
+        let y = forward(AddRow::new(0, 1), &[x.clone(), b.clone()]);
+        assert_eq!(y.data()[5], x.data()[5] + b.data()[1]);
+        gradcheck(AddRow::new(0, 1), &[x, b], 1e-7);
+    }
+
+    #[test]
+    fn mismatched_bias_is_reported() {
+        let e = <AddRow as CompactOp<f64, ()>>::output_dims(&AddRow::new(0, 1), &[Dims::matrix(2, 3), Dims::vector(2)]);
+        assert_eq!(e.unwrap_err(), "add_row needs the row vector's length (2) to equal the matrix's columns (3)");
+    }
+}

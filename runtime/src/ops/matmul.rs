@@ -1,0 +1,170 @@
+//! `matmul(a, b)`: `y[i, j] = Σ_t a[i, t] * b[t, j]` for `a: m×k`, `b: k×n`, each sum taken in
+//! ascending `t` starting from `0`.
+//!
+//! VJP: `add(single(a, δ · bᵀ), single(b, aᵀ · δ))`, each product with δ on the left
+//! (`δ[i, j] * b[t, j]` and `δ[i, j] * a[i, t]`).
+
+use core::ops::Mul;
+
+use crate::contributions::{Contrib, Contributions};
+use crate::graph::{CompactOp, Node, SavedValues};
+use crate::scalar::Scalar;
+use crate::shape::{Dims, Position};
+use crate::tensor::RawTensor;
+use typenum::Unsigned;
+
+/// A strided view of a matrix: element `(r, c)` is `data[r * row_stride + c * col_stride]`.
+#[derive(Debug)]
+pub struct MatrixView<'a, A> {
+    /// The elements.
+    pub data: &'a [A],
+    /// Step between rows.
+    pub row_stride: usize,
+    /// Step between columns.
+    pub col_stride: usize,
+}
+
+impl<A> Clone for MatrixView<'_, A> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<A> Copy for MatrixView<'_, A> {}
+
+impl<'a, A> MatrixView<'a, A> {
+    /// A row-major `rows × cols` matrix.
+    pub fn row_major(data: &'a [A], cols: usize) -> Self {
+        MatrixView { data, row_stride: cols, col_stride: 1 }
+    }
+
+    /// The transpose of a row-major matrix with `cols` columns.
+    pub fn transposed(data: &'a [A], cols: usize) -> Self {
+        MatrixView { data, row_stride: 1, col_stride: cols }
+    }
+
+    #[inline]
+    fn at(&self, r: usize, c: usize) -> &A {
+        &self.data[r * self.row_stride + c * self.col_stride]
+    }
+}
+
+/// The portable GEMM of every pass: appends to `out` the `rows × cols` matrix with
+/// `out[r, c] = ((0 + p(r, 0, c)) + p(r, 1, c)) + …` where `p(r, t, c) = lhs[r, t] * rhs[t, c]`,
+/// or `rhs[t, c] * lhs[r, t]` when `RHS_LEFT` (to keep the cotangent on the left).
+pub fn gemm<A: Scalar + Mul<Output = A>, const RHS_LEFT: bool>(
+    rows: usize,
+    inner: usize,
+    cols: usize,
+    lhs: MatrixView<'_, A>,
+    rhs: MatrixView<'_, A>,
+    out: &mut Vec<A>,
+) {
+    let start = out.len();
+    out.extend((0..rows * cols).map(|_| A::zero()));
+    for r in 0..rows {
+        let row = &mut out[start + r * cols..start + (r + 1) * cols];
+        for t in 0..inner {
+            let l = lhs.at(r, t);
+            for (c, acc) in row.iter_mut().enumerate() {
+                let x = rhs.at(t, c);
+                let p = if RHS_LEFT { x.clone() * l.clone() } else { l.clone() * x.clone() };
+                *acc = acc.clone() + p;
+            }
+        }
+    }
+}
+
+/// Matrix product.
+#[derive(Clone, Debug)]
+pub struct MatMul {
+    parents: [usize; 2],
+}
+
+impl MatMul {
+    /// `a · b` for the matrices at positions `a` (`m×k`) and `b` (`k×n`).
+    pub fn new(a: usize, b: usize) -> Self {
+        MatMul { parents: [a, b] }
+    }
+}
+
+fn mkn(a: Dims, b: Dims) -> (usize, usize, usize) {
+    (a.as_slice()[0], a.as_slice()[1], b.as_slice()[1])
+}
+
+impl<A: Scalar + Mul<Output = A>, D> CompactOp<A, D> for MatMul {
+    fn name(&self) -> &str {
+        "matmul"
+    }
+    fn parents(&self) -> &[usize] {
+        &self.parents
+    }
+    fn output_dims(&self, prefix: &[Dims]) -> Result<Dims, String> {
+        let (da, db) =
+            (super::dims_at("matmul", prefix, self.parents[0])?, super::dims_at("matmul", prefix, self.parents[1])?);
+        match (da.as_slice(), db.as_slice()) {
+            (&[m, k], &[k2, n]) if k == k2 => Ok(Dims::matrix(m, n)),
+            (&[_, k], &[k2, _]) => {
+                Err(format!("matmul needs the left operand's columns ({k}) to equal the right operand's rows ({k2})"))
+            }
+            _ => Err(format!("matmul needs two matrices (rank 2), got shapes {da} and {db}")),
+        }
+    }
+    fn forward(&self, ctx: &[RawTensor<A>], _: &D) -> RawTensor<A> {
+        let (a, b) = (&ctx[self.parents[0]], &ctx[self.parents[1]]);
+        let (m, k, n) = mkn(a.dims(), b.dims());
+        let mut out = Vec::with_capacity(m * n);
+        gemm::<A, false>(m, k, n, MatrixView::row_major(a.data(), k), MatrixView::row_major(b.data(), n), &mut out);
+        RawTensor::from_parts(Dims::matrix(m, n), out)
+    }
+    fn contributions(&self, saved: &SavedValues<'_, A, D>, g: &RawTensor<A>, c: &mut Contributions<A>) -> Contrib {
+        let [pa, pb] = self.parents;
+        let (a, b) = (&saved.prefix[pa], &saved.prefix[pb]);
+        let (m, k, n) = mkn(a.dims(), b.dims());
+        let g_rows = MatrixView::row_major(g.data(), n);
+        // δ · bᵀ: (m×n)(n×k), products δ[i, j] * b[t, j].
+        let mut ga = c.buffer();
+        gemm::<A, false>(m, n, k, g_rows, MatrixView::transposed(b.data(), n), &mut ga);
+        // aᵀ · δ: (k×m)(m×n), products δ[i, j] * a[i, t].
+        let mut gb = c.buffer();
+        gemm::<A, true>(k, m, n, MatrixView::transposed(a.data(), k), g_rows, &mut gb);
+        let ga = c.single(pa, RawTensor::from_parts(a.dims(), ga));
+        let gb = c.single(pb, RawTensor::from_parts(b.dims(), gb));
+        c.add(ga, gb)
+    }
+}
+
+/// Typed `a · b`: `(M, K)` · `(K, N)` → `(M, N)`.
+pub fn matmul<
+    A: Scalar + Mul<Output = A>,
+    D: 'static,
+    M: Unsigned + 'static,
+    K: Unsigned + 'static,
+    N: Unsigned + 'static,
+>(
+    a: Position<(M, K)>,
+    b: Position<(K, N)>,
+) -> Node<A, D, (M, N)> {
+    Node::compact(MatMul::new(a.index(), b.index()), &[&a, &b])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ops::testing::{forward, gradcheck, sample};
+
+    #[test]
+    fn value_and_gradient() {
+        let a = RawTensor::from_vec(Dims::matrix(2, 3), vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0]).unwrap();
+        let b = RawTensor::from_vec(Dims::matrix(3, 1), vec![1.0, 0.0, -1.0]).unwrap();
+        assert_eq!(forward(MatMul::new(0, 1), &[a, b]).data(), &[-2.0, -2.0]);
+        gradcheck(MatMul::new(0, 1), &[sample(&[3, 4], 17), sample(&[4, 2], 18)], 1e-7);
+        gradcheck(MatMul::new(0, 0), &[sample(&[3, 3], 19)], 1e-7);
+    }
+
+    #[test]
+    fn inner_mismatch_is_reported_in_decimal() {
+        let e =
+            <MatMul as CompactOp<f64, ()>>::output_dims(&MatMul::new(0, 1), &[Dims::matrix(2, 3), Dims::matrix(2, 2)]);
+        assert_eq!(e.unwrap_err(), "matmul needs the left operand's columns (3) to equal the right operand's rows (2)");
+    }
+}

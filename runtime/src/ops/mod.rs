@@ -1,0 +1,134 @@
+//! Built-in ops. One op per file: its forward, its compact VJP (contributions) and static
+//! support, its shape rule, docs with the formula, and tests.
+//!
+//! Conventions (SEMANTICS §4, kept by every op):
+//! * a binary op `f(a, b)` contributes `add(single(a, ga), single(b, gb))`, so when `a == b` the
+//!   two terms are added first and reach the gradient once;
+//! * negation inside a VJP is `0 - δ`, never `-δ`;
+//! * products put the cotangent `δ` on the left (`δ * other`);
+//! * reductions run in a fixed order (ascending index, starting from `0`), never reassociated, no
+//!   `mul_add`.
+//!
+//! Every op has a typed constructor (shapes checked by the compiler) returning a [`Node`] for
+//! [`GraphData::push`](crate::GraphData::push), and an untyped struct implementing
+//! [`CompactOp`](crate::CompactOp) for [`RawGraph::push`](crate::RawGraph::push).
+//!
+//! [`Node`]: crate::Node
+
+mod add;
+mod add_row;
+mod exp;
+mod matmul;
+mod mean;
+mod mul;
+mod neg;
+mod opaque;
+mod relu;
+mod scale;
+mod sub;
+mod sum;
+mod tanh;
+mod transpose;
+
+pub use add::{add, Add};
+pub use add_row::{add_row, AddRow};
+pub use exp::{exp, Exp};
+pub use matmul::{gemm, matmul, MatMul, MatrixView};
+pub use mean::{mean, Mean};
+pub use mul::{mul, Mul};
+pub use neg::{neg, Neg};
+pub use opaque::opaque;
+pub use relu::{relu, Relu};
+pub use scale::{scale, Scale};
+pub use sub::{sub, Sub};
+pub use sum::{sum, Sum};
+pub use tanh::{tanh, Tanh};
+pub use transpose::{transpose, Transpose};
+
+use crate::shape::Dims;
+
+/// Dims of position `p` in a prefix, or a message naming the op.
+pub(crate) fn dims_at(op: &str, prefix: &[Dims], p: usize) -> Result<Dims, String> {
+    prefix.get(p).copied().ok_or_else(|| format!("{op} reads position {p}, outside its prefix of {}", prefix.len()))
+}
+
+/// Shape rule of elementwise binary ops: both operands have the same shape.
+pub(crate) fn same_dims(op: &str, prefix: &[Dims], a: usize, b: usize) -> Result<Dims, String> {
+    let (da, db) = (dims_at(op, prefix, a)?, dims_at(op, prefix, b)?);
+    if da == db {
+        Ok(da)
+    } else {
+        Err(format!("{op} needs both operands to have the same shape, got {da} and {db}"))
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod testing {
+    //! Helpers for op tests: run one node's forward and dense VJP, and a finite-difference check.
+    use crate::contributions::Contributions;
+    use crate::graph::{CompactOp, NodeData, RawGraph};
+    use crate::saved::RawSavedGraph;
+    use crate::tensor::RawTensor;
+
+    /// The value of one `op` node on `inputs`.
+    pub(crate) fn forward<O: CompactOp<f64, ()> + Clone>(op: O, inputs: &[RawTensor<f64>]) -> RawTensor<f64> {
+        let mut graph = RawGraph::new(inputs.iter().map(RawTensor::dims).collect());
+        let p = graph.push(NodeData::compact(op)).unwrap();
+        let saved = RawSavedGraph::compile(&graph, inputs.to_vec(), ()).unwrap();
+        saved.values()[p].clone()
+    }
+
+    /// The dense VJP of one `op` node on `inputs` at cotangent `g` (one tensor per input).
+    pub(crate) fn vjp<O: CompactOp<f64, ()> + Clone>(
+        op: O,
+        inputs: &[RawTensor<f64>],
+        g: &RawTensor<f64>,
+    ) -> Vec<RawTensor<f64>> {
+        let mut graph = RawGraph::new(inputs.iter().map(RawTensor::dims).collect());
+        graph.push(NodeData::compact(op)).unwrap();
+        let saved = RawSavedGraph::compile(&graph, inputs.to_vec(), ()).unwrap();
+        let mut c = Contributions::new();
+        let node = saved.prepared_nodes().next().unwrap();
+        node.vjp_dense(g, &mut c).unwrap()
+    }
+
+    /// Checks the VJP of `op` against central finite differences of `<g, forward>` at `inputs`.
+    pub(crate) fn gradcheck<O: CompactOp<f64, ()> + Clone>(op: O, inputs: &[RawTensor<f64>], tol: f64) {
+        let y = forward(op.clone(), inputs);
+        let g = RawTensor::from_fn(y.dims(), |i| 0.3 + 0.7 * ((i * 7 + 3) % 5) as f64 / 5.0);
+        let analytic = vjp(op.clone(), inputs, &g);
+        let h = 1e-6;
+        let f = |xs: &[RawTensor<f64>]| {
+            let y = forward(op.clone(), xs);
+            y.data().iter().zip(g.data()).map(|(a, b)| a * b).sum::<f64>()
+        };
+        for (q, x) in inputs.iter().enumerate() {
+            for i in 0..x.numel() {
+                let mut plus = inputs.to_vec();
+                plus[q].data_mut()[i] += h;
+                let mut minus = inputs.to_vec();
+                minus[q].data_mut()[i] -= h;
+                let numeric = (f(&plus) - f(&minus)) / (2.0 * h);
+                let a = analytic[q].data()[i];
+                let scale = 1.0f64.max(numeric.abs()).max(a.abs());
+                assert!((numeric - a).abs() <= tol * scale, "input {q} element {i}: numeric {numeric} vs analytic {a}");
+            }
+        }
+    }
+
+    /// A tensor of the given dims with varied, non-degenerate values.
+    pub(crate) fn sample(dims: &[usize], seed: u64) -> RawTensor<f64> {
+        let d = crate::Dims::new(dims).unwrap();
+        RawTensor::from_fn(d, |i| {
+            let x = (i as u64 + 1)
+                .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+                .wrapping_add(seed.wrapping_mul(0xD1B5_4A32_D192_ED03));
+            ((x >> 11) as f64 / (1u64 << 53) as f64) * 2.0 - 1.0
+        })
+    }
+
+    /// Bits of every element.
+    pub(crate) fn bits(t: &RawTensor<f64>) -> Vec<u64> {
+        t.data().iter().map(|x| x.to_bits()).collect()
+    }
+}

@@ -1,0 +1,71 @@
+//! `sub(a, b)`: elementwise `y[i] = a[i] - b[i]`.
+//!
+//! VJP: `add(single(a, δ), single(b, 0 - δ))` (negation as `0 - δ`, SEMANTICS §4).
+
+use core::ops::Sub as SubOp;
+
+use crate::contributions::{Contrib, Contributions};
+use crate::graph::{CompactOp, Node, SavedValues};
+use crate::scalar::Scalar;
+use crate::shape::{Dims, Position, Shape};
+use crate::tensor::RawTensor;
+
+/// Elementwise difference of two positions of the same shape.
+#[derive(Clone, Debug)]
+pub struct Sub {
+    parents: [usize; 2],
+}
+
+impl Sub {
+    /// `a - b` for the positions `a` and `b`.
+    pub fn new(a: usize, b: usize) -> Self {
+        Sub { parents: [a, b] }
+    }
+}
+
+impl<A: Scalar + SubOp<Output = A>, D> CompactOp<A, D> for Sub {
+    fn name(&self) -> &str {
+        "sub"
+    }
+    fn parents(&self) -> &[usize] {
+        &self.parents
+    }
+    fn output_dims(&self, prefix: &[Dims]) -> Result<Dims, String> {
+        super::same_dims("sub", prefix, self.parents[0], self.parents[1])
+    }
+    fn forward(&self, ctx: &[RawTensor<A>], _: &D) -> RawTensor<A> {
+        let (a, b) = (&ctx[self.parents[0]], &ctx[self.parents[1]]);
+        RawTensor::from_fn(a.dims(), |i| a.data()[i].clone() - b.data()[i].clone())
+    }
+    fn contributions(&self, _: &SavedValues<'_, A, D>, g: &RawTensor<A>, c: &mut Contributions<A>) -> Contrib {
+        let l = c.single_cotangent(self.parents[0]);
+        let gd = g.data();
+        let neg = c.tensor(g.dims(), |i| A::zero() - gd[i].clone());
+        let r = c.single(self.parents[1], neg);
+        c.add(l, r)
+    }
+}
+
+/// Typed `a - b`.
+pub fn sub<A: Scalar + SubOp<Output = A>, D: 'static, S: Shape>(a: Position<S>, b: Position<S>) -> Node<A, D, S> {
+    Node::compact(Sub::new(a.index(), b.index()), &[&a, &b])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ops::testing::{bits, gradcheck, sample, vjp};
+
+    #[test]
+    fn gradient_matches_finite_differences() {
+        gradcheck(Sub::new(0, 1), &[sample(&[3, 2], 3), sample(&[3, 2], 4)], 1e-7);
+    }
+
+    #[test]
+    fn x_minus_x_adds_delta_and_zero_minus_delta() {
+        let x = RawTensor::from_vec(Dims::vector(1), vec![1.0]).unwrap();
+        let g = RawTensor::from_vec(Dims::vector(1), vec![-0.0]).unwrap();
+        // -0.0 + (0 - -0.0) = -0.0 + 0.0 = +0.0
+        assert_eq!(bits(&vjp(Sub::new(0, 0), &[x], &g)[0]), [0]);
+    }
+}

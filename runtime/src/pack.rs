@@ -1,0 +1,202 @@
+//! Packs: one tensor per position of a shape list, typed by that list over an erased `Vec`.
+//!
+//! * [`Pack<A, L>`]: a pack over the shape list `L` — graph inputs, or input gradients;
+//! * [`ContextPack<A, G, Ss>`]: a pack over the whole context Γ ++ ss — all-seeds results;
+//! * [`Seeds<A, G, Ss>`]: a seed pack over Γ ++ ss, where positions left unset are zeros that cost
+//!   no buffer.
+
+use core::marker::PhantomData;
+
+use crate::error::Error;
+use crate::gradients::Slot;
+use crate::graph::GraphData;
+use crate::scalar::Scalar;
+use crate::shape::{Nil, Position, Shape, Snoc};
+use crate::tensor::{RawTensor, Tensor};
+
+fn lookup<A, S: Shape>(
+    graph: Option<u64>,
+    tensors: &[RawTensor<A>],
+    pos: Position<S>,
+) -> Result<&RawTensor<A>, Error> {
+    let foreign = Error::ForeignPosition { index: pos.index(), len: tensors.len() };
+    if graph.is_some_and(|g| g != pos.graph_id()) {
+        return Err(foreign);
+    }
+    let t = tensors.get(pos.index()).ok_or(foreign)?;
+    if t.dims() != S::dims() {
+        return Err(Error::ShapeMismatch { expected: S::dims(), actual: t.dims() });
+    }
+    Ok(t)
+}
+
+/// A pack over the shape list `L`, built by snoc.
+///
+/// ```
+/// use exactgrad_runtime::{Pack, Tensor, typenum::{U1, U2}};
+/// let p = Pack::new()
+///     .push(Tensor::<f32, (U2,)>::from_vec(vec![1.0, 2.0]).unwrap())
+///     .push(Tensor::<f32, (U1, U2)>::zeros());
+/// assert_eq!(p.len(), 2);
+/// ```
+pub struct Pack<A, L> {
+    graph: Option<u64>,
+    tensors: Vec<RawTensor<A>>,
+    marker: PhantomData<fn() -> L>,
+}
+
+impl<A> Pack<A, Nil> {
+    /// The empty pack.
+    pub fn new() -> Self {
+        Pack { graph: None, tensors: Vec::new(), marker: PhantomData }
+    }
+}
+
+impl<A> Default for Pack<A, Nil> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<A, L> Pack<A, L> {
+    /// Appends a tensor of shape `S`.
+    pub fn push<S: Shape>(mut self, t: Tensor<A, S>) -> Pack<A, Snoc<L, S>> {
+        self.tensors.push(t.into_raw());
+        Pack { graph: self.graph, tensors: self.tensors, marker: PhantomData }
+    }
+
+    pub(crate) fn from_raw(graph: Option<u64>, tensors: Vec<RawTensor<A>>) -> Self {
+        Pack { graph, tensors, marker: PhantomData }
+    }
+
+    /// The tensor at `pos`.
+    ///
+    /// # Errors
+    /// [`Error::ForeignPosition`] for a handle of another graph or out of range.
+    pub fn get<S: Shape>(&self, pos: Position<S>) -> Result<&RawTensor<A>, Error> {
+        lookup(self.graph, &self.tensors, pos)
+    }
+
+    /// Number of tensors.
+    pub fn len(&self) -> usize {
+        self.tensors.len()
+    }
+
+    /// `true` for the empty pack.
+    pub fn is_empty(&self) -> bool {
+        self.tensors.is_empty()
+    }
+
+    /// The tensors in order.
+    pub fn as_slice(&self) -> &[RawTensor<A>] {
+        &self.tensors
+    }
+
+    /// The tensors, consuming the pack.
+    pub fn into_vec(self) -> Vec<RawTensor<A>> {
+        self.tensors
+    }
+}
+
+/// A pack over the whole context Γ ++ ss of a graph: one tensor per input and per node.
+pub struct ContextPack<A, G, Ss> {
+    graph: u64,
+    tensors: Vec<RawTensor<A>>,
+    marker: PhantomData<fn() -> (G, Ss)>,
+}
+
+impl<A, G, Ss> ContextPack<A, G, Ss> {
+    pub(crate) fn from_raw(graph: u64, tensors: Vec<RawTensor<A>>) -> Self {
+        ContextPack { graph, tensors, marker: PhantomData }
+    }
+
+    /// The tensor at `pos` (an input or a node).
+    ///
+    /// # Errors
+    /// [`Error::ForeignPosition`] for a handle of another graph.
+    pub fn get<S: Shape>(&self, pos: Position<S>) -> Result<&RawTensor<A>, Error> {
+        lookup(Some(self.graph), &self.tensors, pos)
+    }
+
+    /// The tensors in context order.
+    pub fn as_slice(&self) -> &[RawTensor<A>] {
+        &self.tensors
+    }
+
+    /// The tensors, consuming the pack.
+    pub fn into_vec(self) -> Vec<RawTensor<A>> {
+        self.tensors
+    }
+}
+
+/// A seed pack over Γ ++ ss. Positions never set are `zeros` and cost no buffer.
+///
+/// ```
+/// use exactgrad_runtime::{ops, GraphData, Seeds, Tensor, typenum::U2};
+/// let (g, x) = GraphData::<f32, ()>::new().input::<(U2,)>();
+/// let (g, y) = g.push(ops::neg(x));
+/// let mut seeds = Seeds::zeros(&g);
+/// seeds.set(y, Tensor::full(1.0)).unwrap();
+/// ```
+pub struct Seeds<A, G, Ss> {
+    graph: u64,
+    slots: Vec<Slot<A>>,
+    marker: PhantomData<fn() -> (G, Ss)>,
+}
+
+impl<A: Scalar, G, Ss> Seeds<A, G, Ss> {
+    /// All-zero seeds for `graph`.
+    pub fn zeros<D: 'static>(graph: &GraphData<A, D, G, Ss>) -> Self {
+        let raw = graph.raw();
+        Seeds {
+            graph: raw.id(),
+            slots: raw.dims().iter().map(|&d| Slot::Full(A::zero(), d)).collect(),
+            marker: PhantomData,
+        }
+    }
+
+    /// `single(pos, t)`: `t` at `pos`, zeros elsewhere.
+    ///
+    /// # Errors
+    /// [`Error::ForeignPosition`] for a handle of another graph.
+    pub fn single<D: 'static, S: Shape>(
+        graph: &GraphData<A, D, G, Ss>,
+        pos: Position<S>,
+        t: Tensor<A, S>,
+    ) -> Result<Self, Error> {
+        let mut s = Self::zeros(graph);
+        s.set(pos, t)?;
+        Ok(s)
+    }
+
+    /// Sets the seed at `pos`.
+    ///
+    /// # Errors
+    /// [`Error::ForeignPosition`] for a handle of another graph.
+    pub fn set<S: Shape>(&mut self, pos: Position<S>, t: Tensor<A, S>) -> Result<(), Error> {
+        if pos.graph_id() != self.graph || pos.index() >= self.slots.len() {
+            return Err(Error::ForeignPosition { index: pos.index(), len: self.slots.len() });
+        }
+        self.slots[pos.index()] = Slot::Dense(t.into_raw());
+        Ok(())
+    }
+
+    /// Seeds from a dense pack over the context.
+    pub fn from_context_pack(p: ContextPack<A, G, Ss>) -> Self {
+        Seeds { graph: p.graph, slots: p.tensors.into_iter().map(Slot::Dense).collect(), marker: PhantomData }
+    }
+
+    pub(crate) fn graph(&self) -> u64 {
+        self.graph
+    }
+
+    pub(crate) fn into_slots(self) -> Vec<Slot<A>> {
+        self.slots
+    }
+}
+
+impl<A: Scalar, G, Ss> Clone for Seeds<A, G, Ss> {
+    fn clone(&self) -> Self {
+        Seeds { graph: self.graph, slots: self.slots.clone(), marker: PhantomData }
+    }
+}

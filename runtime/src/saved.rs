@@ -1,0 +1,600 @@
+//! Saved forward executions and every reverse pass (SEMANTICS §3, §6, §7).
+//!
+//! [`RawSavedGraph`] is the untyped core: the values of one forward run, computed once by checked
+//! lowering ([`RawSavedGraph::compile`]) and never re-evaluated. [`SavedGraph`] is its typed face,
+//! made by [`GraphData::compile`]. Every pass is a loop from the last node to the first; none
+//! recurses, so graphs of any length run.
+//!
+//! | pass | seeds | result | needs storage equality |
+//! |---|---|---|---|
+//! | `backprop_all_dense` | pack over Γ ++ ss | pack over Γ ++ ss | no (the reference) |
+//! | `backprop_all_array` | pack over Γ ++ ss | pack over Γ ++ ss | yes |
+//! | `backprop_all_stored` | pack over Γ ++ ss | pack over Γ ++ ss | array if it has it, else dense |
+//! | `backprop_inputs_*` | pack over Γ ++ ss | pack over Γ | as above; intermediate gradients freed at once |
+//! | `backprop_from` / `backprop_from_dense` | one output and its seed | pack over Γ ++ ss | dense all-seeds without it |
+
+use crate::contributions::Contributions;
+use crate::error::Error;
+use crate::gradients::{GradientContext, Slot};
+use crate::graph::{GraphData, NodeData, Program, RawGraph, SavedValues};
+use crate::pack::{ContextPack, Pack, Seeds};
+use crate::scalar::Scalar;
+use crate::shape::{Position, Shape};
+use crate::tensor::{RawTensor, Tensor};
+
+/// One node of a saved graph, together with the saved context prefix it reads and the data:
+/// everything its VJP needs, with no re-evaluation.
+pub struct PreparedNode<'s, A, D> {
+    index: usize,
+    node: &'s NodeData<A, D>,
+    saved: SavedValues<'s, A, D>,
+}
+
+impl<'s, A: Scalar, D: 'static> PreparedNode<'s, A, D> {
+    /// Index of the node (0 = first node).
+    pub fn index(&self) -> usize {
+        self.index
+    }
+
+    /// Its position in the context (`|Γ| + index`).
+    pub fn position(&self) -> usize {
+        self.saved.prefix.len()
+    }
+
+    /// The node.
+    pub fn node(&self) -> &'s NodeData<A, D> {
+        self.node
+    }
+
+    fn vjp_error(&self, message: String) -> Error {
+        Error::Vjp { node: self.index, op: self.node.name().to_owned(), message }
+    }
+
+    /// The dense VJP at cotangent `g`: one tensor per earlier position. For a compact node this is
+    /// the dense form of its contributions (built in `c`).
+    ///
+    /// # Errors
+    /// [`Error::Vjp`] when the result does not fit the prefix.
+    pub fn vjp_dense(&self, g: &RawTensor<A>, c: &mut Contributions<A>) -> Result<Vec<RawTensor<A>>, Error> {
+        self.vjp_dense_with_support(g, c, None)
+    }
+
+    /// [`vjp_dense`](Self::vjp_dense), also appending a compact node's support to `support`.
+    fn vjp_dense_with_support(
+        &self,
+        g: &RawTensor<A>,
+        c: &mut Contributions<A>,
+        support: Option<&mut Vec<usize>>,
+    ) -> Result<Vec<RawTensor<A>>, Error> {
+        let prefix = self.saved.prefix;
+        match self.node.program() {
+            Program::Compact(op) => {
+                c.clear();
+                let root = op.contributions(&self.saved, g, c);
+                if let Some(s) = support {
+                    c.support_into(root, s);
+                }
+                let dims: Vec<_> = prefix.iter().map(RawTensor::dims).collect();
+                c.dense(root, &dims, g).map_err(|m| self.vjp_error(m))
+            }
+            Program::Opaque { vjp, .. } => {
+                let out = vjp(self.saved.prefix, self.saved.data, g);
+                if out.len() != prefix.len() {
+                    return Err(self.vjp_error(format!(
+                        "returned {} tensors for a prefix of {}",
+                        out.len(),
+                        prefix.len()
+                    )));
+                }
+                if let Some((q, t)) = out.iter().enumerate().find(|(q, t)| t.dims() != prefix[*q].dims()) {
+                    return Err(self.vjp_error(format!(
+                        "returned shape {} at position {q}, which has shape {}",
+                        t.dims(),
+                        prefix[q].dims()
+                    )));
+                }
+                Ok(out)
+            }
+        }
+    }
+
+    /// `accumulate(node, g)` of SEMANTICS §6: compact program → `add_contributions`, opaque →
+    /// `add_dense(vjp(g))`. Calls `reach` with each support position (compact) or returns `true`
+    /// when the whole prefix was touched (opaque).
+    fn accumulate(
+        &self,
+        ctx: &mut GradientContext<A>,
+        g: &RawTensor<A>,
+        c: &mut Contributions<A>,
+        mut reach: impl FnMut(&mut Contributions<A>, crate::contributions::Contrib),
+    ) -> Result<bool, Error> {
+        match self.node.program() {
+            Program::Compact(op) => {
+                c.clear();
+                let root = op.contributions(&self.saved, g, c);
+                reach(c, root);
+                ctx.add_contributions(c, root, g).map_err(|m| self.vjp_error(m))?;
+                Ok(false)
+            }
+            Program::Opaque { vjp, .. } => {
+                let out = vjp(self.saved.prefix, self.saved.data, g);
+                ctx.add_dense(&out).map_err(|m| self.vjp_error(m))?;
+                Ok(true)
+            }
+        }
+    }
+}
+
+/// The values of one forward execution of a [`RawGraph`], with its data.
+pub struct RawSavedGraph<'g, A, D> {
+    graph: &'g RawGraph<A, D>,
+    values: Vec<RawTensor<A>>,
+    data: D,
+}
+
+fn node_error<A: 'static, D: 'static>(graph: &RawGraph<A, D>, k: usize, message: String) -> Error {
+    let node = &graph.nodes()[k];
+    Error::Node {
+        node: k,
+        op: node.name().to_owned(),
+        parent_shapes: node.parents().iter().filter_map(|&q| graph.dims().get(q).copied()).collect(),
+        message,
+    }
+}
+
+impl<'g, A: Scalar, D: 'static> RawSavedGraph<'g, A, D> {
+    /// Checked lowering: for each node in order, validate it against the values so far (the first
+    /// failure aborts with the node index, op, parent shapes and message), then compute its value.
+    ///
+    /// # Errors
+    /// [`Error::PackShapes`] for inputs of the wrong number or shapes, [`Error::Node`] for a node
+    /// that fails validation or returns a value of the wrong shape.
+    pub fn compile(graph: &'g RawGraph<A, D>, inputs: Vec<RawTensor<A>>, data: D) -> Result<Self, Error> {
+        let expected = &graph.dims()[..graph.num_inputs()];
+        if inputs.len() != expected.len() || inputs.iter().zip(expected).any(|(t, d)| t.dims() != *d) {
+            return Err(Error::PackShapes {
+                what: "graph inputs",
+                expected: expected.to_vec(),
+                actual: inputs.iter().map(RawTensor::dims).collect(),
+            });
+        }
+        let mut values = inputs;
+        values.reserve(graph.nodes().len());
+        for (k, node) in graph.nodes().iter().enumerate() {
+            let value = match node.program() {
+                Program::Compact(op) => {
+                    let dims: Vec<_> = values.iter().map(RawTensor::dims).collect();
+                    match op.output_dims(&dims) {
+                        Ok(d) if d == node.dims() => {}
+                        Ok(d) => {
+                            return Err(node_error(
+                                graph,
+                                k,
+                                format!("shape rule gives {d}, node declares {}", node.dims()),
+                            ))
+                        }
+                        Err(m) => return Err(node_error(graph, k, m)),
+                    }
+                    op.validate(&values, &data).map_err(|m| node_error(graph, k, m))?;
+                    op.forward(&values, &data)
+                }
+                Program::Opaque { forward, .. } => forward(&values, &data),
+            };
+            if value.dims() != node.dims() {
+                return Err(node_error(
+                    graph,
+                    k,
+                    format!("forward returned shape {}, the node's shape is {}", value.dims(), node.dims()),
+                ));
+            }
+            values.push(value);
+        }
+        Ok(RawSavedGraph { graph, values, data })
+    }
+
+    /// The graph.
+    pub fn graph(&self) -> &'g RawGraph<A, D> {
+        self.graph
+    }
+
+    /// Every saved value (Γ ++ ss).
+    pub fn values(&self) -> &[RawTensor<A>] {
+        &self.values
+    }
+
+    /// The data (Δ).
+    pub fn data(&self) -> &D {
+        &self.data
+    }
+
+    /// The values, consuming the saved graph.
+    pub fn into_values(self) -> Vec<RawTensor<A>> {
+        self.values
+    }
+
+    /// The prepared nodes, first to last.
+    pub fn prepared_nodes(&self) -> impl DoubleEndedIterator<Item = PreparedNode<'_, A, D>> + '_ {
+        self.graph.nodes().iter().enumerate().map(|(k, node)| self.prepared(k, node))
+    }
+
+    fn prepared<'s>(&'s self, k: usize, node: &'s NodeData<A, D>) -> PreparedNode<'s, A, D> {
+        let p = self.graph.num_inputs() + k;
+        PreparedNode {
+            index: k,
+            node,
+            saved: SavedValues { prefix: &self.values[..p], output: &self.values[p], data: &self.data },
+        }
+    }
+
+    fn check_seeds(&self, seeds: &[Slot<A>]) -> Result<(), Error> {
+        let dims = self.graph.dims();
+        if seeds.len() != dims.len() || seeds.iter().zip(dims).any(|(s, d)| s.dims() != *d) {
+            return Err(Error::PackShapes {
+                what: "seeds",
+                expected: dims.to_vec(),
+                actual: seeds.iter().map(Slot::dims).collect(),
+            });
+        }
+        Ok(())
+    }
+
+    fn storage_check() -> Result<(), Error> {
+        if A::HAS_STORAGE_EQUALITY {
+            Ok(())
+        } else {
+            Err(Error::NoStorageEquality { scalar: core::any::type_name::<A>() })
+        }
+    }
+
+    /// The dense reference loop (SEMANTICS §3). With `reached`, nodes outside it are skipped and
+    /// reachability grows as in §7 (`backprop_from_dense`). `keep` says whether node gradients are
+    /// returned.
+    fn dense_loop(
+        &self,
+        seeds: Vec<Slot<A>>,
+        mut reached: Option<Reached>,
+        keep: bool,
+    ) -> Result<Vec<RawTensor<A>>, Error> {
+        self.check_seeds(&seeds)?;
+        let mut acc: Vec<RawTensor<A>> = seeds.into_iter().map(Slot::into_tensor).collect();
+        let mut node_grads = Vec::with_capacity(if keep { self.graph.nodes().len() } else { 0 });
+        let mut c = Contributions::new();
+        let mut support = Vec::new();
+        for (k, node) in self.graph.nodes().iter().enumerate().rev() {
+            let prepared = self.prepared(k, node);
+            let p = prepared.position();
+            let Some(g) = acc.pop() else { unreachable!("acc holds every position") };
+            if reached.as_ref().is_none_or(|r| r.contains(p)) {
+                support.clear();
+                let vjp = prepared.vjp_dense_with_support(&g, &mut c, reached.is_some().then_some(&mut support))?;
+                for (a, v) in acc.iter_mut().zip(&vjp) {
+                    a.add_assign(v);
+                }
+                if let Some(r) = reached.as_mut() {
+                    if node.is_opaque() {
+                        r.all_below(p);
+                    } else {
+                        r.extend(&support);
+                    }
+                }
+            }
+            if keep {
+                node_grads.push(g);
+            }
+        }
+        node_grads.reverse();
+        acc.extend(node_grads);
+        Ok(acc)
+    }
+
+    /// The indexed loop (SEMANTICS §6–7) on a [`GradientContext`].
+    fn array_loop(
+        &self,
+        seeds: Vec<Slot<A>>,
+        mut reached: Option<Reached>,
+        keep: bool,
+    ) -> Result<Vec<RawTensor<A>>, Error> {
+        Self::storage_check()?;
+        self.check_seeds(&seeds)?;
+        let mut ctx = GradientContext::of_slots(seeds);
+        let mut node_grads = Vec::with_capacity(if keep { self.graph.nodes().len() } else { 0 });
+        let mut c = Contributions::new();
+        let mut support = Vec::new();
+        for (k, node) in self.graph.nodes().iter().enumerate().rev() {
+            let prepared = self.prepared(k, node);
+            let p = prepared.position();
+            let g = ctx.pop();
+            if reached.as_ref().is_none_or(|r| r.contains(p)) {
+                let whole_prefix = prepared.accumulate(&mut ctx, &g, &mut c, |c, root| {
+                    if reached.is_some() {
+                        support.clear();
+                        c.support_into(root, &mut support);
+                    }
+                })?;
+                if let Some(r) = reached.as_mut() {
+                    if whole_prefix {
+                        r.all_below(p);
+                    } else {
+                        r.extend(&support);
+                    }
+                }
+            }
+            if keep {
+                node_grads.push(g);
+            }
+        }
+        let mut out = ctx.into_tensors();
+        node_grads.reverse();
+        out.extend(node_grads);
+        Ok(out)
+    }
+
+    /// §3 `backprop_all_dense`: the reference. `seeds` has one tensor per position (Γ ++ ss).
+    ///
+    /// # Errors
+    /// [`Error::PackShapes`] for seeds that do not fit, [`Error::Vjp`] for a malformed VJP.
+    pub fn backprop_all_dense(&self, seeds: Vec<RawTensor<A>>) -> Result<Vec<RawTensor<A>>, Error> {
+        self.dense_loop(dense_slots(seeds), None, true)
+    }
+
+    /// §3 `backprop_inputs_dense`: the reference loop returning only the input gradients.
+    ///
+    /// # Errors
+    /// As [`backprop_all_dense`](Self::backprop_all_dense).
+    pub fn backprop_inputs_dense(&self, seeds: Vec<RawTensor<A>>) -> Result<Vec<RawTensor<A>>, Error> {
+        self.dense_loop(dense_slots(seeds), None, false)
+    }
+
+    /// §6 `backprop_array`: indexed gradients with deferred uniform updates.
+    ///
+    /// # Errors
+    /// [`Error::NoStorageEquality`] for a scalar without storage equality, else as the dense pass.
+    pub fn backprop_all_array(&self, seeds: Vec<RawTensor<A>>) -> Result<Vec<RawTensor<A>>, Error> {
+        self.array_loop(dense_slots(seeds), None, true)
+    }
+
+    /// §6 `backprop_inputs_array`: as the array pass, freeing each intermediate gradient as soon
+    /// as its node has run.
+    ///
+    /// # Errors
+    /// As [`backprop_all_array`](Self::backprop_all_array).
+    pub fn backprop_inputs_array(&self, seeds: Vec<RawTensor<A>>) -> Result<Vec<RawTensor<A>>, Error> {
+        self.array_loop(dense_slots(seeds), None, false)
+    }
+
+    /// §6 `backprop_stored`: the array pass when the scalar has storage equality, else the dense one.
+    ///
+    /// # Errors
+    /// As [`backprop_all_dense`](Self::backprop_all_dense).
+    pub fn backprop_all_stored(&self, seeds: Vec<RawTensor<A>>) -> Result<Vec<RawTensor<A>>, Error> {
+        self.all_stored(dense_slots(seeds), true)
+    }
+
+    /// §6 `backprop_inputs_stored`.
+    ///
+    /// # Errors
+    /// As [`backprop_all_dense`](Self::backprop_all_dense).
+    pub fn backprop_inputs_stored(&self, seeds: Vec<RawTensor<A>>) -> Result<Vec<RawTensor<A>>, Error> {
+        self.all_stored(dense_slots(seeds), false)
+    }
+
+    fn all_stored(&self, seeds: Vec<Slot<A>>, keep: bool) -> Result<Vec<RawTensor<A>>, Error> {
+        if A::HAS_STORAGE_EQUALITY {
+            self.array_loop(seeds, None, keep)
+        } else {
+            self.dense_loop(seeds, None, keep)
+        }
+    }
+
+    fn single_seed(&self, output: usize, seed: RawTensor<A>) -> Result<Vec<Slot<A>>, Error> {
+        let dims = self.graph.dims();
+        if output >= dims.len() {
+            return Err(Error::ForeignPosition { index: output, len: dims.len() });
+        }
+        if seed.dims() != dims[output] {
+            return Err(Error::ShapeMismatch { expected: dims[output], actual: seed.dims() });
+        }
+        let mut slots: Vec<Slot<A>> = dims.iter().map(|&d| Slot::Full(A::zero(), d)).collect();
+        slots[output] = Slot::Dense(seed);
+        Ok(slots)
+    }
+
+    /// §7 `backprop_from(output, seed)`: visits only what `output` depends on (an opaque node
+    /// makes its whole prefix reachable). Without storage equality it is the dense all-seeds pass.
+    ///
+    /// # Errors
+    /// [`Error::ForeignPosition`] / [`Error::ShapeMismatch`] for a bad output or seed.
+    pub fn backprop_from(&self, output: usize, seed: RawTensor<A>) -> Result<Vec<RawTensor<A>>, Error> {
+        let slots = self.single_seed(output, seed)?;
+        if A::HAS_STORAGE_EQUALITY {
+            self.array_loop(slots, Some(Reached::new(self.graph.dims().len(), output)), true)
+        } else {
+            self.dense_loop(slots, None, true)
+        }
+    }
+
+    /// §7 `backprop_from_dense`: the reference of [`backprop_from`](Self::backprop_from) — the same
+    /// reachability, with dense pack additions.
+    ///
+    /// # Errors
+    /// As [`backprop_from`](Self::backprop_from).
+    pub fn backprop_from_dense(&self, output: usize, seed: RawTensor<A>) -> Result<Vec<RawTensor<A>>, Error> {
+        let slots = self.single_seed(output, seed)?;
+        self.dense_loop(slots, Some(Reached::new(self.graph.dims().len(), output)), true)
+    }
+}
+
+fn dense_slots<A>(seeds: Vec<RawTensor<A>>) -> Vec<Slot<A>> {
+    seeds.into_iter().map(Slot::Dense).collect()
+}
+
+/// The reached set of §7: explicit marks plus "every position below `below`" (set by opaque nodes).
+struct Reached {
+    marks: Vec<bool>,
+    below: usize,
+}
+
+impl Reached {
+    fn new(len: usize, output: usize) -> Self {
+        let mut marks = vec![false; len];
+        marks[output] = true;
+        Reached { marks, below: 0 }
+    }
+
+    fn contains(&self, p: usize) -> bool {
+        p < self.below || self.marks[p]
+    }
+
+    fn extend(&mut self, support: &[usize]) {
+        for &q in support {
+            self.marks[q] = true;
+        }
+    }
+
+    fn all_below(&mut self, p: usize) {
+        self.below = self.below.max(p);
+    }
+}
+
+/// A forward execution of a typed [`GraphData`], made by [`GraphData::compile`].
+pub struct SavedGraph<'g, A, D, G, Ss> {
+    raw: RawSavedGraph<'g, A, D>,
+    graph: &'g GraphData<A, D, G, Ss>,
+}
+
+impl<A: Scalar, D: 'static, G, Ss> GraphData<A, D, G, Ss> {
+    /// Checked lowering of this graph on `inputs` and `data` (SEMANTICS §6 `compile`).
+    ///
+    /// # Errors
+    /// [`Error::Node`] for the first node that was built wrongly or fails validation.
+    pub fn compile(&self, inputs: Pack<A, G>, data: D) -> Result<SavedGraph<'_, A, D, G, Ss>, Error> {
+        if let Some((k, message)) = self.build_errors().first() {
+            return Err(node_error(self.raw(), *k, message.clone()));
+        }
+        let raw = RawSavedGraph::compile(self.raw(), inputs.into_vec(), data)?;
+        Ok(SavedGraph { raw, graph: self })
+    }
+
+    /// `eval`: every value of the context (inputs, then nodes), by checked lowering.
+    ///
+    /// # Errors
+    /// As [`compile`](Self::compile).
+    pub fn eval(&self, inputs: Pack<A, G>, data: D) -> Result<ContextPack<A, G, Ss>, Error> {
+        let saved = self.compile(inputs, data)?;
+        Ok(ContextPack::from_raw(self.raw().id(), saved.raw.into_values()))
+    }
+}
+
+impl<'g, A: Scalar, D: 'static, G, Ss> SavedGraph<'g, A, D, G, Ss> {
+    /// The untyped saved graph.
+    pub fn raw(&self) -> &RawSavedGraph<'g, A, D> {
+        &self.raw
+    }
+
+    /// The saved value at `pos`.
+    ///
+    /// # Errors
+    /// [`Error::ForeignPosition`] for a handle of another graph.
+    pub fn value<S: Shape>(&self, pos: Position<S>) -> Result<&RawTensor<A>, Error> {
+        if pos.graph_id() != self.graph.raw().id() {
+            return Err(Error::ForeignPosition { index: pos.index(), len: self.raw.values.len() });
+        }
+        Ok(&self.raw.values[pos.index()])
+    }
+
+    fn seeds(&self, seeds: Seeds<A, G, Ss>) -> Result<Vec<Slot<A>>, Error> {
+        if seeds.graph() != self.graph.raw().id() {
+            return Err(Error::ForeignPosition { index: 0, len: self.raw.values.len() });
+        }
+        Ok(seeds.into_slots())
+    }
+
+    fn all(&self, v: Vec<RawTensor<A>>) -> ContextPack<A, G, Ss> {
+        ContextPack::from_raw(self.graph.raw().id(), v)
+    }
+
+    fn inputs(&self, v: Vec<RawTensor<A>>) -> Pack<A, G> {
+        Pack::from_raw(Some(self.graph.raw().id()), v)
+    }
+
+    /// §3 dense reference, all seeds.
+    ///
+    /// # Errors
+    /// [`Error::Vjp`] for a malformed opaque VJP; [`Error::ForeignPosition`] for seeds of another graph.
+    pub fn backprop_all_dense(&self, seeds: Seeds<A, G, Ss>) -> Result<ContextPack<A, G, Ss>, Error> {
+        Ok(self.all(self.raw.dense_loop(self.seeds(seeds)?, None, true)?))
+    }
+
+    /// §6 array pass, all seeds.
+    ///
+    /// # Errors
+    /// As [`backprop_all_dense`](Self::backprop_all_dense), and [`Error::NoStorageEquality`].
+    pub fn backprop_all_array(&self, seeds: Seeds<A, G, Ss>) -> Result<ContextPack<A, G, Ss>, Error> {
+        Ok(self.all(self.raw.array_loop(self.seeds(seeds)?, None, true)?))
+    }
+
+    /// §6 stored pass (array when the scalar has storage equality, else dense), all seeds.
+    ///
+    /// # Errors
+    /// As [`backprop_all_dense`](Self::backprop_all_dense).
+    pub fn backprop_all_stored(&self, seeds: Seeds<A, G, Ss>) -> Result<ContextPack<A, G, Ss>, Error> {
+        Ok(self.all(self.raw.all_stored(self.seeds(seeds)?, true)?))
+    }
+
+    /// §3 dense reference, input gradients only.
+    ///
+    /// # Errors
+    /// As [`backprop_all_dense`](Self::backprop_all_dense).
+    pub fn backprop_inputs_dense(&self, seeds: Seeds<A, G, Ss>) -> Result<Pack<A, G>, Error> {
+        Ok(self.inputs(self.raw.dense_loop(self.seeds(seeds)?, None, false)?))
+    }
+
+    /// §6 array pass, input gradients only; each intermediate gradient is freed once its node ran.
+    ///
+    /// # Errors
+    /// As [`backprop_all_array`](Self::backprop_all_array).
+    pub fn backprop_inputs_array(&self, seeds: Seeds<A, G, Ss>) -> Result<Pack<A, G>, Error> {
+        Ok(self.inputs(self.raw.array_loop(self.seeds(seeds)?, None, false)?))
+    }
+
+    /// §6 stored pass, input gradients only.
+    ///
+    /// # Errors
+    /// As [`backprop_all_dense`](Self::backprop_all_dense).
+    pub fn backprop_inputs_stored(&self, seeds: Seeds<A, G, Ss>) -> Result<Pack<A, G>, Error> {
+        Ok(self.inputs(self.raw.all_stored(self.seeds(seeds)?, false)?))
+    }
+
+    /// §7 single-output pass from `output` with cotangent `seed`.
+    ///
+    /// # Errors
+    /// [`Error::ForeignPosition`] for a handle of another graph.
+    pub fn backprop_from<S: Shape>(
+        &self,
+        output: Position<S>,
+        seed: Tensor<A, S>,
+    ) -> Result<ContextPack<A, G, Ss>, Error> {
+        self.check_handle(output)?;
+        Ok(self.all(self.raw.backprop_from(output.index(), seed.into_raw())?))
+    }
+
+    /// §7 reference of [`backprop_from`](Self::backprop_from).
+    ///
+    /// # Errors
+    /// As [`backprop_from`](Self::backprop_from).
+    pub fn backprop_from_dense<S: Shape>(
+        &self,
+        output: Position<S>,
+        seed: Tensor<A, S>,
+    ) -> Result<ContextPack<A, G, Ss>, Error> {
+        self.check_handle(output)?;
+        Ok(self.all(self.raw.backprop_from_dense(output.index(), seed.into_raw())?))
+    }
+
+    fn check_handle<S>(&self, pos: Position<S>) -> Result<(), Error> {
+        if pos.graph_id() != self.graph.raw().id() {
+            return Err(Error::ForeignPosition { index: pos.index(), len: self.raw.values.len() });
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,120 @@
+//! Scalars: what the engine needs ([`Scalar`]) and storage equality ([`Storage`]).
+//!
+//! The engine only clones scalars, adds them (`a + b`, `a` on the left) and builds a zero. It never
+//! assumes a law about `+`: not associativity, not commutativity, not `x + 0 == x`. Ops need more
+//! arithmetic and ask for it through `num-traits` bounds on their own constructors.
+
+use core::num::Wrapping;
+use core::ops::Add;
+
+/// Storage (bit-level) equality of a scalar's encoding — *not* numeric `==`.
+///
+/// For floats two values are storage-equal when their bit patterns are identical, so `-0.0` and
+/// `+0.0` differ and a NaN equals only a NaN with the same payload. For integers it is `==`.
+///
+/// A type that cannot decide storage equality (symbolic scalars without interning, intervals,
+/// dual numbers, …) sets [`HAS_STORAGE_EQUALITY`](Storage::HAS_STORAGE_EQUALITY) to `false`;
+/// every pass then runs the dense reference program for it (SEMANTICS §1).
+///
+/// ```
+/// use exactgrad_runtime::Storage;
+/// assert!(!Storage::storage_eq(&-0.0f32, &0.0f32));
+/// assert!(Storage::storage_eq(&f64::NAN, &f64::NAN));
+/// ```
+pub trait Storage {
+    /// Whether [`storage_eq`](Storage::storage_eq) decides equality of encodings.
+    const HAS_STORAGE_EQUALITY: bool;
+
+    /// `true` when `self` and `other` have the same encoding. Only meaningful when
+    /// [`HAS_STORAGE_EQUALITY`](Storage::HAS_STORAGE_EQUALITY) is `true`; the engine never calls it
+    /// otherwise.
+    fn storage_eq(&self, other: &Self) -> bool;
+}
+
+/// A scalar the reverse engine can work with: `Clone`, `Add` (left operand first), a zero, and a
+/// [`Storage`] declaration.
+///
+/// `zero` is the value of `zeros(shape)`; for floats it is `+0.0`.
+pub trait Scalar: Clone + Add<Output = Self> + Storage + 'static {
+    /// The scalar that fills `zeros(shape)`.
+    fn zero() -> Self;
+}
+
+impl<T: Clone + Add<Output = T> + num_traits::Zero + Storage + 'static> Scalar for T {
+    #[inline]
+    fn zero() -> Self {
+        <T as num_traits::Zero>::zero()
+    }
+}
+
+macro_rules! float_storage {
+    ($($t:ty),*) => {$(
+        impl Storage for $t {
+            const HAS_STORAGE_EQUALITY: bool = true;
+            #[inline]
+            fn storage_eq(&self, other: &Self) -> bool {
+                self.to_bits() == other.to_bits()
+            }
+        }
+    )*};
+}
+float_storage!(f32, f64);
+
+#[cfg(feature = "half")]
+float_storage!(half::f16, half::bf16);
+
+macro_rules! int_storage {
+    ($($t:ty),*) => {$(
+        impl Storage for $t {
+            const HAS_STORAGE_EQUALITY: bool = true;
+            #[inline]
+            fn storage_eq(&self, other: &Self) -> bool {
+                self == other
+            }
+        }
+        impl Storage for Wrapping<$t> {
+            const HAS_STORAGE_EQUALITY: bool = true;
+            #[inline]
+            fn storage_eq(&self, other: &Self) -> bool {
+                self == other
+            }
+        }
+    )*};
+}
+int_storage!(i8, i16, i32, i64, i128, u8, u16, u32, u64, u128, isize, usize);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn float_storage_distinguishes_signed_zero_and_payloads() {
+        assert!(!(-0.0f64).storage_eq(&0.0));
+        assert!((-0.0f64).storage_eq(&-0.0));
+        let a = f64::from_bits(0x7ff8_0000_0000_0001);
+        let b = f64::from_bits(0x7ff8_0000_0000_0002);
+        assert!(a.storage_eq(&a));
+        assert!(!a.storage_eq(&b));
+        assert!(!f32::from_bits(0x7fc0_0001).storage_eq(&f32::from_bits(0x7fc0_0002)));
+    }
+
+    #[test]
+    fn integers_use_equality() {
+        assert!(3i64.storage_eq(&3));
+        assert!(!Wrapping(3i64).storage_eq(&Wrapping(4)));
+        assert_eq!(<i32 as Scalar>::zero(), 0);
+    }
+
+    #[test]
+    fn float_zero_is_positive() {
+        assert_eq!(<f32 as Scalar>::zero().to_bits(), 0);
+    }
+
+    #[cfg(feature = "half")]
+    #[test]
+    fn half_storage_is_bitwise() {
+        use half::{bf16, f16};
+        assert!(!f16::NEG_ZERO.storage_eq(&f16::ZERO));
+        assert!(bf16::NAN.storage_eq(&bf16::NAN));
+    }
+}

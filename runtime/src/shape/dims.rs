@@ -1,0 +1,98 @@
+use core::fmt;
+
+/// Highest rank a tensor can have.
+pub const MAX_RANK: usize = 4;
+
+/// Runtime dims of a row-major tensor, rank `0..=MAX_RANK`.
+///
+/// ```
+/// use exactgrad_runtime::Dims;
+/// let d = Dims::new(&[2, 3]).unwrap();
+/// assert_eq!(d.numel(), 6);
+/// assert_eq!(d.to_string(), "[2, 3]");
+/// assert_eq!(Dims::scalar().numel(), 1);
+/// ```
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Dims {
+    rank: u8,
+    dims: [usize; MAX_RANK],
+}
+
+impl Dims {
+    /// Dims from a slice; `None` when the rank exceeds [`MAX_RANK`].
+    pub fn new(dims: &[usize]) -> Option<Self> {
+        if dims.len() > MAX_RANK {
+            return None;
+        }
+        let mut d = [0; MAX_RANK];
+        d[..dims.len()].copy_from_slice(dims);
+        Some(Dims { rank: dims.len() as u8, dims: d })
+    }
+
+    /// Rank 0: one element.
+    pub const fn scalar() -> Self {
+        Dims { rank: 0, dims: [0; MAX_RANK] }
+    }
+
+    /// Rank 1 with `n` elements.
+    pub const fn vector(n: usize) -> Self {
+        Dims { rank: 1, dims: [n, 0, 0, 0] }
+    }
+
+    /// Rank 2, `rows × cols`.
+    pub const fn matrix(rows: usize, cols: usize) -> Self {
+        Dims { rank: 2, dims: [rows, cols, 0, 0] }
+    }
+
+    /// Number of axes.
+    pub fn rank(&self) -> usize {
+        self.rank as usize
+    }
+
+    /// The extent of each axis.
+    pub fn as_slice(&self) -> &[usize] {
+        &self.dims[..self.rank as usize]
+    }
+
+    /// Number of elements (1 for rank 0).
+    pub fn numel(&self) -> usize {
+        self.as_slice().iter().product()
+    }
+}
+
+impl fmt::Display for Dims {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("[")?;
+        for (i, d) in self.as_slice().iter().enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            write!(f, "{d}")?;
+        }
+        f.write_str("]")
+    }
+}
+
+impl fmt::Debug for Dims {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rank_limit_is_checked() {
+        assert!(Dims::new(&[1, 2, 3, 4]).is_some());
+        assert!(Dims::new(&[1, 2, 3, 4, 5]).is_none());
+    }
+
+    #[test]
+    fn trailing_storage_does_not_affect_equality() {
+        assert_eq!(Dims::new(&[3]).unwrap(), Dims::vector(3));
+        assert_ne!(Dims::vector(3), Dims::matrix(3, 1));
+        assert_eq!(Dims::matrix(0, 5).numel(), 0);
+    }
+}

@@ -1,0 +1,13 @@
+//! Shapes: runtime dims ([`Dims`]) for the untyped core, and the typed layer on top of it —
+//! typenum dims ([`Shape`]), shape lists built by snoc ([`Nil`], [`Snoc`]) and typed position
+//! handles ([`Position`]).
+//!
+//! Type-level work happens once per op at graph-building time; kernels, storage and every reverse
+//! pass work on runtime [`Dims`]. Shape lists are plain marker types with no recursive trait bound,
+//! so a graph of any length type-checks at the default `recursion_limit`.
+
+mod dims;
+mod typed;
+
+pub use dims::{Dims, MAX_RANK};
+pub use typed::{Nil, Position, Shape, ShapeList, Snoc};

@@ -1,0 +1,138 @@
+use core::fmt;
+use core::marker::PhantomData;
+
+use typenum::Unsigned;
+
+use super::Dims;
+
+/// A type-level shape: `()` (rank 0) or a tuple of typenum dims, rank 1 to 4.
+///
+/// ```
+/// use exactgrad_runtime::{Shape, typenum::{U2, U3}};
+/// assert_eq!(<(U2, U3) as Shape>::dims().as_slice(), &[2, 3]);
+/// assert_eq!(<() as Shape>::NUMEL, 1);
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a tensor shape",
+    label = "expected `()` or a tuple of 1 to 4 typenum dims",
+    note = "a shape is written `(U2, U3)` with dims from `exactgrad::typenum`"
+)]
+pub trait Shape: 'static {
+    /// Number of axes.
+    const RANK: usize;
+    /// Number of elements.
+    const NUMEL: usize;
+    /// The runtime dims of this shape.
+    fn dims() -> Dims;
+}
+
+impl Shape for () {
+    const RANK: usize = 0;
+    const NUMEL: usize = 1;
+    fn dims() -> Dims {
+        Dims::scalar()
+    }
+}
+
+macro_rules! tuple_shape {
+    ($rank:literal; $($d:ident),+) => {
+        impl<$($d: Unsigned + 'static),+> Shape for ($($d,)+) {
+            const RANK: usize = $rank;
+            const NUMEL: usize = 1 $(* $d::USIZE)+;
+            fn dims() -> Dims {
+                match Dims::new(&[$($d::USIZE),+]) {
+                    Some(d) => d,
+                    None => unreachable!("ranks 1 to 4 fit in Dims"),
+                }
+            }
+        }
+    };
+}
+tuple_shape!(1; D0);
+tuple_shape!(2; D0, D1);
+tuple_shape!(3; D0, D1, D2);
+tuple_shape!(4; D0, D1, D2, D3);
+
+/// The empty shape list.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Nil;
+
+/// The shape list `L` followed by shape `S` (a snoc list: adding a node appends on the right, so
+/// no type-level recursion as deep as the graph is ever needed).
+pub struct Snoc<L, S>(PhantomData<fn() -> (L, S)>);
+
+/// Marker for shape lists ([`Nil`] and [`Snoc`]). Deliberately flat: it does not require the tail
+/// to be a shape list, so proving it never recurses.
+pub trait ShapeList: 'static {}
+impl ShapeList for Nil {}
+impl<L: 'static, S: Shape> ShapeList for Snoc<L, S> {}
+
+/// A typed handle to a position of a graph's context: an input or a node output of shape `S`.
+///
+/// Handles are created by the graph builder, so the shape is right by construction; the graph they
+/// belong to is checked at run time (a handle of another graph is an error, never a wrong answer).
+pub struct Position<S> {
+    graph: u64,
+    index: usize,
+    marker: PhantomData<fn() -> S>,
+}
+
+impl<S> Position<S> {
+    pub(crate) fn new(graph: u64, index: usize) -> Self {
+        Position { graph, index, marker: PhantomData }
+    }
+
+    /// Id of the graph the handle belongs to.
+    pub(crate) fn graph_id(&self) -> u64 {
+        self.graph
+    }
+
+    /// The position's index in the context (inputs first, then nodes in creation order).
+    pub fn index(&self) -> usize {
+        self.index
+    }
+}
+
+impl<S> Clone for Position<S> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<S> Copy for Position<S> {}
+
+impl<S: Shape> fmt::Debug for Position<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Position({} : {})", self.index, S::dims())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use typenum::{U0, U1000, U3, U7};
+
+    #[test]
+    fn tuple_shapes_report_dims() {
+        assert_eq!(<(U3,) as Shape>::dims(), Dims::vector(3));
+        assert_eq!(<(U3, U7, U1000) as Shape>::NUMEL, 21_000);
+        assert_eq!(<(U3, U0) as Shape>::NUMEL, 0);
+        assert_eq!(<(U3, U3, U3, U3) as Shape>::RANK, 4);
+    }
+
+    #[test]
+    fn literal_sizes_outside_aliases_work() {
+        use typenum::{UInt, UTerm, B0, B1};
+        // 0b1011_0110_1001 = 2921, built structurally.
+        type N = UInt<
+            UInt<
+                UInt<
+                    UInt<UInt<UInt<UInt<UInt<UInt<UInt<UInt<UInt<UTerm, B1>, B0>, B1>, B1>, B0>, B1>, B1>, B0>, B1>,
+                    B0,
+                >,
+                B0,
+            >,
+            B1,
+        >;
+        assert_eq!(<(N,) as Shape>::NUMEL, 2921);
+    }
+}

@@ -1,0 +1,224 @@
+//! Dense row-major tensors: the untyped [`RawTensor`] the engine works on, and the typed
+//! [`Tensor`] wrapper whose shape is a type.
+
+use core::fmt;
+use core::marker::PhantomData;
+
+use crate::error::Error;
+use crate::scalar::Scalar;
+use crate::shape::{Dims, Shape};
+
+/// An untyped, dense, row-major tensor: runtime [`Dims`] and a `Vec` of elements.
+#[derive(Clone, PartialEq)]
+pub struct RawTensor<A> {
+    dims: Dims,
+    data: Vec<A>,
+}
+
+impl<A> RawTensor<A> {
+    /// A tensor from its dims and row-major data.
+    ///
+    /// # Errors
+    /// [`Error::DataLength`] when `data.len()` is not the number of elements of `dims`.
+    ///
+    /// ```
+    /// use exactgrad_runtime::{Dims, RawTensor};
+    /// let t = RawTensor::from_vec(Dims::matrix(2, 2), vec![1.0, 2.0, 3.0, 4.0]).unwrap();
+    /// assert_eq!(t.data()[3], 4.0);
+    /// let e = RawTensor::from_vec(Dims::matrix(2, 2), vec![1.0]).unwrap_err();
+    /// assert_eq!(e.to_string(), "a tensor of shape [2, 2] needs 4 elements, got 1");
+    /// ```
+    pub fn from_vec(dims: Dims, data: Vec<A>) -> Result<Self, Error> {
+        if data.len() != dims.numel() {
+            return Err(Error::DataLength { dims, expected: dims.numel(), actual: data.len() });
+        }
+        Ok(RawTensor { dims, data })
+    }
+
+    /// A tensor whose element `i` is `f(i)`.
+    pub fn from_fn(dims: Dims, f: impl FnMut(usize) -> A) -> Self {
+        RawTensor { dims, data: (0..dims.numel()).map(f).collect() }
+    }
+
+    /// Builds a tensor from a buffer the caller has already filled with exactly `numel` elements.
+    pub(crate) fn from_parts(dims: Dims, data: Vec<A>) -> Self {
+        debug_assert_eq!(data.len(), dims.numel());
+        RawTensor { dims, data }
+    }
+
+    /// The dims.
+    pub fn dims(&self) -> Dims {
+        self.dims
+    }
+
+    /// The elements, row-major.
+    pub fn data(&self) -> &[A] {
+        &self.data
+    }
+
+    /// The elements, row-major, mutably (the shape cannot change).
+    pub fn data_mut(&mut self) -> &mut [A] {
+        &mut self.data
+    }
+
+    /// The elements, consuming the tensor.
+    pub fn into_vec(self) -> Vec<A> {
+        self.data
+    }
+
+    /// Number of elements.
+    pub fn numel(&self) -> usize {
+        self.data.len()
+    }
+}
+
+impl<A: Clone> RawTensor<A> {
+    /// `full(dims, v)`: every element `v`.
+    pub fn full(dims: Dims, v: A) -> Self {
+        RawTensor { dims, data: vec![v; dims.numel()] }
+    }
+
+    /// The same dims with `f` applied to every element.
+    pub fn map<B>(&self, f: impl FnMut(&A) -> B) -> RawTensor<B> {
+        RawTensor { dims: self.dims, data: self.data.iter().map(f).collect() }
+    }
+}
+
+impl<A: Scalar> RawTensor<A> {
+    /// `zeros(dims)` = `full(dims, 0)`.
+    pub fn zeros(dims: Dims) -> Self {
+        Self::full(dims, A::zero())
+    }
+
+    /// Elementwise `self[i] + other[i]`, `self` on the left.
+    ///
+    /// # Panics
+    /// If the dims differ (an engine invariant, never user input).
+    pub fn add(&self, other: &Self) -> Self {
+        assert_eq!(self.dims, other.dims, "tensor add of different shapes");
+        RawTensor {
+            dims: self.dims,
+            data: self.data.iter().zip(&other.data).map(|(a, b)| a.clone() + b.clone()).collect(),
+        }
+    }
+
+    /// In place: `self[i] = self[i] + other[i]`, `self` on the left.
+    pub fn add_assign(&mut self, other: &Self) {
+        assert_eq!(self.dims, other.dims, "tensor add of different shapes");
+        for (a, b) in self.data.iter_mut().zip(&other.data) {
+            *a = a.clone() + b.clone();
+        }
+    }
+
+    /// Storage equality of every element (same dims, same encodings).
+    pub fn storage_eq(&self, other: &Self) -> bool {
+        self.dims == other.dims && self.data.iter().zip(&other.data).all(|(a, b)| a.storage_eq(b))
+    }
+}
+
+impl<A: fmt::Debug> fmt::Debug for RawTensor<A> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "RawTensor{} {:?}", self.dims, self.data)
+    }
+}
+
+/// A tensor whose shape is the type `S` (a [`Shape`]): a typed wrapper over [`RawTensor`].
+///
+/// ```
+/// use exactgrad_runtime::{Tensor, typenum::{U2, U3}};
+/// let t = Tensor::<f32, (U2, U3)>::from_vec(vec![0.0; 6]).unwrap();
+/// assert_eq!(t.raw().dims().as_slice(), &[2, 3]);
+/// let err = Tensor::<f32, (U2, U3)>::from_vec(vec![0.0; 5]).unwrap_err();
+/// assert_eq!(err.to_string(), "a tensor of shape [2, 3] needs 6 elements, got 5");
+/// ```
+pub struct Tensor<A, S> {
+    raw: RawTensor<A>,
+    shape: PhantomData<fn() -> S>,
+}
+
+impl<A, S: Shape> Tensor<A, S> {
+    /// A tensor of shape `S` from row-major data.
+    ///
+    /// # Errors
+    /// [`Error::DataLength`] naming the expected and actual sizes.
+    pub fn from_vec(data: Vec<A>) -> Result<Self, Error> {
+        RawTensor::from_vec(S::dims(), data).map(|raw| Tensor { raw, shape: PhantomData })
+    }
+
+    /// Wraps an untyped tensor after checking its dims are `S`.
+    ///
+    /// # Errors
+    /// [`Error::ShapeMismatch`] when the dims differ.
+    pub fn try_from_raw(raw: RawTensor<A>) -> Result<Self, Error> {
+        if raw.dims() != S::dims() {
+            return Err(Error::ShapeMismatch { expected: S::dims(), actual: raw.dims() });
+        }
+        Ok(Tensor { raw, shape: PhantomData })
+    }
+
+    /// A tensor whose element `i` (row-major) is `f(i)`.
+    pub fn from_fn(f: impl FnMut(usize) -> A) -> Self {
+        Tensor { raw: RawTensor::from_fn(S::dims(), f), shape: PhantomData }
+    }
+
+    /// The untyped tensor.
+    pub fn raw(&self) -> &RawTensor<A> {
+        &self.raw
+    }
+
+    /// The untyped tensor, consuming the wrapper.
+    pub fn into_raw(self) -> RawTensor<A> {
+        self.raw
+    }
+
+    /// The elements, row-major.
+    pub fn data(&self) -> &[A] {
+        self.raw.data()
+    }
+}
+
+impl<A: Clone, S: Shape> Tensor<A, S> {
+    /// Every element `v`.
+    pub fn full(v: A) -> Self {
+        Tensor { raw: RawTensor::full(S::dims(), v), shape: PhantomData }
+    }
+}
+
+impl<A: Scalar, S: Shape> Tensor<A, S> {
+    /// Every element zero.
+    pub fn zeros() -> Self {
+        Self::full(A::zero())
+    }
+}
+
+impl<A: Clone, S> Clone for Tensor<A, S> {
+    fn clone(&self) -> Self {
+        Tensor { raw: self.raw.clone(), shape: PhantomData }
+    }
+}
+
+impl<A: fmt::Debug, S> fmt::Debug for Tensor<A, S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&self.raw, f)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn add_keeps_left_operand_first() {
+        let a = RawTensor::from_vec(Dims::vector(2), vec![-0.0f64, 1.0]).unwrap();
+        let z = RawTensor::zeros(Dims::vector(2));
+        let s = a.add(&z);
+        assert_eq!(s.data()[0].to_bits(), 0.0f64.to_bits());
+        assert!(!s.storage_eq(&a));
+    }
+
+    #[test]
+    fn wrong_length_is_an_error_not_a_panic() {
+        let e = RawTensor::<f32>::from_vec(Dims::vector(3), vec![]).unwrap_err();
+        assert!(matches!(e, Error::DataLength { expected: 3, actual: 0, .. }));
+    }
+}
