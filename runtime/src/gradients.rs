@@ -30,16 +30,23 @@ impl<A: Scalar> Slot<A> {
         }
     }
 
-    /// Makes the slot dense (allocating when it was `Full`) and returns its elements.
-    fn make_dense(&mut self) -> &mut [A] {
+    /// Makes the slot dense (filling a spare buffer when it was `Full`) and returns its elements.
+    fn make_dense(&mut self, spare: &mut Vec<Vec<A>>) -> &mut [A] {
         if let Slot::Full(v, d) = self {
-            *self = Slot::Dense(RawTensor::full(*d, v.clone()));
+            *self = Slot::Dense(full_in(spare, *d, v));
         }
         match self {
             Slot::Dense(t) => t.data_mut(),
             Slot::Full(..) => unreachable!("made dense above"),
         }
     }
+}
+
+/// `full(dims, v)` in a recycled buffer when one is spare.
+fn full_in<A: Scalar>(spare: &mut Vec<Vec<A>>, dims: Dims, v: &A) -> RawTensor<A> {
+    let mut buf = spare.pop().unwrap_or_default();
+    buf.extend((0..dims.numel()).map(|_| v.clone()));
+    RawTensor::from_parts(dims, buf)
 }
 
 /// `stored`, `epochs`, `clock` and `history` of SEMANTICS §6. The logical gradient at `p` is
@@ -53,6 +60,8 @@ pub struct GradientContext<A> {
     epochs: Vec<usize>,
     history: History<A>,
     distinct: Vec<usize>,
+    /// Buffers of finished gradients, reused for positions that become dense.
+    spare: Vec<Vec<A>>,
 }
 
 impl<A: Scalar> GradientContext<A> {
@@ -63,7 +72,7 @@ impl<A: Scalar> GradientContext<A> {
 
     pub(crate) fn of_slots(slots: Vec<Slot<A>>) -> Self {
         let epochs = vec![0; slots.len()];
-        GradientContext { slots, epochs, history: History::new(), distinct: Vec::new() }
+        GradientContext { slots, epochs, history: History::new(), distinct: Vec::new(), spare: Vec::new() }
     }
 
     /// Number of positions still held.
@@ -142,7 +151,7 @@ impl<A: Scalar> GradientContext<A> {
             }
             c.check_dims(root, q, cotangent, self.slots[q].dims())?;
             self.materialise(q);
-            let target = self.slots[q].make_dense();
+            let target = self.slots[q].make_dense(&mut self.spare);
             c.read_into(root, q, cotangent, Sink::Accumulate(target))?;
         }
         Ok(())
@@ -166,7 +175,7 @@ impl<A: Scalar> GradientContext<A> {
         }
         for (q, t) in pack.iter().enumerate() {
             self.materialise(q);
-            let target = self.slots[q].make_dense();
+            let target = self.slots[q].make_dense(&mut self.spare);
             for (x, y) in target.iter_mut().zip(t.data()) {
                 *x = x.clone() + y.clone();
             }
@@ -185,8 +194,19 @@ impl<A: Scalar> GradientContext<A> {
         self.materialise(q);
         self.epochs.pop();
         match self.slots.pop() {
-            Some(s) => s.into_tensor(),
+            Some(Slot::Full(v, d)) => full_in(&mut self.spare, d, &v),
+            Some(Slot::Dense(t)) => t,
             None => unreachable!("checked non-empty above"),
+        }
+    }
+
+    /// Gives back the buffer of a gradient that is no longer needed, for reuse by later
+    /// positions (the inputs-only pass frees each finished gradient this way).
+    pub fn recycle(&mut self, t: RawTensor<A>) {
+        if self.spare.len() < SPARE_LIMIT {
+            let mut v = t.into_vec();
+            v.clear();
+            self.spare.push(v);
         }
     }
 
@@ -198,6 +218,9 @@ impl<A: Scalar> GradientContext<A> {
         self.slots.into_iter().map(Slot::into_tensor).collect()
     }
 }
+
+/// At most this many spare buffers are kept.
+const SPARE_LIMIT: usize = 8;
 
 /// Removes duplicates from a short list, keeping first occurrences in order.
 fn dedup_small(v: &mut Vec<usize>) {

@@ -55,7 +55,7 @@ pub use gradients::GradientContext;
 pub use graph::{
     CompactOp, ErasedPosition, GraphData, Node, NodeData, OpaqueForward, OpaqueVjp, RawGraph, SavedValues,
 };
-pub use pack::{ContextPack, Pack, Seeds};
+pub use pack::{ContextPack, Pack, RawSeeds, Seeds};
 pub use saved::{PreparedNode, RawSavedGraph, SavedGraph};
 pub use scalar::{Scalar, Storage};
 pub use shape::{Dims, Nil, Position, Shape, ShapeList, Snoc, MAX_RANK};

@@ -11,14 +11,10 @@ use crate::error::Error;
 use crate::gradients::Slot;
 use crate::graph::GraphData;
 use crate::scalar::Scalar;
-use crate::shape::{Nil, Position, Shape, Snoc};
+use crate::shape::{Dims, Nil, Position, Shape, Snoc};
 use crate::tensor::{RawTensor, Tensor};
 
-fn lookup<A, S: Shape>(
-    graph: Option<u64>,
-    tensors: &[RawTensor<A>],
-    pos: Position<S>,
-) -> Result<&RawTensor<A>, Error> {
+fn lookup<A, S: Shape>(graph: Option<u64>, tensors: &[RawTensor<A>], pos: Position<S>) -> Result<&RawTensor<A>, Error> {
     let foreign = Error::ForeignPosition { index: pos.index(), len: tensors.len() };
     if graph.is_some_and(|g| g != pos.graph_id()) {
         return Err(foreign);
@@ -126,6 +122,62 @@ impl<A, G, Ss> ContextPack<A, G, Ss> {
     /// The tensors, consuming the pack.
     pub fn into_vec(self) -> Vec<RawTensor<A>> {
         self.tensors
+    }
+}
+
+/// An untyped seed pack: one seed per position; positions never set are `zeros` and cost no
+/// buffer. A `Vec<RawTensor<A>>` converts into one (every position dense).
+///
+/// ```
+/// use exactgrad_runtime::{Dims, RawSeeds, RawTensor};
+/// let mut s = RawSeeds::<f64>::zeros(&[Dims::vector(2), Dims::scalar()]);
+/// s.set(1, RawTensor::full(Dims::scalar(), 1.0)).unwrap();
+/// assert!(s.set(1, RawTensor::full(Dims::vector(3), 1.0)).is_err());
+/// ```
+#[derive(Clone, Debug)]
+pub struct RawSeeds<A> {
+    slots: Vec<Slot<A>>,
+}
+
+impl<A: Scalar> RawSeeds<A> {
+    /// Zero seeds for positions of the given dims.
+    pub fn zeros(dims: &[Dims]) -> Self {
+        RawSeeds { slots: dims.iter().map(|&d| Slot::Full(A::zero(), d)).collect() }
+    }
+
+    /// Sets the seed at position `p`.
+    ///
+    /// # Errors
+    /// [`Error::ForeignPosition`] when `p` is out of range, [`Error::ShapeMismatch`] when `t` has
+    /// another shape than the position.
+    pub fn set(&mut self, p: usize, t: RawTensor<A>) -> Result<(), Error> {
+        let len = self.slots.len();
+        let slot = self.slots.get_mut(p).ok_or(Error::ForeignPosition { index: p, len })?;
+        if slot.dims() != t.dims() {
+            return Err(Error::ShapeMismatch { expected: slot.dims(), actual: t.dims() });
+        }
+        *slot = Slot::Dense(t);
+        Ok(())
+    }
+
+    /// Number of positions.
+    pub fn len(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// `true` when there is no position.
+    pub fn is_empty(&self) -> bool {
+        self.slots.is_empty()
+    }
+
+    pub(crate) fn into_slots(self) -> Vec<Slot<A>> {
+        self.slots
+    }
+}
+
+impl<A> From<Vec<RawTensor<A>>> for RawSeeds<A> {
+    fn from(tensors: Vec<RawTensor<A>>) -> Self {
+        RawSeeds { slots: tensors.into_iter().map(Slot::Dense).collect() }
     }
 }
 

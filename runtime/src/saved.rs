@@ -17,7 +17,7 @@ use crate::contributions::Contributions;
 use crate::error::Error;
 use crate::gradients::{GradientContext, Slot};
 use crate::graph::{GraphData, NodeData, Program, RawGraph, SavedValues};
-use crate::pack::{ContextPack, Pack, Seeds};
+use crate::pack::{ContextPack, Pack, RawSeeds, Seeds};
 use crate::scalar::Scalar;
 use crate::shape::{Position, Shape};
 use crate::tensor::{RawTensor, Tensor};
@@ -197,6 +197,11 @@ impl<'g, A: Scalar, D: 'static> RawSavedGraph<'g, A, D> {
         self.graph
     }
 
+    /// All-zero seeds for this graph (positions left unset cost no buffer).
+    pub fn zero_seeds(&self) -> RawSeeds<A> {
+        RawSeeds::zeros(self.graph.dims())
+    }
+
     /// Every saved value (Γ ++ ss).
     pub fn values(&self) -> &[RawTensor<A>] {
         &self.values
@@ -321,6 +326,8 @@ impl<'g, A: Scalar, D: 'static> RawSavedGraph<'g, A, D> {
             }
             if keep {
                 node_grads.push(g);
+            } else {
+                ctx.recycle(g);
             }
         }
         let mut out = ctx.into_tensors();
@@ -333,24 +340,24 @@ impl<'g, A: Scalar, D: 'static> RawSavedGraph<'g, A, D> {
     ///
     /// # Errors
     /// [`Error::PackShapes`] for seeds that do not fit, [`Error::Vjp`] for a malformed VJP.
-    pub fn backprop_all_dense(&self, seeds: Vec<RawTensor<A>>) -> Result<Vec<RawTensor<A>>, Error> {
-        self.dense_loop(dense_slots(seeds), None, true)
+    pub fn backprop_all_dense(&self, seeds: impl Into<RawSeeds<A>>) -> Result<Vec<RawTensor<A>>, Error> {
+        self.dense_loop(seeds.into().into_slots(), None, true)
     }
 
     /// §3 `backprop_inputs_dense`: the reference loop returning only the input gradients.
     ///
     /// # Errors
     /// As [`backprop_all_dense`](Self::backprop_all_dense).
-    pub fn backprop_inputs_dense(&self, seeds: Vec<RawTensor<A>>) -> Result<Vec<RawTensor<A>>, Error> {
-        self.dense_loop(dense_slots(seeds), None, false)
+    pub fn backprop_inputs_dense(&self, seeds: impl Into<RawSeeds<A>>) -> Result<Vec<RawTensor<A>>, Error> {
+        self.dense_loop(seeds.into().into_slots(), None, false)
     }
 
     /// §6 `backprop_array`: indexed gradients with deferred uniform updates.
     ///
     /// # Errors
     /// [`Error::NoStorageEquality`] for a scalar without storage equality, else as the dense pass.
-    pub fn backprop_all_array(&self, seeds: Vec<RawTensor<A>>) -> Result<Vec<RawTensor<A>>, Error> {
-        self.array_loop(dense_slots(seeds), None, true)
+    pub fn backprop_all_array(&self, seeds: impl Into<RawSeeds<A>>) -> Result<Vec<RawTensor<A>>, Error> {
+        self.array_loop(seeds.into().into_slots(), None, true)
     }
 
     /// §6 `backprop_inputs_array`: as the array pass, freeing each intermediate gradient as soon
@@ -358,24 +365,24 @@ impl<'g, A: Scalar, D: 'static> RawSavedGraph<'g, A, D> {
     ///
     /// # Errors
     /// As [`backprop_all_array`](Self::backprop_all_array).
-    pub fn backprop_inputs_array(&self, seeds: Vec<RawTensor<A>>) -> Result<Vec<RawTensor<A>>, Error> {
-        self.array_loop(dense_slots(seeds), None, false)
+    pub fn backprop_inputs_array(&self, seeds: impl Into<RawSeeds<A>>) -> Result<Vec<RawTensor<A>>, Error> {
+        self.array_loop(seeds.into().into_slots(), None, false)
     }
 
     /// §6 `backprop_stored`: the array pass when the scalar has storage equality, else the dense one.
     ///
     /// # Errors
     /// As [`backprop_all_dense`](Self::backprop_all_dense).
-    pub fn backprop_all_stored(&self, seeds: Vec<RawTensor<A>>) -> Result<Vec<RawTensor<A>>, Error> {
-        self.all_stored(dense_slots(seeds), true)
+    pub fn backprop_all_stored(&self, seeds: impl Into<RawSeeds<A>>) -> Result<Vec<RawTensor<A>>, Error> {
+        self.all_stored(seeds.into().into_slots(), true)
     }
 
     /// §6 `backprop_inputs_stored`.
     ///
     /// # Errors
     /// As [`backprop_all_dense`](Self::backprop_all_dense).
-    pub fn backprop_inputs_stored(&self, seeds: Vec<RawTensor<A>>) -> Result<Vec<RawTensor<A>>, Error> {
-        self.all_stored(dense_slots(seeds), false)
+    pub fn backprop_inputs_stored(&self, seeds: impl Into<RawSeeds<A>>) -> Result<Vec<RawTensor<A>>, Error> {
+        self.all_stored(seeds.into().into_slots(), false)
     }
 
     fn all_stored(&self, seeds: Vec<Slot<A>>, keep: bool) -> Result<Vec<RawTensor<A>>, Error> {
@@ -422,10 +429,6 @@ impl<'g, A: Scalar, D: 'static> RawSavedGraph<'g, A, D> {
         let slots = self.single_seed(output, seed)?;
         self.dense_loop(slots, Some(Reached::new(self.graph.dims().len(), output)), true)
     }
-}
-
-fn dense_slots<A>(seeds: Vec<RawTensor<A>>) -> Vec<Slot<A>> {
-    seeds.into_iter().map(Slot::Dense).collect()
 }
 
 /// The reached set of §7: explicit marks plus "every position below `below`" (set by opaque nodes).
