@@ -19,7 +19,7 @@ use crate::gradients::{GradientContext, Slot};
 use crate::graph::{GraphData, NodeData, Program, RawGraph, SavedValues};
 use crate::pack::{ContextPack, Pack, RawSeeds, Seeds};
 use crate::scalar::Scalar;
-use crate::shape::{Position, Shape};
+use crate::shape::{Dims, Position, Shape};
 use crate::tensor::{RawTensor, Tensor};
 
 /// One node of a saved graph, together with the saved context prefix it reads and the data:
@@ -28,6 +28,8 @@ pub struct PreparedNode<'s, A, D> {
     index: usize,
     node: &'s NodeData<A, D>,
     saved: SavedValues<'s, A, D>,
+    /// Dims of the prefix.
+    dims: &'s [Dims],
 }
 
 impl<'s, A: Scalar, D: 'static> PreparedNode<'s, A, D> {
@@ -74,8 +76,7 @@ impl<'s, A: Scalar, D: 'static> PreparedNode<'s, A, D> {
                 if let Some(s) = support {
                     c.support_into(root, s);
                 }
-                let dims: Vec<_> = prefix.iter().map(RawTensor::dims).collect();
-                c.dense(root, &dims, g).map_err(|m| self.vjp_error(m))
+                c.dense(root, self.dims, g).map_err(|m| self.vjp_error(m))
             }
             Program::Opaque { vjp, .. } => {
                 let out = vjp(self.saved.prefix, self.saved.data, g);
@@ -163,8 +164,9 @@ impl<'g, A: Scalar, D: 'static> RawSavedGraph<'g, A, D> {
         for (k, node) in graph.nodes().iter().enumerate() {
             let value = match node.program() {
                 Program::Compact(op) => {
-                    let dims: Vec<_> = values.iter().map(RawTensor::dims).collect();
-                    match op.output_dims(&dims) {
+                    // The values so far have exactly these dims: the inputs were checked above and
+                    // every node's value is checked below.
+                    match op.output_dims(&graph.dims()[..values.len()]) {
                         Ok(d) if d == node.dims() => {}
                         Ok(d) => {
                             return Err(node_error(
@@ -228,6 +230,7 @@ impl<'g, A: Scalar, D: 'static> RawSavedGraph<'g, A, D> {
             index: k,
             node,
             saved: SavedValues { prefix: &self.values[..p], output: &self.values[p], data: &self.data },
+            dims: &self.graph.dims()[..p],
         }
     }
 
