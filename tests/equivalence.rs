@@ -1,0 +1,824 @@
+//! Equivalence of the fast reverse passes and the dense reference passes (SEMANTICS §3, §6, §7).
+//!
+//! Random graphs are built through the untyped API from a *recipe* of small choice integers that
+//! is interpreted deterministically (so proptest shrinks graphs, values and seeds together). The
+//! graphs (1 to 40 nodes) mix every built-in op, repeated parents (`x + x`, `x * x`,
+//! `matmul(x, x)`), fan-out, three kinds of opaque node (an ordinary one, one whose VJP is non-zero
+//! at a zero cotangent, one producing NaN in its forward and its VJP) and a user compact op whose
+//! contributions carry non-zero uniforms (built-in ops only ever push the uniform `+0`, which
+//! would leave most of the deferred history of §5 untested). Inputs and seeds (on inputs and on
+//! intermediates) are drawn from an adversarial mix of `±0`, NaNs with several payloads (quiet,
+//! signalling, negative), `±inf`, subnormals and ordinary values. Every comparison is on
+//! `to_bits`, element by element, position by position.
+//!
+//! Properties, for f32, f64 and `Wrapping<i64>`:
+//! * `backprop_all_array == backprop_all_stored == backprop_all_dense`, also with the seeds given
+//!   as a sparse [`RawSeeds`] (unset positions are `zeros` without a buffer);
+//! * `backprop_inputs_array == backprop_inputs_stored == backprop_inputs_dense` == the first |Γ|
+//!   tensors of `backprop_all_dense`;
+//! * `backprop_from(p, s) == backprop_from_dense(p, s)` for a random position `p` (input or
+//!   node) and an adversarial seed `s`.
+//!
+//! Over an exact scalar (`Wrapping<i64>`), on graphs of built-in ops, the single-output pass also
+//! equals the all-seeds dense pass with `single(p, s)` (§7, last sentence).
+//!
+//! Deterministic regression tests check the worked examples of SEMANTICS §8 and the splitting of
+//! uniform runs by bits (§5).
+#![allow(clippy::unwrap_used)]
+
+use core::fmt::Debug;
+use core::num::Wrapping;
+use core::ops::{Div, Mul, Neg, Sub};
+
+use exactgrad::{
+    ops, CompactOp, Contrib, Contributions, Dims, NodeData, RawGraph, RawSavedGraph, RawSeeds, RawTensor, SavedValues,
+    Scalar,
+};
+use num_traits::FromPrimitive;
+use proptest::prelude::*;
+use proptest::test_runner::Config as ProptestConfig;
+
+// ---------------------------------------------------------------------------------------------
+// Scalars under test
+// ---------------------------------------------------------------------------------------------
+
+/// What the generator and the checks need of a scalar.
+trait TestScalar:
+    Scalar
+    + Copy
+    + Debug
+    + Sub<Output = Self>
+    + Mul<Output = Self>
+    + Neg<Output = Self>
+    + Div<Output = Self>
+    + PartialOrd
+    + FromPrimitive
+{
+    /// The encoding of the value (storage equality is equality of this).
+    fn bits(self) -> u64;
+    /// Ordinary values (including both zeros).
+    fn ordinary() -> Vec<Self>;
+    /// Adversarial values: NaN payloads, infinities, subnormals, extremes.
+    fn special() -> Vec<Self>;
+    /// A small integer as a scalar.
+    fn small(i: i8) -> Self;
+    /// The NaN an opaque node puts in its forward.
+    fn nan_forward() -> Self;
+    /// The NaN an opaque node puts in its VJP.
+    fn nan_vjp() -> Self;
+    /// `tanh(a)` (`exp(a)` when `exp`) for floats; a built-in op that fits for other scalars.
+    fn transcendental(exp: bool, a: usize) -> NodeData<Self, ()>;
+}
+
+impl TestScalar for f64 {
+    fn bits(self) -> u64 {
+        self.to_bits()
+    }
+    fn ordinary() -> Vec<Self> {
+        vec![0.0, -0.0, 1.0, -1.0, 0.5, -2.0, 3.0, 0.1, -0.75, f64::powi(2.0, -53), 1e16, -1e-3]
+    }
+    fn special() -> Vec<Self> {
+        vec![
+            f64::from_bits(0x7ff8_0000_0000_0001),
+            f64::from_bits(0x7ff8_0000_0000_0002),
+            f64::from_bits(0xfff8_0000_0000_0000), // negative quiet NaN
+            f64::from_bits(0x7ff0_0000_0000_0001), // signalling pattern
+            f64::from_bits(0xfff4_0000_0000_00ab), // negative signalling pattern with payload
+            f64::NAN,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::from_bits(1), // smallest subnormal
+            -f64::from_bits(1),
+            f64::from_bits(0x000f_ffff_ffff_ffff), // largest subnormal
+            f64::from(f32::from_bits(1)),
+            f64::MIN_POSITIVE,
+            1e-300,
+            1e300,
+            -1e300,
+            f64::MAX,
+            f64::MIN,
+            0.0,
+            -0.0,
+        ]
+    }
+    fn small(i: i8) -> Self {
+        f64::from(i)
+    }
+    fn nan_forward() -> Self {
+        f64::from_bits(0x7ff8_0000_0000_0bad)
+    }
+    fn nan_vjp() -> Self {
+        f64::from_bits(0xfff8_0000_0000_0042)
+    }
+    fn transcendental(exp: bool, a: usize) -> NodeData<Self, ()> {
+        if exp {
+            NodeData::compact(ops::Exp::new(a))
+        } else {
+            NodeData::compact(ops::Tanh::new(a))
+        }
+    }
+}
+
+impl TestScalar for f32 {
+    fn bits(self) -> u64 {
+        u64::from(self.to_bits())
+    }
+    fn ordinary() -> Vec<Self> {
+        vec![0.0, -0.0, 1.0, -1.0, 0.5, -2.0, 3.0, 0.1, -0.75, f32::powi(2.0, -24), 1e8, -1e-3]
+    }
+    fn special() -> Vec<Self> {
+        vec![
+            f32::from_bits(0x7fc0_0001),
+            f32::from_bits(0x7fc0_0002),
+            f32::from_bits(0xffc0_0000), // negative quiet NaN
+            f32::from_bits(0x7f80_0001), // signalling pattern
+            f32::from_bits(0xffa0_00ab), // negative signalling pattern with payload
+            f32::NAN,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            f32::from_bits(1), // smallest subnormal
+            -f32::from_bits(1),
+            f32::from_bits(0x007f_ffff), // largest subnormal
+            f32::MIN_POSITIVE,
+            1e-38,
+            1e38,
+            -1e38,
+            f32::MAX,
+            f32::MIN,
+            0.0,
+            -0.0,
+        ]
+    }
+    fn small(i: i8) -> Self {
+        f32::from(i)
+    }
+    fn nan_forward() -> Self {
+        f32::from_bits(0x7fc0_0bad)
+    }
+    fn nan_vjp() -> Self {
+        f32::from_bits(0xffc0_0042)
+    }
+    fn transcendental(exp: bool, a: usize) -> NodeData<Self, ()> {
+        if exp {
+            NodeData::compact(ops::Exp::new(a))
+        } else {
+            NodeData::compact(ops::Tanh::new(a))
+        }
+    }
+}
+
+/// An exact scalar (wrapping integer arithmetic is associative and commutative, `x + 0 == x`).
+type Int = Wrapping<i64>;
+
+impl TestScalar for Int {
+    fn bits(self) -> u64 {
+        u64::from_ne_bytes(self.0.to_ne_bytes())
+    }
+    fn ordinary() -> Vec<Self> {
+        [0, 1, -1, 2, -3, 5, 7, -8].into_iter().map(Wrapping).collect()
+    }
+    fn special() -> Vec<Self> {
+        [i64::MIN, i64::MAX, 1 << 40, -(1 << 40), 0].into_iter().map(Wrapping).collect()
+    }
+    fn small(i: i8) -> Self {
+        Wrapping(i64::from(i))
+    }
+    fn nan_forward() -> Self {
+        Wrapping(i64::MIN)
+    }
+    fn nan_vjp() -> Self {
+        Wrapping(i64::MAX)
+    }
+    fn transcendental(exp: bool, a: usize) -> NodeData<Self, ()> {
+        if exp {
+            NodeData::compact(ops::Relu::new(a))
+        } else {
+            NodeData::compact(ops::Neg::new(a))
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Bit comparison
+// ---------------------------------------------------------------------------------------------
+
+/// Compares two packs element by element on their encodings; the error names the first position
+/// and element that differ.
+fn compare_bits<T: TestScalar>(what: &str, a: &[RawTensor<T>], b: &[RawTensor<T>]) -> Result<(), String> {
+    if a.len() != b.len() {
+        return Err(format!("{what}: packs of {} and {} positions", a.len(), b.len()));
+    }
+    for (p, (x, y)) in a.iter().zip(b).enumerate() {
+        if x.dims() != y.dims() {
+            return Err(format!("{what}: position {p} has shapes {} and {}", x.dims(), y.dims()));
+        }
+        for (i, (u, v)) in x.data().iter().zip(y.data()).enumerate() {
+            if u.bits() != v.bits() {
+                return Err(format!(
+                    "{what}: position {p}, element {i}: {u:?} (bits {:#018x}) vs {v:?} (bits {:#018x})\n  left  {x:?}\n  right {y:?}",
+                    u.bits(),
+                    v.bits()
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Panics unless `a` and `b` have the same number of positions, the same shapes and the same
+/// encoding (`to_bits`) at every element; the message gives the position and element.
+fn assert_bits_eq<T: TestScalar>(a: &[RawTensor<T>], b: &[RawTensor<T>]) {
+    if let Err(m) = compare_bits("packs differ", a, b) {
+        panic!("{m}");
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Recipes and their interpretation
+// ---------------------------------------------------------------------------------------------
+
+/// The shapes inputs and opaque nodes may take (other shapes arise from matmul, e.g. 3×3).
+const SHAPES: [&[usize]; 7] = [&[4], &[2, 2], &[2, 3], &[3, 2], &[], &[2], &[3]];
+
+/// Number of node kinds: 13 built-in ops, 3 opaque kinds and a user compact op with uniforms
+/// (twice as likely as the others).
+const KINDS: u8 = 18;
+/// Built-in kinds only (0..BUILTIN).
+const BUILTIN: u8 = 13;
+
+/// Choices of one node: kind, first parent, second parent, extra (shape, factor, target…).
+type NodeChoice = (u8, u8, u8, u8);
+
+/// A random case: everything is a small integer, interpreted by [`Case::build`].
+#[derive(Clone, Debug)]
+struct Recipe {
+    /// Input shapes (indices into [`SHAPES`]).
+    inputs: Vec<u8>,
+    /// One entry per node.
+    nodes: Vec<NodeChoice>,
+    /// Element draws for inputs, scale factors, seed packs and the single-output seed (cycled).
+    values: Vec<u8>,
+    /// Draw only ordinary values (no NaN, infinity or subnormal).
+    tame: bool,
+    /// The single-output position (modulo the number of positions).
+    output: u16,
+}
+
+fn recipe() -> impl Strategy<Value = Recipe> {
+    (
+        prop::collection::vec(0u8..SHAPES.len() as u8, 1..=3),
+        prop::collection::vec(any::<NodeChoice>(), 1..=40),
+        prop::collection::vec(any::<u8>(), 0..=256),
+        prop::bool::weighted(0.25),
+        any::<u16>(),
+    )
+        .prop_map(|(inputs, nodes, values, tame, output)| Recipe { inputs, nodes, values, tame, output })
+}
+
+/// Deterministic source of values from a recipe.
+struct Draw<'r, T> {
+    values: &'r [u8],
+    next: usize,
+    tame: bool,
+    ordinary: Vec<T>,
+    special: Vec<T>,
+}
+
+impl<'r, T: TestScalar> Draw<'r, T> {
+    fn new(r: &'r Recipe) -> Self {
+        Draw { values: &r.values, next: 0, tame: r.tame, ordinary: T::ordinary(), special: T::special() }
+    }
+
+    fn byte(&mut self) -> u8 {
+        if self.values.is_empty() {
+            return 0;
+        }
+        let v = self.values[self.next % self.values.len()];
+        self.next += 1;
+        v
+    }
+
+    /// A value: half ordinary, half special (unless tame); draw 0 is `+0`.
+    fn scalar(&mut self) -> T {
+        let v = usize::from(self.byte());
+        if self.tame || v < 128 {
+            self.ordinary[v % self.ordinary.len()]
+        } else {
+            self.special[v % self.special.len()]
+        }
+    }
+
+    /// A uniform for [`Uniforms`]: mostly zeros of both signs (runs of `-0` next to runs of `+0`
+    /// are where a value-equality history would go wrong), `±1`, two NaN payloads, or any value.
+    fn uniform(&mut self) -> T {
+        match self.byte() % 8 {
+            0 => T::zero(),
+            1 | 2 => -T::zero(),
+            3 => T::small(1),
+            4 => T::small(-1),
+            5 => self.special[0],
+            6 => self.special[1],
+            _ => self.scalar(),
+        }
+    }
+
+    fn tensor(&mut self, dims: Dims) -> RawTensor<T> {
+        RawTensor::from_fn(dims, |_| self.scalar())
+    }
+
+    /// A seed tensor: zeros, `-0`, one repeated value, or independent values.
+    fn seed(&mut self, dims: Dims) -> RawTensor<T> {
+        match self.byte() % 5 {
+            0 => RawTensor::zeros(dims),
+            1 => RawTensor::full(dims, -T::zero()),
+            2 => {
+                let v = self.scalar();
+                RawTensor::full(dims, v)
+            }
+            _ => self.tensor(dims),
+        }
+    }
+}
+
+fn dims_of(shape: &[usize]) -> Dims {
+    Dims::new(shape).unwrap()
+}
+
+fn matrix(d: Dims) -> Option<(usize, usize)> {
+    match *d.as_slice() {
+        [r, c] => Some((r, c)),
+        _ => None,
+    }
+}
+
+/// A position of the same shape as `pa`, chosen by `b`; one time in four it is `pa` itself.
+fn same_shape(dims: &[Dims], pa: usize, b: usize) -> usize {
+    let candidates: Vec<usize> = (0..dims.len()).filter(|&q| dims[q] == dims[pa]).collect();
+    if b.is_multiple_of(4) {
+        pa
+    } else {
+        candidates[b % candidates.len()]
+    }
+}
+
+/// A built graph with its inputs.
+struct Case<T: TestScalar> {
+    graph: RawGraph<T, ()>,
+    inputs: Vec<RawTensor<T>>,
+}
+
+/// `out[i] = f(x[i mod n], i)` for an output of `numel` elements.
+fn spread<T: TestScalar>(x: &RawTensor<T>, dims: Dims, f: impl Fn(T, usize) -> T) -> RawTensor<T> {
+    let n = x.numel();
+    RawTensor::from_fn(dims, |i| f(x.data()[i % n], i))
+}
+
+/// The VJP of [`spread`] at its parent: `grad[j] = ((0 + h(g[j], j)) + h(g[j + n], j + n)) + …`.
+fn gather<T: TestScalar>(g: &RawTensor<T>, parent: Dims, h: impl Fn(T, usize) -> T) -> RawTensor<T> {
+    let n = parent.numel();
+    RawTensor::from_fn(parent, |j| (j..g.numel()).step_by(n).fold(T::zero(), |acc, i| acc + h(g.data()[i], i)))
+}
+
+impl<T: TestScalar> Case<T> {
+    /// Interprets a recipe. With `builtin_only`, only built-in ops are used (no opaque node, no
+    /// [`Uniforms`]).
+    fn build(r: &Recipe, draw: &mut Draw<'_, T>, builtin_only: bool) -> Self {
+        let input_dims: Vec<Dims> = r.inputs.iter().map(|&s| dims_of(SHAPES[usize::from(s) % SHAPES.len()])).collect();
+        let inputs: Vec<RawTensor<T>> = input_dims.iter().map(|&d| draw.tensor(d)).collect();
+        let mut graph = RawGraph::new(input_dims);
+        for &(kind, a, b, extra) in &r.nodes {
+            let kind = if builtin_only { kind % BUILTIN } else { kind % KINDS };
+            let (a, b) = (usize::from(a), usize::from(b));
+            if kind >= 16 {
+                // 0 to 3 `fill(u0)` nodes, then one node of the drawn variant: the history gets
+                // runs of equal uniforms, and the last node (run first) writes its support in
+                // the middle of such a run.
+                let pa = a % graph.dims().len();
+                let op = Uniforms {
+                    parents: [pa, same_shape(graph.dims(), pa, b)],
+                    variant: extra,
+                    u: [draw.uniform(), draw.uniform()],
+                };
+                let fills = extra >> 6;
+                for i in 0..=fills {
+                    if graph.nodes().len() < r.nodes.len() {
+                        let variant = if i == fills { op.variant } else { 0 };
+                        graph.push(NodeData::compact(Uniforms { variant, ..op.clone() })).unwrap();
+                    }
+                }
+            } else if graph.nodes().len() < r.nodes.len() {
+                graph.push(Self::node(&graph, draw, kind, a, b, extra)).unwrap();
+            }
+        }
+        Case { graph, inputs }
+    }
+
+    /// One node of the given kind reading positions of the graph so far.
+    fn node(
+        graph: &RawGraph<T, ()>,
+        draw: &mut Draw<'_, T>,
+        kind: u8,
+        a: usize,
+        b: usize,
+        extra: u8,
+    ) -> NodeData<T, ()> {
+        let dims = graph.dims();
+        let len = dims.len();
+        let pa = a % len;
+        let same = || same_shape(dims, pa, b);
+        let fallback = || T::transcendental(extra.is_multiple_of(2), pa);
+        match kind {
+            0 => NodeData::compact(ops::Add::new(pa, same())),
+            1 => NodeData::compact(ops::Sub::new(pa, same())),
+            2 => NodeData::compact(ops::Mul::new(pa, same())),
+            3 => NodeData::compact(ops::Neg::new(pa)),
+            4 => NodeData::compact(ops::Scale::new(pa, draw.scalar())),
+            5 => {
+                // All pairs (x, y) with x: m×k, y: k×n; squares paired with themselves count twice.
+                let mut pairs = Vec::new();
+                for (x, &dx) in dims.iter().enumerate() {
+                    let Some((_, k)) = matrix(dx) else { continue };
+                    for (y, &dy) in dims.iter().enumerate() {
+                        if matrix(dy).is_some_and(|(rows, _)| rows == k) {
+                            pairs.push((x, y));
+                            if x == y {
+                                pairs.push((x, y));
+                            }
+                        }
+                    }
+                }
+                if pairs.is_empty() {
+                    return fallback();
+                }
+                let (x, y) = pairs[(a * 7 + b) % pairs.len()];
+                NodeData::compact(ops::MatMul::new(x, y))
+            }
+            6 => {
+                let ms: Vec<usize> = (0..len).filter(|&q| matrix(dims[q]).is_some()).collect();
+                if ms.is_empty() {
+                    return fallback();
+                }
+                NodeData::compact(ops::Transpose::new(ms[a % ms.len()]))
+            }
+            7 => NodeData::compact(ops::Sum::new(pa)),
+            8 => NodeData::compact(ops::Mean::new(pa)),
+            9 => {
+                let mut pairs = Vec::new();
+                for (x, &dx) in dims.iter().enumerate() {
+                    let Some((_, c)) = matrix(dx) else { continue };
+                    for (y, &dy) in dims.iter().enumerate() {
+                        if dy.as_slice() == [c] {
+                            pairs.push((x, y));
+                        }
+                    }
+                }
+                if pairs.is_empty() {
+                    return fallback();
+                }
+                let (x, y) = pairs[(a * 7 + b) % pairs.len()];
+                NodeData::compact(ops::AddRow::new(x, y))
+            }
+            10 => NodeData::compact(ops::Relu::new(pa)),
+            11 => T::transcendental(false, pa),
+            12 => T::transcendental(true, pa),
+            13 => Self::opaque_ordinary(dims, pa, extra),
+            14 => Self::opaque_bias(dims, pa, b % len, extra),
+            _ => Self::opaque_nan(dims, pa, b % len, extra),
+        }
+    }
+
+    /// `y[i] = 3 * x[i mod n]`, with its exact VJP (zeros at every other position).
+    fn opaque_ordinary(prefix: &[Dims], pa: usize, extra: u8) -> NodeData<T, ()> {
+        let out = dims_of(SHAPES[usize::from(extra) % SHAPES.len()]);
+        let prefix = prefix.to_vec();
+        NodeData::opaque(
+            "opaque_scale3",
+            out,
+            vec![pa],
+            move |ctx, _| spread(&ctx[pa], out, |x, _| T::small(3) * x),
+            move |_, _, g| {
+                prefix
+                    .iter()
+                    .enumerate()
+                    .map(|(q, &d)| if q == pa { gather(g, d, |v, _| v * T::small(3)) } else { RawTensor::zeros(d) })
+                    .collect()
+            },
+        )
+    }
+
+    /// `y[i] = x[i mod n] + 1`; its VJP passes the cotangent through to `x`, puts `full(1)` at
+    /// `target` whatever the cotangent (added to the pass-through when `target == x`), and `-0`
+    /// everywhere else.
+    fn opaque_bias(prefix: &[Dims], pa: usize, target: usize, extra: u8) -> NodeData<T, ()> {
+        let out = dims_of(SHAPES[usize::from(extra) % SHAPES.len()]);
+        let prefix = prefix.to_vec();
+        NodeData::opaque(
+            "opaque_bias",
+            out,
+            vec![pa],
+            move |ctx, _| spread(&ctx[pa], out, |x, _| x + T::small(1)),
+            move |_, _, g| {
+                prefix
+                    .iter()
+                    .enumerate()
+                    .map(|(q, &d)| match (q == pa, q == target) {
+                        (true, true) => gather(g, d, |v, _| v).map(|&v| v + T::small(1)),
+                        (true, false) => gather(g, d, |v, _| v),
+                        (false, true) => RawTensor::full(d, T::small(1)),
+                        (false, false) => RawTensor::full(d, -T::zero()),
+                    })
+                    .collect()
+            },
+        )
+    }
+
+    /// `y[i] = NaN` at even `i`, `x[i mod n]` at odd `i`; its VJP multiplies even cotangent
+    /// elements by another NaN and puts `full(NaN)` at `target` (when it is not `x`).
+    fn opaque_nan(prefix: &[Dims], pa: usize, target: usize, extra: u8) -> NodeData<T, ()> {
+        let out = dims_of(SHAPES[usize::from(extra) % SHAPES.len()]);
+        let prefix = prefix.to_vec();
+        NodeData::opaque(
+            "opaque_nan",
+            out,
+            vec![pa],
+            move |ctx, _| spread(&ctx[pa], out, |x, i| if i % 2 == 0 { T::nan_forward() } else { x }),
+            move |_, _, g| {
+                prefix
+                    .iter()
+                    .enumerate()
+                    .map(|(q, &d)| {
+                        if q == pa {
+                            gather(g, d, |v, i| if i % 2 == 0 { v * T::nan_vjp() } else { v })
+                        } else if q == target {
+                            RawTensor::full(d, T::nan_vjp())
+                        } else {
+                            RawTensor::zeros(d)
+                        }
+                    })
+                    .collect()
+            },
+        )
+    }
+}
+
+/// A user compact op (SEMANTICS §4 combinators) whose contributions have a non-zero uniform:
+/// `y = a + b`, with a "VJP" that is `fill(u0)`, `add(single(a, δ), fill(u0))` or
+/// `add(add(fill(u0), single(a, δ)), add(single(b, δ), fill(u1)))` by `variant`. Built-in ops only
+/// ever push the uniform `+0`; this op puts adversarial uniforms (NaN payloads, `-0`, `1` next to
+/// `1e16`, …) in the deferred history (§5) and reaches positions that are never materialised.
+#[derive(Clone, Debug)]
+struct Uniforms<T> {
+    parents: [usize; 2],
+    variant: u8,
+    u: [T; 2],
+}
+
+impl<T: TestScalar> CompactOp<T, ()> for Uniforms<T> {
+    fn name(&self) -> &str {
+        match self.variant % 3 {
+            0 => "uniforms_fill",
+            1 => "uniforms_single",
+            _ => "uniforms_tree",
+        }
+    }
+    fn parents(&self) -> &[usize] {
+        &self.parents
+    }
+    fn output_dims(&self, prefix: &[Dims]) -> Result<Dims, String> {
+        let [a, b] = self.parents;
+        if prefix[a] == prefix[b] {
+            Ok(prefix[a])
+        } else {
+            Err(format!("uniforms needs operands of one shape, got {} and {}", prefix[a], prefix[b]))
+        }
+    }
+    fn forward(&self, ctx: &[RawTensor<T>], _: &()) -> RawTensor<T> {
+        ctx[self.parents[0]].add(&ctx[self.parents[1]])
+    }
+    fn contributions(&self, _: &SavedValues<'_, T, ()>, _: &RawTensor<T>, c: &mut Contributions<T>) -> Contrib {
+        let [a, b] = self.parents;
+        match self.variant % 3 {
+            0 => c.fill(self.u[0]),
+            1 => {
+                let l = c.single_cotangent(a);
+                let r = c.fill(self.u[0]);
+                c.add(l, r)
+            }
+            _ => {
+                let f0 = c.fill(self.u[0]);
+                let sa = c.single_cotangent(a);
+                let l = c.add(f0, sa);
+                let sb = c.single_cotangent(b);
+                let f1 = c.fill(self.u[1]);
+                let r = c.add(sb, f1);
+                c.add(l, r)
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The properties
+// ---------------------------------------------------------------------------------------------
+
+fn fail(graph: &str, message: String) -> TestCaseError {
+    TestCaseError::fail(format!("{message}\ngraph:\n{graph}"))
+}
+
+/// Every fast pass against its dense reference, bit for bit.
+fn check_passes<T: TestScalar>(r: &Recipe) -> Result<(), TestCaseError> {
+    let mut draw = Draw::<T>::new(r);
+    let case = Case::<T>::build(r, &mut draw, false);
+    let graph = case.graph.describe();
+    let n_inputs = case.graph.num_inputs();
+    let dims = case.graph.dims().to_vec();
+    let saved = RawSavedGraph::compile(&case.graph, case.inputs, ()).unwrap();
+    let seeds: Vec<RawTensor<T>> = dims.iter().map(|&d| draw.seed(d)).collect();
+    let check = |what: &str, a: &[RawTensor<T>], b: &[RawTensor<T>]| {
+        compare_bits(&format!("{what} (seeds {seeds:?})"), a, b).map_err(|m| fail(&graph, m))
+    };
+
+    let dense = saved.backprop_all_dense(seeds.clone()).unwrap();
+    let array = saved.backprop_all_array(seeds.clone()).unwrap();
+    check("backprop_all_array vs backprop_all_dense", &array, &dense)?;
+    let stored = saved.backprop_all_stored(seeds.clone()).unwrap();
+    check("backprop_all_stored vs backprop_all_dense", &stored, &dense)?;
+
+    let inputs_dense = saved.backprop_inputs_dense(seeds.clone()).unwrap();
+    check("backprop_inputs_dense vs backprop_all_dense[..|Γ|]", &inputs_dense, &dense[..n_inputs])?;
+    let inputs_array = saved.backprop_inputs_array(seeds.clone()).unwrap();
+    check("backprop_inputs_array vs backprop_inputs_dense", &inputs_array, &inputs_dense)?;
+    let inputs_stored = saved.backprop_inputs_stored(seeds.clone()).unwrap();
+    check("backprop_inputs_stored vs backprop_inputs_array", &inputs_stored, &inputs_array)?;
+
+    // The same seeds as a sparse pack: all-`+0` positions left unset (no buffer until read).
+    let mut sparse = RawSeeds::zeros(&dims);
+    for (q, s) in seeds.iter().enumerate() {
+        if s.data().iter().any(|v| v.bits() != T::zero().bits()) {
+            sparse.set(q, s.clone()).unwrap();
+        }
+    }
+    let sparse_array = saved.backprop_all_array(sparse.clone()).unwrap();
+    check("backprop_all_array(sparse seeds) vs backprop_all_dense", &sparse_array, &dense)?;
+    let sparse_dense = saved.backprop_all_dense(sparse.clone()).unwrap();
+    check("backprop_all_dense(sparse seeds) vs backprop_all_dense", &sparse_dense, &dense)?;
+    let sparse_inputs = saved.backprop_inputs_array(sparse).unwrap();
+    check("backprop_inputs_array(sparse seeds) vs backprop_inputs_dense", &sparse_inputs, &inputs_dense)?;
+
+    let p = usize::from(r.output) % dims.len();
+    let seed = draw.tensor(dims[p]);
+    let from = saved.backprop_from(p, seed.clone()).unwrap();
+    let from_dense = saved.backprop_from_dense(p, seed.clone()).unwrap();
+    check(&format!("backprop_from({p}, {seed:?}) vs backprop_from_dense"), &from, &from_dense)?;
+    Ok(())
+}
+
+/// Over an exact scalar and built-in ops, the single-output pass equals the all-seeds passes with
+/// `single(p, s)`.
+fn check_exact_single_output(r: &Recipe) -> Result<(), TestCaseError> {
+    let mut draw = Draw::<Int>::new(r);
+    let case = Case::<Int>::build(r, &mut draw, true);
+    let graph = case.graph.describe();
+    let dims = case.graph.dims().to_vec();
+    let saved = RawSavedGraph::compile(&case.graph, case.inputs, ()).unwrap();
+    let p = usize::from(r.output) % dims.len();
+    let seed = draw.tensor(dims[p]);
+    let mut single: Vec<RawTensor<Int>> = dims.iter().map(|&d| RawTensor::zeros(d)).collect();
+    single[p] = seed.clone();
+    let check = |what: &str, a: &[RawTensor<Int>], b: &[RawTensor<Int>]| {
+        compare_bits(&format!("{what}, output {p}, seed {seed:?}"), a, b).map_err(|m| fail(&graph, m))
+    };
+    let all_dense = saved.backprop_all_dense(single.clone()).unwrap();
+    let from = saved.backprop_from(p, seed.clone()).unwrap();
+    check("backprop_from vs backprop_all_dense(single)", &from, &all_dense)?;
+    let from_dense = saved.backprop_from_dense(p, seed.clone()).unwrap();
+    check("backprop_from_dense vs backprop_all_dense(single)", &from_dense, &all_dense)?;
+    let array = saved.backprop_all_array(single).unwrap();
+    check("backprop_all_array vs backprop_all_dense(single)", &array, &all_dense)?;
+    Ok(())
+}
+
+/// 1024 cases per property (about a second in debug mode); `PROPTEST_CASES` may ask for more.
+fn config() -> ProptestConfig {
+    let default = ProptestConfig::default();
+    ProptestConfig { cases: default.cases.max(1024), failure_persistence: None, ..default }
+}
+
+proptest! {
+    #![proptest_config(config())]
+
+    #[test]
+    fn fast_passes_equal_dense_f64(r in recipe()) {
+        check_passes::<f64>(&r)?;
+    }
+
+    #[test]
+    fn fast_passes_equal_dense_f32(r in recipe()) {
+        check_passes::<f32>(&r)?;
+    }
+
+    #[test]
+    fn fast_passes_equal_dense_wrapping_i64(r in recipe()) {
+        check_passes::<Int>(&r)?;
+    }
+
+    #[test]
+    fn single_output_equals_all_seeds_over_exact_scalars(r in recipe()) {
+        check_exact_single_output(&r)?;
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Deterministic regression tests (SEMANTICS §8)
+// ---------------------------------------------------------------------------------------------
+
+fn vector(v: &[f64]) -> RawTensor<f64> {
+    RawTensor::from_vec(Dims::vector(v.len()), v.to_vec()).unwrap()
+}
+
+fn bits_of(t: &RawTensor<f64>) -> Vec<u64> {
+    t.data().iter().map(|x| x.to_bits()).collect()
+}
+
+/// `y = x + x`, seed `[-0, +0]` on `x`: the dense all-seeds pass adds `g + g = [+0, +0]` to it and
+/// gives `[+0, +0]`; the single-output pass from `x` skips the node and keeps `[-0, +0]`.
+#[test]
+fn x_plus_x_with_negative_zero_seed() {
+    let mut graph = RawGraph::<f64, ()>::new(vec![Dims::vector(2)]);
+    let y = graph.push(NodeData::compact(ops::Add::new(0, 0))).unwrap();
+    assert_eq!(y, 1);
+    let saved = RawSavedGraph::compile(&graph, vec![vector(&[1.0, 2.0])], ()).unwrap();
+    let seeds = vec![vector(&[-0.0, 0.0]), vector(&[0.0, 0.0])];
+
+    let dense = saved.backprop_all_dense(seeds.clone()).unwrap();
+    assert_eq!(bits_of(&dense[0]), [0, 0]);
+    assert_bits_eq(&saved.backprop_all_array(seeds.clone()).unwrap(), &dense);
+    assert_bits_eq(&saved.backprop_all_stored(seeds.clone()).unwrap(), &dense);
+    assert_bits_eq(&saved.backprop_inputs_array(seeds.clone()).unwrap(), &dense[..1]);
+    assert_bits_eq(&saved.backprop_inputs_dense(seeds).unwrap(), &dense[..1]);
+
+    let from = saved.backprop_from(0, vector(&[-0.0, 0.0])).unwrap();
+    assert_eq!(bits_of(&from[0]), [(-0.0f64).to_bits(), 0]);
+    assert_bits_eq(&from, &saved.backprop_from_dense(0, vector(&[-0.0, 0.0])).unwrap());
+}
+
+/// `p1 = x * x, p2 = p1 + x`, `x = 2^-53`, seed 1 at `p2`: `x` gets `1 + (2^-53 + 2^-53)` =
+/// `0x3FF0000000000001` in every pass (adding the two parent terms separately would round to 1).
+#[test]
+fn square_plus_x_adds_both_parent_terms_first() {
+    let x = f64::powi(2.0, -53);
+    let mut graph = RawGraph::<f64, ()>::new(vec![Dims::scalar()]);
+    let p1 = graph.push(NodeData::compact(ops::Mul::new(0, 0))).unwrap();
+    let p2 = graph.push(NodeData::compact(ops::Add::new(p1, 0))).unwrap();
+    let scalar = |v: f64| RawTensor::full(Dims::scalar(), v);
+    let saved = RawSavedGraph::compile(&graph, vec![scalar(x)], ()).unwrap();
+    let seeds = vec![scalar(0.0), scalar(0.0), scalar(1.0)];
+    let expected = 0x3FF0_0000_0000_0001u64;
+
+    let dense = saved.backprop_all_dense(seeds.clone()).unwrap();
+    assert_eq!(bits_of(&dense[0]), [expected]);
+    let passes = [
+        ("backprop_all_array", saved.backprop_all_array(seeds.clone()).unwrap()),
+        ("backprop_all_stored", saved.backprop_all_stored(seeds.clone()).unwrap()),
+        ("backprop_inputs_array", saved.backprop_inputs_array(seeds.clone()).unwrap()),
+        ("backprop_inputs_stored", saved.backprop_inputs_stored(seeds.clone()).unwrap()),
+        ("backprop_inputs_dense", saved.backprop_inputs_dense(seeds).unwrap()),
+        ("backprop_from", saved.backprop_from(p2, scalar(1.0)).unwrap()),
+        ("backprop_from_dense", saved.backprop_from_dense(p2, scalar(1.0)).unwrap()),
+    ];
+    for (name, grads) in &passes {
+        assert_eq!(bits_of(&grads[0]), [expected], "{name}");
+    }
+    assert_bits_eq(&passes[0].1, &dense);
+    assert_bits_eq(&passes[5].1, &dense);
+}
+
+/// The comparison itself must see a sign of zero and a NaN payload (a helper that cannot fail
+/// would make every property above vacuous).
+#[test]
+fn bit_comparison_distinguishes_zero_signs_and_nan_payloads() {
+    assert!(compare_bits("zero", &[vector(&[0.0])], &[vector(&[-0.0])]).is_err());
+    let (n1, n2) = (f64::from_bits(0x7ff8_0000_0000_0001), f64::from_bits(0x7ff8_0000_0000_0002));
+    let err = compare_bits("nan", &[vector(&[1.0, n1])], &[vector(&[1.0, n2])]).unwrap_err();
+    assert!(err.contains("position 0, element 1"), "{err}");
+    assert!(compare_bits("nan", &[vector(&[n1])], &[vector(&[n1])]).is_ok());
+    assert!(compare_bits("len", &[vector(&[1.0])], &[]).is_err());
+}
+
+/// Deferred uniforms are grouped in runs by *bits*: `fill(-0)` then a built-in op's `+0` are two
+/// runs. With inputs `x` (seed `-0`) and `w`: `n0 = relu(w)`, `n1 = fill(-0)`; `x` is never
+/// written, so it receives both uniforms lazily: `(-0 + -0) + +0 = +0`. Merging the runs by value
+/// (`-0 == +0`) would replay `-0` twice, stop at the fixed point, and keep `-0`.
+#[test]
+fn uniform_runs_are_split_by_bits_not_by_value() {
+    let mut graph = RawGraph::<f64, ()>::new(vec![Dims::vector(1), Dims::vector(1)]);
+    graph.push(NodeData::compact(ops::Relu::new(1))).unwrap();
+    graph.push(NodeData::compact(Uniforms { parents: [0, 0], variant: 0, u: [-0.0, 0.0] })).unwrap();
+    let saved = RawSavedGraph::compile(&graph, vec![vector(&[1.0]), vector(&[2.0])], ()).unwrap();
+    let seeds = vec![vector(&[-0.0]), vector(&[0.0]), vector(&[0.0]), vector(&[0.0])];
+
+    let dense = saved.backprop_all_dense(seeds.clone()).unwrap();
+    assert_eq!(bits_of(&dense[0]), [0]);
+    assert_bits_eq(&saved.backprop_all_array(seeds.clone()).unwrap(), &dense);
+    assert_bits_eq(&saved.backprop_inputs_array(seeds).unwrap(), &dense[..2]);
+}
