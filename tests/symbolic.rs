@@ -1,0 +1,430 @@
+//! Symbolic scalars prove that the fast passes perform **the same scalar additions, with the same
+//! operands, in the same order** as the dense reference passes (SEMANTICS §3, §6, §7).
+//!
+//! [`Sym`] records every `+`, `-`, `*` and unary `-` as an expression tree in a hash-consed arena:
+//! two values are storage-equal exactly when their trees are structurally identical, and that is
+//! decided in O(1) by comparing interned ids. No algebraic law holds for `Sym` (not even
+//! `x + 0 == x`), so the fixed-point stop of the deferred replay never fires and every deferred
+//! uniform is really applied: if a fast pass ever reassociated, reordered, dropped or duplicated an
+//! addition, its tree would differ from the reference's.
+//!
+//! * `readable_*` tests spell out, by hand from SEMANTICS, the gradient trees of `x + x` and of a
+//!   small chain, and check every pass against them;
+//! * `random_graphs_*` builds random graphs (1–30 nodes) of add, sub, mul, neg, scale, matmul,
+//!   transpose, sum, add_row and opaque nodes written with `Sym` operations (half of them with a
+//!   VJP that is non-zero at a zero cotangent), with distinct symbolic leaves as inputs and seeds
+//!   (and some zero leaves), and asserts that the array, stored and inputs-only passes give the
+//!   same interned trees as the dense all-seeds passes, and `backprop_from` the same as
+//!   `backprop_from_dense`.
+#![allow(clippy::unwrap_used)] // test helpers unwrap: a failure is a test failure
+
+mod common;
+
+use core::cell::RefCell;
+use core::fmt;
+use std::collections::HashMap;
+
+use common::{plans, Kind, Plan, Rng, Step};
+use exactgrad::{ops, Dims, NodeData, RawGraph, RawSavedGraph, RawTensor, Storage};
+use proptest::prelude::*;
+
+/// One node of the expression arena. Children are interned ids, so the whole tree is a DAG.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+enum Expr {
+    Leaf(String),
+    Add(Sym, Sym),
+    Sub(Sym, Sym),
+    Mul(Sym, Sym),
+    Neg(Sym),
+}
+
+/// A symbolic scalar: an interned expression id. Equal ids ⇔ structurally equal trees.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+struct Sym(u32);
+
+#[derive(Default)]
+struct Arena {
+    nodes: Vec<Expr>,
+    index: HashMap<Expr, u32>,
+}
+
+thread_local! {
+    static ARENA: RefCell<Arena> = RefCell::new(Arena::default());
+}
+
+impl Sym {
+    fn intern(e: Expr) -> Sym {
+        ARENA.with(|a| {
+            let mut a = a.borrow_mut();
+            if let Some(&id) = a.index.get(&e) {
+                return Sym(id);
+            }
+            let id = u32::try_from(a.nodes.len()).expect("arena below 2^32 nodes");
+            a.nodes.push(e.clone());
+            a.index.insert(e, id);
+            Sym(id)
+        })
+    }
+
+    fn leaf(name: impl Into<String>) -> Sym {
+        Sym::intern(Expr::Leaf(name.into()))
+    }
+
+    fn expr(self) -> Expr {
+        ARENA.with(|a| a.borrow().nodes[self.0 as usize].clone())
+    }
+
+    /// Forgets every expression (call only when no `Sym` of this thread is alive any more).
+    fn reset() {
+        ARENA.with(|a| *a.borrow_mut() = Arena::default());
+    }
+
+    fn arena_len() -> usize {
+        ARENA.with(|a| a.borrow().nodes.len())
+    }
+
+    /// The tree, fully parenthesised; subtrees deeper than `depth` are shown as `#id`.
+    fn render(self, depth: usize) -> String {
+        if depth == 0 {
+            return format!("#{}", self.0);
+        }
+        let d = depth - 1;
+        match self.expr() {
+            Expr::Leaf(name) => name,
+            Expr::Add(l, r) => format!("({} + {})", l.render(d), r.render(d)),
+            Expr::Sub(l, r) => format!("({} - {})", l.render(d), r.render(d)),
+            Expr::Mul(l, r) => format!("({} * {})", l.render(d), r.render(d)),
+            Expr::Neg(x) => format!("-{}", x.render(d)),
+        }
+    }
+}
+
+impl fmt::Debug for Sym {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.render(6))
+    }
+}
+
+impl core::ops::Add for Sym {
+    type Output = Sym;
+    fn add(self, rhs: Sym) -> Sym {
+        Sym::intern(Expr::Add(self, rhs))
+    }
+}
+
+impl core::ops::Sub for Sym {
+    type Output = Sym;
+    fn sub(self, rhs: Sym) -> Sym {
+        Sym::intern(Expr::Sub(self, rhs))
+    }
+}
+
+impl core::ops::Mul for Sym {
+    type Output = Sym;
+    fn mul(self, rhs: Sym) -> Sym {
+        Sym::intern(Expr::Mul(self, rhs))
+    }
+}
+
+impl core::ops::Neg for Sym {
+    type Output = Sym;
+    fn neg(self) -> Sym {
+        Sym::intern(Expr::Neg(self))
+    }
+}
+
+impl num_traits::Zero for Sym {
+    /// The leaf `0` — a symbol like any other: `x + 0` is a new tree, never `x`.
+    fn zero() -> Sym {
+        Sym::leaf("0")
+    }
+    fn is_zero(&self) -> bool {
+        *self == Sym::leaf("0")
+    }
+}
+
+impl Storage for Sym {
+    const HAS_STORAGE_EQUALITY: bool = true;
+    fn storage_eq(&self, other: &Sym) -> bool {
+        self.0 == other.0
+    }
+}
+
+fn zero() -> Sym {
+    <Sym as num_traits::Zero>::zero()
+}
+
+fn leaves(dims: Dims, prefix: &str) -> RawTensor<Sym> {
+    RawTensor::from_fn(dims, |i| Sym::leaf(format!("{prefix}{i}")))
+}
+
+/// Asserts two packs are the same trees (same interned ids), position by position.
+fn assert_same(what: &str, fast: &[RawTensor<Sym>], reference: &[RawTensor<Sym>]) {
+    assert_eq!(fast.len(), reference.len(), "{what}: pack lengths differ");
+    for (p, (a, b)) in fast.iter().zip(reference).enumerate() {
+        assert_eq!(a.dims(), b.dims(), "{what}: dims differ at position {p}");
+        for (i, (x, y)) in a.data().iter().zip(b.data()).enumerate() {
+            assert!(
+                x == y,
+                "{what}: position {p} element {i} differs\n  fast:      {}\n  reference: {}",
+                x.render(12),
+                y.render(12)
+            );
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Readable examples, trees written by hand from SEMANTICS.
+// ---------------------------------------------------------------------------------------------
+
+/// Every pass of a saved graph on `seeds`, checked against `expected` (all seeds) and
+/// `expected_from` (single-output from `output` with `seed`).
+fn check_every_pass(
+    saved: &RawSavedGraph<'_, Sym, ()>,
+    seeds: &[RawTensor<Sym>],
+    expected: &[RawTensor<Sym>],
+    output: usize,
+    seed: &RawTensor<Sym>,
+    expected_from: &[RawTensor<Sym>],
+) {
+    let n_in = saved.graph().num_inputs();
+    assert_same("dense", &saved.backprop_all_dense(seeds.to_vec()).unwrap(), expected);
+    assert_same("array", &saved.backprop_all_array(seeds.to_vec()).unwrap(), expected);
+    assert_same("stored", &saved.backprop_all_stored(seeds.to_vec()).unwrap(), expected);
+    assert_same("inputs_dense", &saved.backprop_inputs_dense(seeds.to_vec()).unwrap(), &expected[..n_in]);
+    assert_same("inputs_array", &saved.backprop_inputs_array(seeds.to_vec()).unwrap(), &expected[..n_in]);
+    assert_same("inputs_stored", &saved.backprop_inputs_stored(seeds.to_vec()).unwrap(), &expected[..n_in]);
+    assert_same("from_dense", &saved.backprop_from_dense(output, seed.clone()).unwrap(), expected_from);
+    assert_same("from", &saved.backprop_from(output, seed.clone()).unwrap(), expected_from);
+}
+
+/// `y = x0 + x0` with a second, unused input `x1`. SEMANTICS §4: `add(a, b)` contributes
+/// `add(single(a, δ), single(b, δ))`; at `a == b` the reader gives `δ + δ`, and the uniform
+/// (what every other position receives) is `0 + 0`. §3: accumulation is `acc + contribution`.
+#[test]
+fn readable_x_plus_x() {
+    Sym::reset();
+    let d = Dims::vector(1);
+    let mut g = RawGraph::<Sym, ()>::new(vec![d, d]);
+    let y = g.push(NodeData::compact(ops::Add::new(0, 0))).unwrap();
+    let saved = RawSavedGraph::compile(&g, vec![leaves(d, "x0_"), leaves(d, "x1_")], ()).unwrap();
+    assert_eq!(saved.values()[y].data()[0].render(9), "(x0_0 + x0_0)");
+
+    let (s0, s1, sy) = (Sym::leaf("s0"), Sym::leaf("s1"), Sym::leaf("sy"));
+    let t = |s: Sym| RawTensor::full(d, s);
+    let seeds = [t(s0), t(s1), t(sy)];
+    // x0: seed + (g + g); x1: seed + (0 + 0); y: its seed.
+    let expected = [t(s0 + (sy + sy)), t(s1 + (zero() + zero())), t(sy)];
+    assert_eq!(expected[0].data()[0].render(9), "(s0 + (sy + sy))");
+    assert_eq!(expected[1].data()[0].render(9), "(s1 + (0 + 0))");
+    // From y: the same loop on single(y, sy), zeros elsewhere.
+    let expected_from = [t(zero() + (sy + sy)), t(zero() + (zero() + zero())), t(sy)];
+    check_every_pass(&saved, &seeds, &expected, y, &t(sy), &expected_from);
+
+    // From x0 itself: y is not reached and is skipped, x0 keeps its seed untouched.
+    let from_x0 = saved.backprop_from(0, t(s0)).unwrap();
+    assert_same("from x0", &from_x0, &[t(s0), t(zero()), t(zero())]);
+    assert_same("from x0 (dense)", &saved.backprop_from_dense(0, t(s0)).unwrap(), &[t(s0), t(zero()), t(zero())]);
+}
+
+/// `y = x + x`, `z = y + x`. Node `z` runs first: `x` receives `0 + sz` (its single's left operand
+/// is outside its support and reads the uniform `0`), `y` receives `sz + 0`. Then `y` runs with
+/// `g = sy + (sz + 0)` and `x` receives `g + g` on top of what it had.
+#[test]
+fn readable_chain() {
+    Sym::reset();
+    let d = Dims::vector(1);
+    let mut g = RawGraph::<Sym, ()>::new(vec![d]);
+    let y = g.push(NodeData::compact(ops::Add::new(0, 0))).unwrap();
+    let z = g.push(NodeData::compact(ops::Add::new(y, 0))).unwrap();
+    let saved = RawSavedGraph::compile(&g, vec![leaves(d, "x")], ()).unwrap();
+    assert_eq!(saved.values()[z].data()[0].render(9), "((x0 + x0) + x0)");
+
+    let (sx, sy, sz, o) = (Sym::leaf("sx"), Sym::leaf("sy"), Sym::leaf("sz"), zero());
+    let t = |s: Sym| RawTensor::full(d, s);
+    let gy = sy + (sz + o);
+    let expected = [t((sx + (o + sz)) + (gy + gy)), t(gy), t(sz)];
+    assert_eq!(expected[0].data()[0].render(9), "((sx + (0 + sz)) + ((sy + (sz + 0)) + (sy + (sz + 0))))");
+    let gy0 = o + (sz + o);
+    let expected_from = [t((o + (o + sz)) + (gy0 + gy0)), t(gy0), t(sz)];
+    check_every_pass(&saved, &[t(sx), t(sy), t(sz)], &expected, z, &t(sz), &expected_from);
+}
+
+/// An opaque node whose VJP is non-zero at a zero cotangent: the all-seeds passes run it (and add
+/// its constant) even though nothing is seeded above it; `backprop_from` from an earlier position
+/// does not reach it and skips it.
+#[test]
+fn readable_opaque_constant_vjp() {
+    Sym::reset();
+    let d = Dims::vector(1);
+    let mut g = RawGraph::<Sym, ()>::new(vec![d]);
+    let node = NodeData::opaque(
+        "k_plus",
+        d,
+        vec![0],
+        |ctx: &[RawTensor<Sym>], _: &()| ctx[0].clone(),
+        |_: &[RawTensor<Sym>], _: &(), g: &RawTensor<Sym>| vec![g.map(|&v| v + Sym::leaf("k"))],
+    );
+    let y = g.push(node).unwrap();
+    let saved = RawSavedGraph::compile(&g, vec![leaves(d, "x")], ()).unwrap();
+    let t = |s: Sym| RawTensor::full(d, s);
+    let (sx, o, k) = (Sym::leaf("sx"), zero(), Sym::leaf("k"));
+    let expected = [t(sx + (o + k)), t(o)];
+    let expected_from = [t(o + (o + k)), t(o)];
+    check_every_pass(&saved, &[t(sx), t(o)], &expected, y, &t(o), &expected_from);
+    assert_same("from x", &saved.backprop_from(0, t(sx)).unwrap(), &[t(sx), t(o)]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Random graphs.
+// ---------------------------------------------------------------------------------------------
+
+const KINDS: &[Kind] = &[
+    Kind::Add,
+    Kind::Sub,
+    Kind::Mul,
+    Kind::Neg,
+    Kind::Scale,
+    Kind::MatMul,
+    Kind::Transpose,
+    Kind::Sum,
+    Kind::AddRow,
+    Kind::Opaque,
+];
+
+/// An opaque elementwise node `y = a * b + a`, with the VJP `a: δ * b + δ`, `b: δ * a` (added to
+/// a zeros pack, `a` first). An odd `variant` also adds a constant leaf `k{node}` to every element
+/// of one position, so the VJP is non-zero at a zero cotangent.
+fn opaque(node: usize, a: usize, b: usize, variant: u32, dims: Dims) -> NodeData<Sym, ()> {
+    NodeData::opaque(
+        format!("opaque{node}"),
+        dims,
+        vec![a, b],
+        move |ctx: &[RawTensor<Sym>], _: &()| {
+            let (x, y) = (ctx[a].data(), ctx[b].data());
+            RawTensor::from_fn(ctx[a].dims(), |i| x[i] * y[i] + x[i])
+        },
+        move |ctx: &[RawTensor<Sym>], _: &(), g: &RawTensor<Sym>| {
+            let mut pack: Vec<RawTensor<Sym>> = ctx.iter().map(|t| RawTensor::zeros(t.dims())).collect();
+            let (x, y, d) = (ctx[a].data(), ctx[b].data(), g.data());
+            let ga = RawTensor::from_fn(g.dims(), |i| d[i] * y[i] + d[i]);
+            pack[a] = pack[a].add(&ga);
+            let gb = RawTensor::from_fn(g.dims(), |i| d[i] * x[i]);
+            pack[b] = pack[b].add(&gb);
+            if variant % 2 == 1 {
+                let q = (variant as usize / 2) % ctx.len();
+                let k = Sym::leaf(format!("k{node}"));
+                pack[q] = pack[q].map(|&v| v + k);
+            }
+            pack
+        },
+    )
+}
+
+fn build(plan: &Plan) -> RawGraph<Sym, ()> {
+    let mut g = RawGraph::new(plan.inputs.clone());
+    for (k, &step) in plan.steps.iter().enumerate() {
+        let node = match step {
+            Step::Add(a, b) => NodeData::compact(ops::Add::new(a, b)),
+            Step::Sub(a, b) => NodeData::compact(ops::Sub::new(a, b)),
+            Step::Mul(a, b) => NodeData::compact(ops::Mul::new(a, b)),
+            Step::Neg(a) => NodeData::compact(ops::Neg::new(a)),
+            Step::Scale(a, r) => NodeData::compact(ops::Scale::new(a, Sym::leaf(format!("c{}", r % 3)))),
+            Step::MatMul(a, b) => NodeData::compact(ops::MatMul::new(a, b)),
+            Step::Transpose(a) => NodeData::compact(ops::Transpose::new(a)),
+            Step::Sum(a) => NodeData::compact(ops::Sum::new(a)),
+            Step::AddRow(a, b) => NodeData::compact(ops::AddRow::new(a, b)),
+            Step::Opaque { a, b, variant } => opaque(k, a, b, variant, plan.dims[a]),
+            Step::Mean(_) | Step::Relu(_) => unreachable!("not planned for Sym"),
+        };
+        let p = g.push(node).unwrap();
+        assert_eq!(g.dims()[p], plan.dims[p], "planner and engine agree on shapes");
+    }
+    g
+}
+
+/// Distinct leaves named `{prefix}{p}_{i}`, or (one time in `zero_in`) the zero leaf.
+fn symbolic_pack(plan_dims: &[Dims], prefix: &str, rng: &mut Rng, zero_in: u64) -> Vec<RawTensor<Sym>> {
+    plan_dims
+        .iter()
+        .enumerate()
+        .map(|(p, &d)| {
+            let all_zero = rng.below(zero_in) == 0;
+            RawTensor::from_fn(d, |i| {
+                if all_zero || rng.below(8) == 0 {
+                    zero()
+                } else {
+                    Sym::leaf(format!("{prefix}{p}_{i}"))
+                }
+            })
+        })
+        .collect()
+}
+
+fn run_case(plan: &Plan, seed: u64) {
+    Sym::reset();
+    let mut rng = Rng::new(seed);
+    let g = build(plan);
+    let inputs = symbolic_pack(&plan.inputs, "x", &mut rng, 6);
+    let saved = RawSavedGraph::compile(&g, inputs, ()).unwrap();
+    let n_in = plan.inputs.len();
+
+    let seeds = symbolic_pack(&plan.dims, "s", &mut rng, 3);
+    let dense = saved.backprop_all_dense(seeds.clone()).unwrap();
+    assert_eq!(dense.len(), plan.len());
+    assert_same("all_array", &saved.backprop_all_array(seeds.clone()).unwrap(), &dense);
+    assert_same("all_stored", &saved.backprop_all_stored(seeds.clone()).unwrap(), &dense);
+    let inputs_dense = saved.backprop_inputs_dense(seeds.clone()).unwrap();
+    assert_same("inputs_dense vs all_dense", &inputs_dense, &dense[..n_in]);
+    assert_same("inputs_array", &saved.backprop_inputs_array(seeds.clone()).unwrap(), &inputs_dense);
+    assert_same("inputs_stored", &saved.backprop_inputs_stored(seeds).unwrap(), &inputs_dense);
+
+    // Single-output pass from two outputs: the last node, and a random position.
+    for output in [plan.len() - 1, rng.below(plan.len() as u64) as usize] {
+        let seed = if rng.below(5) == 0 {
+            RawTensor::zeros(plan.dims[output])
+        } else {
+            leaves(plan.dims[output], &format!("o{output}_"))
+        };
+        let reference = saved.backprop_from_dense(output, seed.clone()).unwrap();
+        assert_same(&format!("from({output})"), &saved.backprop_from(output, seed).unwrap(), &reference);
+    }
+    // Keep the arena bounded: a 30-node graph makes tens of thousands of nodes, not millions.
+    assert!(Sym::arena_len() < 5_000_000);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn random_graphs_fast_passes_build_the_reference_trees(plan in plans(KINDS, 4, 30), seed in any::<u64>()) {
+        run_case(&plan, seed);
+    }
+}
+
+/// Fixed plans that hit the interesting cases on every run, whatever proptest draws: repeated
+/// parents everywhere, square `matmul(x, x)`, an opaque node with a constant VJP in the middle of
+/// compact nodes (it resets the deferred history), and long runs of zero uniforms.
+#[test]
+fn fixed_graphs_fast_passes_build_the_reference_trees() {
+    let k = |kind: Kind| KINDS.iter().position(|&x| x == kind).unwrap() as u8;
+    let raw = [
+        (k(Kind::Mul), 0, 0, 0),       // x0 * x0
+        (k(Kind::MatMul), 1, 1, 0),    // matmul(x, x) on the square input
+        (k(Kind::Opaque), 2, 4, 1),    // constant VJP
+        (k(Kind::Add), 4, 0, 0),       // repeated parent
+        (k(Kind::Sub), 5, 0, 0),       // x - x
+        (k(Kind::AddRow), 0, 0, 0),    //
+        (k(Kind::Scale), 6, 1, 0),     //
+        (k(Kind::Transpose), 0, 0, 0), //
+        (k(Kind::Sum), 7, 0, 0),       //
+        (k(Kind::Neg), 8, 0, 0),       //
+    ];
+    // Inputs: [2, 3], [3], [2, 2].
+    let plan = common::resolve(KINDS, &[0, 3, 2], &raw);
+    assert!(plan.steps.contains(&Step::MatMul(2, 2)), "{plan:?}");
+    for seed in 0..16 {
+        run_case(&plan, seed);
+    }
+}
