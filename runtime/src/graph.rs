@@ -183,7 +183,7 @@ pub trait ErasedPosition {
     fn index(&self) -> usize;
 }
 
-impl<S> ErasedPosition for Position<S> {
+impl<S, Br> ErasedPosition for Position<S, Br> {
     fn graph(&self) -> u64 {
         self.graph_id()
     }
@@ -313,15 +313,23 @@ impl<A: 'static, D: 'static> fmt::Display for RawGraph<A, D> {
 /// let grads = saved.backprop_from(s, Tensor::full(1.0)).unwrap();
 /// assert_eq!(grads.get(x).unwrap().data(), &[6.0, 8.0]);
 /// ```
-pub struct GraphData<A, D, G = Nil, Ss = Nil> {
+pub struct GraphData<A, D, G = Nil, Ss = Nil, Br = ()> {
     raw: RawGraph<A, D>,
     build_errors: Vec<(usize, String)>,
-    marker: PhantomData<fn() -> (G, Ss)>,
+    marker: PhantomData<fn() -> (G, Ss, Br)>,
 }
 
 impl<A: Scalar, D: 'static> GraphData<A, D, Nil, Nil> {
     /// A graph with no input and no node.
     pub fn new() -> Self {
+        GraphData { raw: RawGraph::new(Vec::new()), build_errors: Vec::new(), marker: PhantomData }
+    }
+}
+
+impl<A: Scalar, D: 'static, Br> GraphData<A, D, Nil, Nil, Br> {
+    /// A graph with no input and no node whose handles carry the brand `Br`: handles of graphs
+    /// with other brands are rejected by the compiler. `graph!` gives every graph a brand.
+    pub fn branded() -> Self {
         GraphData { raw: RawGraph::new(Vec::new()), build_errors: Vec::new(), marker: PhantomData }
     }
 }
@@ -332,9 +340,9 @@ impl<A: Scalar, D: 'static> Default for GraphData<A, D, Nil, Nil> {
     }
 }
 
-impl<A: Scalar, D: 'static, G> GraphData<A, D, G, Nil> {
+impl<A: Scalar, D: 'static, G, Br> GraphData<A, D, G, Nil, Br> {
     /// Declares the next input, of shape `S` (inputs come before any node).
-    pub fn input<S: Shape>(mut self) -> (GraphData<A, D, Snoc<G, S>, Nil>, Position<S>) {
+    pub fn input<S: Shape>(mut self) -> (GraphData<A, D, Snoc<G, S>, Nil, Br>, Position<S, Br>) {
         let p = self.raw.dims.len();
         self.raw.dims.push(S::dims());
         self.raw.inputs += 1;
@@ -343,11 +351,11 @@ impl<A: Scalar, D: 'static, G> GraphData<A, D, G, Nil> {
     }
 }
 
-impl<A: Scalar, D: 'static, G, Ss> GraphData<A, D, G, Ss> {
+impl<A: Scalar, D: 'static, G, Ss, Br> GraphData<A, D, G, Ss, Br> {
     /// Appends a node of shape `S`. Never fails here: a node built from another graph's handles,
     /// or whose shape rule disagrees with `S`, is recorded and reported by
     /// [`compile`](Self::compile) with the node index and op.
-    pub fn push<S: Shape>(mut self, node: Node<A, D, S>) -> (GraphData<A, D, G, Snoc<Ss, S>>, Position<S>) {
+    pub fn push<S: Shape>(mut self, node: Node<A, D, S>) -> (GraphData<A, D, G, Snoc<Ss, S>, Br>, Position<S, Br>) {
         let k = self.raw.nodes.len();
         let p = self.raw.dims.len();
         let mut data = node.data;
@@ -394,7 +402,7 @@ impl<A: Scalar, D: 'static, G, Ss> GraphData<A, D, G, Ss> {
     }
 }
 
-impl<A: 'static, D: 'static, G, Ss> fmt::Display for GraphData<A, D, G, Ss> {
+impl<A: 'static, D: 'static, G, Ss, Br> fmt::Display for GraphData<A, D, G, Ss, Br> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         fmt::Display::fmt(&self.raw, f)
     }

@@ -14,7 +14,11 @@ use crate::scalar::Scalar;
 use crate::shape::{Dims, Nil, Position, Shape, Snoc};
 use crate::tensor::{RawTensor, Tensor};
 
-fn lookup<A, S: Shape>(graph: Option<u64>, tensors: &[RawTensor<A>], pos: Position<S>) -> Result<&RawTensor<A>, Error> {
+fn lookup<A, S: Shape, Br>(
+    graph: Option<u64>,
+    tensors: &[RawTensor<A>],
+    pos: Position<S, Br>,
+) -> Result<&RawTensor<A>, Error> {
     let foreign = Error::ForeignPosition { index: pos.index(), len: tensors.len() };
     if graph.is_some_and(|g| g != pos.graph_id()) {
         return Err(foreign);
@@ -69,7 +73,7 @@ impl<A, L> Pack<A, L> {
     ///
     /// # Errors
     /// [`Error::ForeignPosition`] for a handle of another graph or out of range.
-    pub fn get<S: Shape>(&self, pos: Position<S>) -> Result<&RawTensor<A>, Error> {
+    pub fn get<S: Shape, Br>(&self, pos: Position<S, Br>) -> Result<&RawTensor<A>, Error> {
         lookup(self.graph, &self.tensors, pos)
     }
 
@@ -95,13 +99,13 @@ impl<A, L> Pack<A, L> {
 }
 
 /// A pack over the whole context Γ ++ ss of a graph: one tensor per input and per node.
-pub struct ContextPack<A, G, Ss> {
+pub struct ContextPack<A, G, Ss, Br = ()> {
     graph: u64,
     tensors: Vec<RawTensor<A>>,
-    marker: PhantomData<fn() -> (G, Ss)>,
+    marker: PhantomData<fn() -> (G, Ss, Br)>,
 }
 
-impl<A, G, Ss> ContextPack<A, G, Ss> {
+impl<A, G, Ss, Br> ContextPack<A, G, Ss, Br> {
     pub(crate) fn from_raw(graph: u64, tensors: Vec<RawTensor<A>>) -> Self {
         ContextPack { graph, tensors, marker: PhantomData }
     }
@@ -110,7 +114,7 @@ impl<A, G, Ss> ContextPack<A, G, Ss> {
     ///
     /// # Errors
     /// [`Error::ForeignPosition`] for a handle of another graph.
-    pub fn get<S: Shape>(&self, pos: Position<S>) -> Result<&RawTensor<A>, Error> {
+    pub fn get<S: Shape>(&self, pos: Position<S, Br>) -> Result<&RawTensor<A>, Error> {
         lookup(Some(self.graph), &self.tensors, pos)
     }
 
@@ -190,15 +194,15 @@ impl<A> From<Vec<RawTensor<A>>> for RawSeeds<A> {
 /// let mut seeds = Seeds::zeros(&g);
 /// seeds.set(y, Tensor::full(1.0)).unwrap();
 /// ```
-pub struct Seeds<A, G, Ss> {
+pub struct Seeds<A, G, Ss, Br = ()> {
     graph: u64,
     slots: Vec<Slot<A>>,
-    marker: PhantomData<fn() -> (G, Ss)>,
+    marker: PhantomData<fn() -> (G, Ss, Br)>,
 }
 
-impl<A: Scalar, G, Ss> Seeds<A, G, Ss> {
+impl<A: Scalar, G, Ss, Br> Seeds<A, G, Ss, Br> {
     /// All-zero seeds for `graph`.
-    pub fn zeros<D: 'static>(graph: &GraphData<A, D, G, Ss>) -> Self {
+    pub fn zeros<D: 'static>(graph: &GraphData<A, D, G, Ss, Br>) -> Self {
         let raw = graph.raw();
         Seeds {
             graph: raw.id(),
@@ -212,8 +216,8 @@ impl<A: Scalar, G, Ss> Seeds<A, G, Ss> {
     /// # Errors
     /// [`Error::ForeignPosition`] for a handle of another graph.
     pub fn single<D: 'static, S: Shape>(
-        graph: &GraphData<A, D, G, Ss>,
-        pos: Position<S>,
+        graph: &GraphData<A, D, G, Ss, Br>,
+        pos: Position<S, Br>,
         t: Tensor<A, S>,
     ) -> Result<Self, Error> {
         let mut s = Self::zeros(graph);
@@ -225,7 +229,7 @@ impl<A: Scalar, G, Ss> Seeds<A, G, Ss> {
     ///
     /// # Errors
     /// [`Error::ForeignPosition`] for a handle of another graph.
-    pub fn set<S: Shape>(&mut self, pos: Position<S>, t: Tensor<A, S>) -> Result<(), Error> {
+    pub fn set<S: Shape>(&mut self, pos: Position<S, Br>, t: Tensor<A, S>) -> Result<(), Error> {
         if pos.graph_id() != self.graph || pos.index() >= self.slots.len() {
             return Err(Error::ForeignPosition { index: pos.index(), len: self.slots.len() });
         }
@@ -234,7 +238,7 @@ impl<A: Scalar, G, Ss> Seeds<A, G, Ss> {
     }
 
     /// Seeds from a dense pack over the context.
-    pub fn from_context_pack(p: ContextPack<A, G, Ss>) -> Self {
+    pub fn from_context_pack(p: ContextPack<A, G, Ss, Br>) -> Self {
         Seeds { graph: p.graph, slots: p.tensors.into_iter().map(Slot::Dense).collect(), marker: PhantomData }
     }
 
@@ -247,7 +251,7 @@ impl<A: Scalar, G, Ss> Seeds<A, G, Ss> {
     }
 }
 
-impl<A: Scalar, G, Ss> Clone for Seeds<A, G, Ss> {
+impl<A: Scalar, G, Ss, Br> Clone for Seeds<A, G, Ss, Br> {
     fn clone(&self) -> Self {
         Seeds { graph: self.graph, slots: self.slots.clone(), marker: PhantomData }
     }

@@ -463,17 +463,17 @@ impl Reached {
 }
 
 /// A forward execution of a typed [`GraphData`], made by [`GraphData::compile`].
-pub struct SavedGraph<'g, A, D, G, Ss> {
+pub struct SavedGraph<'g, A, D, G, Ss, Br = ()> {
     raw: RawSavedGraph<'g, A, D>,
-    graph: &'g GraphData<A, D, G, Ss>,
+    graph: &'g GraphData<A, D, G, Ss, Br>,
 }
 
-impl<A: Scalar, D: 'static, G, Ss> GraphData<A, D, G, Ss> {
+impl<A: Scalar, D: 'static, G, Ss, Br> GraphData<A, D, G, Ss, Br> {
     /// Checked lowering of this graph on `inputs` and `data` (SEMANTICS §6 `compile`).
     ///
     /// # Errors
     /// [`Error::Node`] for the first node that was built wrongly or fails validation.
-    pub fn compile(&self, inputs: Pack<A, G>, data: D) -> Result<SavedGraph<'_, A, D, G, Ss>, Error> {
+    pub fn compile(&self, inputs: Pack<A, G>, data: D) -> Result<SavedGraph<'_, A, D, G, Ss, Br>, Error> {
         if let Some((k, message)) = self.build_errors().first() {
             return Err(node_error(self.raw(), *k, message.clone()));
         }
@@ -485,13 +485,13 @@ impl<A: Scalar, D: 'static, G, Ss> GraphData<A, D, G, Ss> {
     ///
     /// # Errors
     /// As [`compile`](Self::compile).
-    pub fn eval(&self, inputs: Pack<A, G>, data: D) -> Result<ContextPack<A, G, Ss>, Error> {
+    pub fn eval(&self, inputs: Pack<A, G>, data: D) -> Result<ContextPack<A, G, Ss, Br>, Error> {
         let saved = self.compile(inputs, data)?;
         Ok(ContextPack::from_raw(self.raw().id(), saved.raw.into_values()))
     }
 }
 
-impl<'g, A: Scalar, D: 'static, G, Ss> SavedGraph<'g, A, D, G, Ss> {
+impl<'g, A: Scalar, D: 'static, G, Ss, Br> SavedGraph<'g, A, D, G, Ss, Br> {
     /// The untyped saved graph.
     pub fn raw(&self) -> &RawSavedGraph<'g, A, D> {
         &self.raw
@@ -501,21 +501,21 @@ impl<'g, A: Scalar, D: 'static, G, Ss> SavedGraph<'g, A, D, G, Ss> {
     ///
     /// # Errors
     /// [`Error::ForeignPosition`] for a handle of another graph.
-    pub fn value<S: Shape>(&self, pos: Position<S>) -> Result<&RawTensor<A>, Error> {
+    pub fn value<S: Shape>(&self, pos: Position<S, Br>) -> Result<&RawTensor<A>, Error> {
         if pos.graph_id() != self.graph.raw().id() {
             return Err(Error::ForeignPosition { index: pos.index(), len: self.raw.values.len() });
         }
         Ok(&self.raw.values[pos.index()])
     }
 
-    fn seeds(&self, seeds: Seeds<A, G, Ss>) -> Result<Vec<Slot<A>>, Error> {
+    fn seeds(&self, seeds: Seeds<A, G, Ss, Br>) -> Result<Vec<Slot<A>>, Error> {
         if seeds.graph() != self.graph.raw().id() {
             return Err(Error::ForeignPosition { index: 0, len: self.raw.values.len() });
         }
         Ok(seeds.into_slots())
     }
 
-    fn all(&self, v: Vec<RawTensor<A>>) -> ContextPack<A, G, Ss> {
+    fn all(&self, v: Vec<RawTensor<A>>) -> ContextPack<A, G, Ss, Br> {
         ContextPack::from_raw(self.graph.raw().id(), v)
     }
 
@@ -527,7 +527,7 @@ impl<'g, A: Scalar, D: 'static, G, Ss> SavedGraph<'g, A, D, G, Ss> {
     ///
     /// # Errors
     /// [`Error::Vjp`] for a malformed opaque VJP; [`Error::ForeignPosition`] for seeds of another graph.
-    pub fn backprop_all_dense(&self, seeds: Seeds<A, G, Ss>) -> Result<ContextPack<A, G, Ss>, Error> {
+    pub fn backprop_all_dense(&self, seeds: Seeds<A, G, Ss, Br>) -> Result<ContextPack<A, G, Ss, Br>, Error> {
         Ok(self.all(self.raw.dense_loop(self.seeds(seeds)?, None, true)?))
     }
 
@@ -535,7 +535,7 @@ impl<'g, A: Scalar, D: 'static, G, Ss> SavedGraph<'g, A, D, G, Ss> {
     ///
     /// # Errors
     /// As [`backprop_all_dense`](Self::backprop_all_dense), and [`Error::NoStorageEquality`].
-    pub fn backprop_all_array(&self, seeds: Seeds<A, G, Ss>) -> Result<ContextPack<A, G, Ss>, Error> {
+    pub fn backprop_all_array(&self, seeds: Seeds<A, G, Ss, Br>) -> Result<ContextPack<A, G, Ss, Br>, Error> {
         Ok(self.all(self.raw.array_loop(self.seeds(seeds)?, None, true)?))
     }
 
@@ -543,7 +543,7 @@ impl<'g, A: Scalar, D: 'static, G, Ss> SavedGraph<'g, A, D, G, Ss> {
     ///
     /// # Errors
     /// As [`backprop_all_dense`](Self::backprop_all_dense).
-    pub fn backprop_all_stored(&self, seeds: Seeds<A, G, Ss>) -> Result<ContextPack<A, G, Ss>, Error> {
+    pub fn backprop_all_stored(&self, seeds: Seeds<A, G, Ss, Br>) -> Result<ContextPack<A, G, Ss, Br>, Error> {
         Ok(self.all(self.raw.all_stored(self.seeds(seeds)?, true)?))
     }
 
@@ -551,7 +551,7 @@ impl<'g, A: Scalar, D: 'static, G, Ss> SavedGraph<'g, A, D, G, Ss> {
     ///
     /// # Errors
     /// As [`backprop_all_dense`](Self::backprop_all_dense).
-    pub fn backprop_inputs_dense(&self, seeds: Seeds<A, G, Ss>) -> Result<Pack<A, G>, Error> {
+    pub fn backprop_inputs_dense(&self, seeds: Seeds<A, G, Ss, Br>) -> Result<Pack<A, G>, Error> {
         Ok(self.inputs(self.raw.dense_loop(self.seeds(seeds)?, None, false)?))
     }
 
@@ -559,7 +559,7 @@ impl<'g, A: Scalar, D: 'static, G, Ss> SavedGraph<'g, A, D, G, Ss> {
     ///
     /// # Errors
     /// As [`backprop_all_array`](Self::backprop_all_array).
-    pub fn backprop_inputs_array(&self, seeds: Seeds<A, G, Ss>) -> Result<Pack<A, G>, Error> {
+    pub fn backprop_inputs_array(&self, seeds: Seeds<A, G, Ss, Br>) -> Result<Pack<A, G>, Error> {
         Ok(self.inputs(self.raw.array_loop(self.seeds(seeds)?, None, false)?))
     }
 
@@ -567,7 +567,7 @@ impl<'g, A: Scalar, D: 'static, G, Ss> SavedGraph<'g, A, D, G, Ss> {
     ///
     /// # Errors
     /// As [`backprop_all_dense`](Self::backprop_all_dense).
-    pub fn backprop_inputs_stored(&self, seeds: Seeds<A, G, Ss>) -> Result<Pack<A, G>, Error> {
+    pub fn backprop_inputs_stored(&self, seeds: Seeds<A, G, Ss, Br>) -> Result<Pack<A, G>, Error> {
         Ok(self.inputs(self.raw.all_stored(self.seeds(seeds)?, false)?))
     }
 
@@ -577,9 +577,9 @@ impl<'g, A: Scalar, D: 'static, G, Ss> SavedGraph<'g, A, D, G, Ss> {
     /// [`Error::ForeignPosition`] for a handle of another graph.
     pub fn backprop_from<S: Shape>(
         &self,
-        output: Position<S>,
+        output: Position<S, Br>,
         seed: Tensor<A, S>,
-    ) -> Result<ContextPack<A, G, Ss>, Error> {
+    ) -> Result<ContextPack<A, G, Ss, Br>, Error> {
         self.check_handle(output)?;
         Ok(self.all(self.raw.backprop_from(output.index(), seed.into_raw())?))
     }
@@ -590,14 +590,14 @@ impl<'g, A: Scalar, D: 'static, G, Ss> SavedGraph<'g, A, D, G, Ss> {
     /// As [`backprop_from`](Self::backprop_from).
     pub fn backprop_from_dense<S: Shape>(
         &self,
-        output: Position<S>,
+        output: Position<S, Br>,
         seed: Tensor<A, S>,
-    ) -> Result<ContextPack<A, G, Ss>, Error> {
+    ) -> Result<ContextPack<A, G, Ss, Br>, Error> {
         self.check_handle(output)?;
         Ok(self.all(self.raw.backprop_from_dense(output.index(), seed.into_raw())?))
     }
 
-    fn check_handle<S>(&self, pos: Position<S>) -> Result<(), Error> {
+    fn check_handle<S>(&self, pos: Position<S, Br>) -> Result<(), Error> {
         if pos.graph_id() != self.graph.raw().id() {
             return Err(Error::ForeignPosition { index: pos.index(), len: self.raw.values.len() });
         }

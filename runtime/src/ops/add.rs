@@ -43,7 +43,7 @@ impl<A: Scalar, D> CompactOp<A, D> for Add {
 }
 
 /// Typed `a + b`.
-pub fn add<A: Scalar, D: 'static, S: Shape>(a: Position<S>, b: Position<S>) -> Node<A, D, S> {
+pub fn add<A: Scalar, D: 'static, S: Shape, Br>(a: Position<S, Br>, b: Position<S, Br>) -> Node<A, D, S> {
     Node::compact(Add::new(a.index(), b.index()), &[&a, &b])
 }
 

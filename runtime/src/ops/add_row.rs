@@ -66,9 +66,9 @@ impl<A: Scalar, D> CompactOp<A, D> for AddRow {
 }
 
 /// Typed broadcast add: `(M, N)` + `(N,)` → `(M, N)`.
-pub fn add_row<A: Scalar, D: 'static, M: Unsigned + 'static, N: Unsigned + 'static>(
-    x: Position<(M, N)>,
-    b: Position<(N,)>,
+pub fn add_row<A: Scalar, D: 'static, M: Unsigned + 'static, N: Unsigned + 'static, Br>(
+    x: Position<(M, N), Br>,
+    b: Position<(N,), Br>,
 ) -> Node<A, D, (M, N)> {
     Node::compact(AddRow::new(x.index(), b.index()), &[&x, &b])
 }

@@ -44,7 +44,7 @@ impl<A: Scalar + Float, D> CompactOp<A, D> for Exp {
 }
 
 /// Typed `exp(a)`.
-pub fn exp<A: Scalar + Float, D: 'static, S: Shape>(a: Position<S>) -> Node<A, D, S> {
+pub fn exp<A: Scalar + Float, D: 'static, S: Shape, Br>(a: Position<S, Br>) -> Node<A, D, S> {
     Node::compact(Exp::new(a.index()), &[&a])
 }
 

@@ -140,9 +140,10 @@ pub fn matmul<
     M: Unsigned + 'static,
     K: Unsigned + 'static,
     N: Unsigned + 'static,
+    Br,
 >(
-    a: Position<(M, K)>,
-    b: Position<(K, N)>,
+    a: Position<(M, K), Br>,
+    b: Position<(K, N), Br>,
 ) -> Node<A, D, (M, N)> {
     Node::compact(MatMul::new(a.index(), b.index()), &[&a, &b])
 }

@@ -58,7 +58,9 @@ impl<A: Scalar + Div<Output = A> + FromPrimitive, D> CompactOp<A, D> for Mean {
 }
 
 /// Typed `mean(a)`: any shape → `()`.
-pub fn mean<A: Scalar + Div<Output = A> + FromPrimitive, D: 'static, S: Shape>(a: Position<S>) -> Node<A, D, ()> {
+pub fn mean<A: Scalar + Div<Output = A> + FromPrimitive, D: 'static, S: Shape, Br>(
+    a: Position<S, Br>,
+) -> Node<A, D, ()> {
     Node::compact(Mean::new(a.index()), &[&a])
 }
 

@@ -49,7 +49,10 @@ impl<A: Scalar + MulOp<Output = A>, D> CompactOp<A, D> for Mul {
 }
 
 /// Typed `a * b` (elementwise).
-pub fn mul<A: Scalar + MulOp<Output = A>, D: 'static, S: Shape>(a: Position<S>, b: Position<S>) -> Node<A, D, S> {
+pub fn mul<A: Scalar + MulOp<Output = A>, D: 'static, S: Shape, Br>(
+    a: Position<S, Br>,
+    b: Position<S, Br>,
+) -> Node<A, D, S> {
     Node::compact(Mul::new(a.index(), b.index()), &[&a, &b])
 }
 

@@ -44,7 +44,9 @@ impl<A: Scalar + NegOp<Output = A> + SubOp<Output = A>, D> CompactOp<A, D> for N
 }
 
 /// Typed `-a`.
-pub fn neg<A: Scalar + NegOp<Output = A> + SubOp<Output = A>, D: 'static, S: Shape>(a: Position<S>) -> Node<A, D, S> {
+pub fn neg<A: Scalar + NegOp<Output = A> + SubOp<Output = A>, D: 'static, S: Shape, Br>(
+    a: Position<S, Br>,
+) -> Node<A, D, S> {
     Node::compact(Neg::new(a.index()), &[&a])
 }
 

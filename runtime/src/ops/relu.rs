@@ -45,7 +45,7 @@ impl<A: Scalar + PartialOrd, D> CompactOp<A, D> for Relu {
 }
 
 /// Typed `relu(a)`.
-pub fn relu<A: Scalar + PartialOrd, D: 'static, S: Shape>(a: Position<S>) -> Node<A, D, S> {
+pub fn relu<A: Scalar + PartialOrd, D: 'static, S: Shape, Br>(a: Position<S, Br>) -> Node<A, D, S> {
     Node::compact(Relu::new(a.index()), &[&a])
 }
 

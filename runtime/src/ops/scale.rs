@@ -45,7 +45,7 @@ impl<A: Scalar + MulOp<Output = A>, D> CompactOp<A, D> for Scale<A> {
 }
 
 /// Typed `a * factor`.
-pub fn scale<A: Scalar + MulOp<Output = A>, D: 'static, S: Shape>(a: Position<S>, factor: A) -> Node<A, D, S> {
+pub fn scale<A: Scalar + MulOp<Output = A>, D: 'static, S: Shape, Br>(a: Position<S, Br>, factor: A) -> Node<A, D, S> {
     Node::compact(Scale::new(a.index(), factor), &[&a])
 }
 

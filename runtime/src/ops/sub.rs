@@ -47,7 +47,10 @@ impl<A: Scalar + SubOp<Output = A>, D> CompactOp<A, D> for Sub {
 }
 
 /// Typed `a - b`.
-pub fn sub<A: Scalar + SubOp<Output = A>, D: 'static, S: Shape>(a: Position<S>, b: Position<S>) -> Node<A, D, S> {
+pub fn sub<A: Scalar + SubOp<Output = A>, D: 'static, S: Shape, Br>(
+    a: Position<S, Br>,
+    b: Position<S, Br>,
+) -> Node<A, D, S> {
     Node::compact(Sub::new(a.index(), b.index()), &[&a, &b])
 }
 

@@ -48,7 +48,7 @@ impl<A: Scalar, D> CompactOp<A, D> for Sum {
 }
 
 /// Typed `sum(a)`: any shape → `()`.
-pub fn sum<A: Scalar, D: 'static, S: Shape>(a: Position<S>) -> Node<A, D, ()> {
+pub fn sum<A: Scalar, D: 'static, S: Shape, Br>(a: Position<S, Br>) -> Node<A, D, ()> {
     Node::compact(Sum::new(a.index()), &[&a])
 }
 

@@ -44,7 +44,7 @@ impl<A: Scalar + Float, D> CompactOp<A, D> for Tanh {
 }
 
 /// Typed `tanh(a)`.
-pub fn tanh<A: Scalar + Float, D: 'static, S: Shape>(a: Position<S>) -> Node<A, D, S> {
+pub fn tanh<A: Scalar + Float, D: 'static, S: Shape, Br>(a: Position<S, Br>) -> Node<A, D, S> {
     Node::compact(Tanh::new(a.index()), &[&a])
 }
 

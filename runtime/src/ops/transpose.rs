@@ -56,8 +56,8 @@ impl<A: Scalar, D> CompactOp<A, D> for Transpose {
 }
 
 /// Typed `aᵀ`: `(M, N)` → `(N, M)`.
-pub fn transpose<A: Scalar, D: 'static, M: Unsigned + 'static, N: Unsigned + 'static>(
-    a: Position<(M, N)>,
+pub fn transpose<A: Scalar, D: 'static, M: Unsigned + 'static, N: Unsigned + 'static, Br>(
+    a: Position<(M, N), Br>,
 ) -> Node<A, D, (N, M)> {
     Node::compact(Transpose::new(a.index()), &[&a])
 }

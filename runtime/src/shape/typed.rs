@@ -67,17 +67,20 @@ pub trait ShapeList: 'static {}
 impl ShapeList for Nil {}
 impl<L: 'static, S: Shape> ShapeList for Snoc<L, S> {}
 
-/// A typed handle to a position of a graph's context: an input or a node output of shape `S`.
+/// A typed handle to a position of a graph's context: an input or a node output of shape `S`, in
+/// a graph branded `Br`.
 ///
-/// Handles are created by the graph builder, so the shape is right by construction; the graph they
-/// belong to is checked at run time (a handle of another graph is an error, never a wrong answer).
-pub struct Position<S> {
+/// Handles are created by the graph builder, so the shape is right by construction. A graph made
+/// by `graph!` has a brand of its own, so a handle of another graph is a compile error; for graphs
+/// built by hand (brand `()`) the graph is checked at run time (a handle of another graph is an
+/// error, never a wrong answer).
+pub struct Position<S, Br = ()> {
     graph: u64,
     index: usize,
-    marker: PhantomData<fn() -> S>,
+    marker: PhantomData<fn() -> (S, Br)>,
 }
 
-impl<S> Position<S> {
+impl<S, Br> Position<S, Br> {
     pub(crate) fn new(graph: u64, index: usize) -> Self {
         Position { graph, index, marker: PhantomData }
     }
@@ -93,14 +96,14 @@ impl<S> Position<S> {
     }
 }
 
-impl<S> Clone for Position<S> {
+impl<S, Br> Clone for Position<S, Br> {
     fn clone(&self) -> Self {
         *self
     }
 }
-impl<S> Copy for Position<S> {}
+impl<S, Br> Copy for Position<S, Br> {}
 
-impl<S: Shape> fmt::Debug for Position<S> {
+impl<S: Shape, Br> fmt::Debug for Position<S, Br> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "Position({} : {})", self.index, S::dims())
     }
