@@ -144,9 +144,18 @@ impl<A: 'static, D: 'static> NodeData<A, D> {
     }
 }
 
+/// A compact op that can be built from its parent positions alone, so `graph!` can call it like a
+/// built-in: `let y: [3] = MyOp(a, b);` builds `MyOp::from_parents(&[a, b])`.
+pub trait FromParents {
+    /// The op reading `parents` (context positions, in call order).
+    fn from_parents(parents: &[usize]) -> Self;
+}
+
 /// A typed node of output shape `S`, ready to be pushed on a [`GraphData`].
 pub struct Node<A, D, S> {
     data: NodeData<A, D>,
+    /// An error found while building the node, reported by `compile`.
+    error: Option<String>,
     /// Graph ids of the handles the node was built from.
     origins: Vec<u64>,
     shape: PhantomData<fn() -> S>,
@@ -156,7 +165,26 @@ impl<A: Scalar, D: 'static, S: Shape> Node<A, D, S> {
     /// A node running a compact op built from the handles `reads` (used to check they belong to the
     /// graph the node is pushed on).
     pub fn compact(op: impl CompactOp<A, D>, reads: &[&dyn ErasedPosition]) -> Self {
-        Node { data: NodeData::compact(op), origins: reads.iter().map(|p| p.graph()).collect(), shape: PhantomData }
+        Node {
+            data: NodeData::compact(op),
+            error: None,
+            origins: reads.iter().map(|p| p.graph()).collect(),
+            shape: PhantomData,
+        }
+    }
+
+    /// A node that could not be built (e.g. a constant not representable in the scalar type):
+    /// pushing it works, and `compile` reports `message` with the node index and `name`.
+    pub fn failed(name: &str, message: &str) -> Self {
+        let name = name.to_owned();
+        let mut node = Self::opaque(
+            name,
+            &[],
+            |_, _| unreachable!("compile rejects failed nodes before running them"),
+            |_, _, _| unreachable!("compile rejects failed nodes before running them"),
+        );
+        node.error = Some(message.to_owned());
+        node
     }
 
     /// An opaque node (see [`NodeData::opaque`]), of output shape `S`.
@@ -169,6 +197,7 @@ impl<A: Scalar, D: 'static, S: Shape> Node<A, D, S> {
         let parents = reads.iter().map(|p| p.index()).collect();
         Node {
             data: NodeData::opaque(name, S::dims(), parents, forward, vjp),
+            error: None,
             origins: reads.iter().map(|p| p.graph()).collect(),
             shape: PhantomData,
         }
@@ -359,6 +388,9 @@ impl<A: Scalar, D: 'static, G, Ss, Br> GraphData<A, D, G, Ss, Br> {
         let k = self.raw.nodes.len();
         let p = self.raw.dims.len();
         let mut data = node.data;
+        if let Some(message) = node.error {
+            self.build_errors.push((k, message));
+        }
         if let Some(other) = node.origins.iter().find(|&&o| o != self.raw.id) {
             self.build_errors.push((k, format!("reads a handle of another graph (graph id {other})")));
         }

@@ -38,6 +38,7 @@
 
 pub mod contributions;
 pub mod deferred;
+pub mod dsl;
 pub mod error;
 pub mod gradients;
 pub mod graph;
@@ -53,13 +54,15 @@ pub use deferred::History;
 pub use error::Error;
 pub use gradients::GradientContext;
 pub use graph::{
-    CompactOp, ErasedPosition, GraphData, Node, NodeData, OpaqueForward, OpaqueVjp, RawGraph, SavedValues,
+    CompactOp, ErasedPosition, FromParents, GraphData, Node, NodeData, OpaqueForward, OpaqueVjp, RawGraph, SavedValues,
 };
 pub use pack::{ContextPack, Pack, RawSeeds, Seeds};
 pub use saved::{PreparedNode, RawSavedGraph, SavedGraph};
 pub use scalar::{Scalar, Storage};
-pub use shape::{Dims, Nil, Position, Shape, ShapeList, Snoc, MAX_RANK};
+pub use shape::{rules, Dims, Nil, Position, Shape, ShapeList, Snoc, MAX_RANK};
 pub use tensor::{RawTensor, Tensor};
 
+/// Re-export of `num-traits`, whose traits the ops' scalar bounds use.
+pub use num_traits;
 /// Re-export of `typenum`, so users name dims without depending on it.
 pub use typenum;

@@ -7,6 +7,7 @@
 //! so a graph of any length type-checks at the default `recursion_limit`.
 
 mod dims;
+pub mod rules;
 mod typed;
 
 pub use dims::{Dims, MAX_RANK};

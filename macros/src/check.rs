@@ -1,0 +1,463 @@
+//! Name resolution, arity, literal shape inference. Collects every independent error.
+
+use std::collections::HashMap;
+
+use proc_macro2::Span;
+use syn::spanned::Spanned;
+use syn::{BinOp, Expr, ExprCall, ExprClosure, Ident, UnOp};
+
+use crate::ir::{Check, Dim, Graph, Node, NodeKind, Shape};
+use crate::ops::{self, OpInfo, Rule};
+use crate::parse::{DimDecl, GraphDef, ShapeDecl};
+
+/// Errors collected across the whole definition.
+pub(crate) struct Errors(Option<syn::Error>);
+
+impl Errors {
+    pub(crate) fn push(&mut self, e: syn::Error) {
+        match &mut self.0 {
+            Some(all) => all.combine(e),
+            None => self.0 = Some(e),
+        }
+    }
+
+    fn at(&mut self, span: Span, message: impl core::fmt::Display) {
+        self.push(syn::Error::new(span, message));
+    }
+
+    pub(crate) fn into_result(self) -> Result<(), syn::Error> {
+        self.0.map_or(Ok(()), Err)
+    }
+}
+
+/// An operand: a graph value or a constant expression.
+enum Operand {
+    Value(usize),
+    Const(Expr),
+}
+
+struct Lowering<'d> {
+    dims: &'d [Ident],
+    graph: Graph,
+    names: HashMap<String, usize>,
+    errors: Errors,
+}
+
+/// Lowers the definition into the IR, or returns every error found.
+pub(crate) fn lower(def: &GraphDef) -> Result<Graph, syn::Error> {
+    let mut l = Lowering {
+        dims: &def.dims,
+        graph: Graph { inputs: Vec::new(), nodes: Vec::new(), outputs: Vec::new(), checks: Vec::new() },
+        names: HashMap::new(),
+        errors: Errors(None),
+    };
+    for (i, d) in def.dims.iter().enumerate() {
+        if def.dims[..i].contains(d) {
+            l.errors.at(d.span(), format!("the dim `{d}` is declared twice"));
+        }
+    }
+    for input in &def.inputs {
+        let shape = l.shape(&input.shape);
+        let key = input.name.to_string();
+        if l.names.contains_key(&key) {
+            l.errors
+                .at(input.name.span(), format!("the input `{key}` is declared twice; give each input its own name"));
+            continue;
+        }
+        l.names.insert(key, l.graph.inputs.len());
+        l.graph.inputs.push((input.name.clone(), shape));
+    }
+    for d in &def.dims {
+        let used = l.graph.inputs.iter().any(|(_, s)| s.0.iter().any(|x| matches!(x, Dim::Sym(i) if i == d)));
+        if !used {
+            l.errors
+                .at(d.span(), format!("the dim `{d}` is not used by any input shape; remove it or use it in an input"));
+        }
+    }
+    for d in &def.data {
+        if l.names.contains_key(&d.name.to_string()) {
+            l.errors.at(d.name.span(), format!("`{}` is both an input and a data parameter", d.name));
+        }
+    }
+    for stmt in &def.lets {
+        let value = match (&stmt.expr, &stmt.annotation) {
+            (Expr::Call(call), Some(ann)) if is_special(call) => l.special(call, ann),
+            (Expr::Call(call), None) if is_special(call) => {
+                l.errors.at(
+                    stmt.name.span(),
+                    format!("`{}` needs its output shape: write `let {}: [d0, …] = …`", stmt.name, stmt.name),
+                );
+                None
+            }
+            (expr, ann) => {
+                let v = l.value(expr);
+                if let (Some(v), Some(ann)) = (v, ann) {
+                    let declared = l.shape(ann);
+                    let actual = l.graph.shape_of(v).clone();
+                    l.unify_shapes(
+                        &declared,
+                        &actual,
+                        Rule::Declared,
+                        ann.span,
+                        &format!("`{}` is declared {declared} but its value has shape {actual}", stmt.name),
+                    );
+                }
+                v
+            }
+        };
+        if let Some(v) = value {
+            l.names.insert(stmt.name.to_string(), v);
+        }
+    }
+    let results: Vec<&Expr> = match &def.result {
+        Expr::Tuple(t) => t.elems.iter().collect(),
+        e => vec![e],
+    };
+    if results.len() != def.outputs.len() {
+        l.errors.at(
+            def.result.span(),
+            format!("the signature declares {} output(s) but the body returns {}", def.outputs.len(), results.len()),
+        );
+    }
+    for (expr, decl) in results.iter().zip(&def.outputs) {
+        if let Some(v) = l.value(expr) {
+            let declared = l.shape(decl);
+            let actual = l.graph.shape_of(v).clone();
+            let message = format!("the graph returns shape {actual} here, but its signature declares {declared}");
+            l.unify_shapes(&declared, &actual, Rule::Declared, expr.span(), &message);
+            l.graph.outputs.push(v);
+        }
+    }
+    l.errors.into_result().map(|()| l.graph)
+}
+
+fn is_special(call: &ExprCall) -> bool {
+    match &*call.func {
+        Expr::Path(p) => {
+            let last = p.path.segments.last().map(|s| s.ident.to_string()).unwrap_or_default();
+            last == "opaque" || last.starts_with(|c: char| c.is_ascii_uppercase())
+        }
+        _ => false,
+    }
+}
+
+impl Lowering<'_> {
+    fn shape(&mut self, decl: &ShapeDecl) -> Shape {
+        Shape(
+            decl.dims
+                .iter()
+                .map(|d| match d {
+                    DimDecl::Lit(n, _) => Dim::Lit(*n),
+                    DimDecl::Sym(i) => {
+                        if !self.dims.contains(i) {
+                            self.errors.at(
+                                i.span(),
+                                format!(
+                                    "unknown dim `{i}`: declare it as a generic dim of the graph, `fn name<{i}>(…)`"
+                                ),
+                            );
+                        }
+                        Dim::Sym(i.clone())
+                    }
+                })
+                .collect(),
+        )
+    }
+
+    /// Checks two shapes are equal: literal mismatches are errors now; symbolic pairs become
+    /// compiler checks.
+    fn unify_shapes(&mut self, left: &Shape, right: &Shape, rule: Rule, span: Span, message: &str) -> bool {
+        if left.0.len() != right.0.len() {
+            self.errors.at(span, message);
+            return false;
+        }
+        let mut ok = true;
+        for (l, r) in left.0.iter().zip(&right.0) {
+            ok &= self.unify(l, r, rule, span, message);
+        }
+        ok
+    }
+
+    fn unify(&mut self, l: &Dim, r: &Dim, rule: Rule, span: Span, message: &str) -> bool {
+        match l.known_eq(r) {
+            Some(true) => true,
+            Some(false) => {
+                self.errors.at(span, message);
+                false
+            }
+            None => {
+                self.graph.checks.push(Check { rule, left: l.clone(), right: r.clone(), span });
+                true
+            }
+        }
+    }
+
+    fn push(&mut self, kind: NodeKind, parents: Vec<usize>, shape: Shape, span: Span) -> usize {
+        self.graph.nodes.push(Node { kind, parents, shape, span });
+        self.graph.inputs.len() + self.graph.nodes.len() - 1
+    }
+
+    /// An expression that must be a graph value.
+    fn value(&mut self, expr: &Expr) -> Option<usize> {
+        match self.operand(expr)? {
+            Operand::Value(v) => Some(v),
+            Operand::Const(c) => {
+                self.errors.at(c.span(), "a constant is not a graph value; constants scale values, as in `x * 0.5`");
+                None
+            }
+        }
+    }
+
+    fn operand(&mut self, expr: &Expr) -> Option<Operand> {
+        match expr {
+            Expr::Paren(p) => self.operand(&p.expr),
+            Expr::Group(g) => self.operand(&g.expr),
+            Expr::Lit(syn::ExprLit { lit: syn::Lit::Float(_) | syn::Lit::Int(_), .. }) => {
+                Some(Operand::Const(expr.clone()))
+            }
+            Expr::Path(p) => {
+                let Some(ident) = p.path.get_ident() else {
+                    self.errors.at(p.span(), "expected the name of an input or of a `let` binding");
+                    return None;
+                };
+                match self.names.get(&ident.to_string()) {
+                    Some(&v) => Some(Operand::Value(v)),
+                    None => {
+                        self.errors.at(
+                            ident.span(),
+                            format!(
+                                "cannot find `{ident}` in this graph: it is neither an input nor a `let` binding above"
+                            ),
+                        );
+                        None
+                    }
+                }
+            }
+            Expr::Unary(u) if matches!(u.op, UnOp::Neg(_)) => match self.operand(&u.expr)? {
+                Operand::Const(_) => Some(Operand::Const(expr.clone())),
+                Operand::Value(v) => self.builtin(lookup("neg"), &[v], expr.span()).map(Operand::Value),
+            },
+            Expr::Binary(b) => {
+                let name = match b.op {
+                    BinOp::Add(_) => "add",
+                    BinOp::Sub(_) => "sub",
+                    BinOp::Mul(_) => "mul",
+                    _ => {
+                        self.errors
+                            .at(b.op.span(), "unsupported operator: graph values support `+`, `-`, `*` and unary `-`");
+                        return None;
+                    }
+                };
+                let (l, r) = (self.operand(&b.left), self.operand(&b.right));
+                match (l?, r?) {
+                    (Operand::Value(l), Operand::Value(r)) => {
+                        let op = if name == "add" && self.is_row_broadcast(l, r) { "add_row" } else { name };
+                        self.builtin(lookup(op), &[l, r], expr.span()).map(Operand::Value)
+                    }
+                    (Operand::Value(v), Operand::Const(c)) | (Operand::Const(c), Operand::Value(v))
+                        if name == "mul" =>
+                    {
+                        let shape = self.graph.shape_of(v).clone();
+                        Some(Operand::Value(self.push(NodeKind::Scale(c), vec![v], shape, expr.span())))
+                    }
+                    (Operand::Const(_), Operand::Const(_)) => Some(Operand::Const(expr.clone())),
+                    _ => {
+                        self.errors.at(expr.span(), format!("`{name}` of a graph value and a constant is not an op; only `*` takes a constant (`x * 0.5`)"));
+                        None
+                    }
+                }
+            }
+            Expr::Call(call) => {
+                let Expr::Path(p) = &*call.func else {
+                    self.errors.at(call.func.span(), "expected an op name, e.g. `relu(h)`");
+                    return None;
+                };
+                let Some(ident) = p.path.get_ident() else {
+                    self.errors.at(p.span(), "a user op needs its output shape: write `let y: [d0, …] = MyOp(…);`");
+                    return None;
+                };
+                if is_special(call) {
+                    self.errors.at(
+                        ident.span(),
+                        format!("`{ident}` needs its output shape: bind it with `let y: [d0, …] = {ident}(…);`"),
+                    );
+                    return None;
+                }
+                self.call(ident, call.args.iter().collect(), expr.span()).map(Operand::Value)
+            }
+            Expr::MethodCall(m) => {
+                let mut args = vec![&*m.receiver];
+                args.extend(m.args.iter());
+                self.call(&m.method, args, expr.span()).map(Operand::Value)
+            }
+            Expr::Closure(c) => {
+                self.errors.at(c.span(), "a closure is only allowed inside `opaque(…, forward = |…| …, vjp = |…| …)`");
+                None
+            }
+            other => {
+                self.errors.at(
+                    other.span(),
+                    "unsupported expression: the graph body has names, op calls (`relu(h)`, `x.matmul(w)`), `+ - *`, unary `-` and constants",
+                );
+                None
+            }
+        }
+    }
+
+    fn is_row_broadcast(&self, l: usize, r: usize) -> bool {
+        let (ls, rs) = (self.graph.shape_of(l), self.graph.shape_of(r));
+        ls.0.len() == 2 && rs.0.len() == 1
+    }
+
+    fn call(&mut self, ident: &Ident, args: Vec<&Expr>, span: Span) -> Option<usize> {
+        let name = ident.to_string();
+        if name == "scale" {
+            if args.len() != 2 {
+                self.errors.at(span, format!("scale takes 2 arguments (a value and a constant), got {}", args.len()));
+                return None;
+            }
+            let v = self.value(args[0])?;
+            let shape = self.graph.shape_of(v).clone();
+            return Some(self.push(NodeKind::Scale(args[1].clone()), vec![v], shape, span));
+        }
+        let Some(op) = ops::lookup(&name) else {
+            self.errors.at(ident.span(), format!("unknown op `{name}`; the built-in ops are {}", ops::names()));
+            return None;
+        };
+        if args.len() != op.arity {
+            self.errors.at(span, format!("{} takes {} argument(s), got {}", op.name, op.arity, args.len()));
+            return None;
+        }
+        let values: Vec<Option<usize>> = args.iter().map(|a| self.value(a)).collect();
+        let values: Vec<usize> = values.into_iter().collect::<Option<_>>()?;
+        self.builtin(Some(op), &values, span)
+    }
+
+    fn builtin(&mut self, op: Option<&'static OpInfo>, args: &[usize], span: Span) -> Option<usize> {
+        let op = op?;
+        let shapes: Vec<Shape> = args.iter().map(|&a| self.graph.shape_of(a).clone()).collect();
+        let name = op.name;
+        let out = match op.rule {
+            Rule::SameShape => {
+                let message =
+                    format!("{name} needs both operands to have the same shape, got {} and {}", shapes[0], shapes[1]);
+                self.unify_shapes(&shapes[0], &shapes[1], Rule::SameShape, span, &message).then(|| shapes[0].clone())
+            }
+            Rule::Unary => Some(shapes[0].clone()),
+            Rule::Reduce => Some(Shape(Vec::new())),
+            Rule::Transpose => match &shapes[0].0[..] {
+                [m, n] => Some(Shape(vec![n.clone(), m.clone()])),
+                _ => {
+                    self.errors.at(span, format!("transpose needs a matrix (rank 2), got shape {}", shapes[0]));
+                    None
+                }
+            },
+            Rule::MatMul => match (&shapes[0].0[..], &shapes[1].0[..]) {
+                ([m, k], [k2, n]) => {
+                    let message = format!(
+                        "matmul needs the left operand's columns ({k}) to equal the right operand's rows ({k2})"
+                    );
+                    self.unify(k, k2, Rule::MatMul, span, &message).then(|| Shape(vec![m.clone(), n.clone()]))
+                }
+                _ => {
+                    self.errors.at(
+                        span,
+                        format!("matmul needs two matrices (rank 2), got shapes {} and {}", shapes[0], shapes[1]),
+                    );
+                    None
+                }
+            },
+            Rule::AddRow => match (&shapes[0].0[..], &shapes[1].0[..]) {
+                ([_, c], [n]) => {
+                    let message = format!(
+                        "adding a row vector of length {n} to a matrix needs the matrix's columns ({c}) to equal it; shapes {} and {}",
+                        shapes[0], shapes[1]
+                    );
+                    self.unify(c, n, Rule::AddRow, span, &message).then(|| shapes[0].clone())
+                }
+                _ => {
+                    self.errors.at(
+                        span,
+                        format!("add_row needs a matrix and a row vector, got shapes {} and {}", shapes[0], shapes[1]),
+                    );
+                    None
+                }
+            },
+            Rule::Declared => unreachable!("not an op rule"),
+        }?;
+        Some(self.push(NodeKind::Builtin(op), args.to_vec(), out, span))
+    }
+
+    /// `opaque(reads…, forward = |…| …, vjp = |…| …)` or `UserOp(reads…)`, with a declared shape.
+    fn special(&mut self, call: &ExprCall, ann: &ShapeDecl) -> Option<usize> {
+        let shape = self.shape(ann);
+        let Expr::Path(p) = &*call.func else { return None };
+        let is_opaque = p.path.is_ident("opaque");
+        let mut reads = Vec::new();
+        let (mut forward, mut vjp): (Option<ExprClosure>, Option<ExprClosure>) = (None, None);
+        let mut ok = true;
+        for arg in &call.args {
+            match arg {
+                Expr::Assign(a) if is_opaque => {
+                    let key = match &*a.left {
+                        Expr::Path(k) => k.path.get_ident().map(ToString::to_string).unwrap_or_default(),
+                        _ => String::new(),
+                    };
+                    let Expr::Closure(c) = &*a.right else {
+                        self.errors.at(a.right.span(), format!("`{key}` must be a closure, e.g. `{key} = |x| …`"));
+                        ok = false;
+                        continue;
+                    };
+                    match key.as_str() {
+                        "forward" => forward = Some(c.clone()),
+                        "vjp" => vjp = Some(c.clone()),
+                        _ => {
+                            self.errors.at(
+                                a.left.span(),
+                                "an opaque node takes `forward = |reads…| …` and `vjp = |reads…, g| …`",
+                            );
+                            ok = false;
+                        }
+                    }
+                }
+                other => match self.value(other) {
+                    Some(v) => reads.push(v),
+                    None => ok = false,
+                },
+            }
+        }
+        let span = call.span();
+        if is_opaque {
+            let (Some(forward), Some(vjp)) = (forward, vjp) else {
+                self.errors.at(
+                    span,
+                    "an opaque node needs both closures: `opaque(x, forward = |x| …, vjp = |x, g| [dx])` (the VJP returns one gradient per read value)",
+                );
+                return None;
+            };
+            for (c, want, what) in [(&forward, reads.len(), "forward"), (&vjp, reads.len() + 1, "vjp")] {
+                if c.inputs.len() != want {
+                    self.errors.at(
+                        c.span(),
+                        format!(
+                            "the {what} closure takes {want} argument(s) (one per read value{}), got {}",
+                            if what == "vjp" { ", then the cotangent" } else { "" },
+                            c.inputs.len()
+                        ),
+                    );
+                    ok = false;
+                }
+            }
+            if !ok {
+                return None;
+            }
+            Some(self.push(NodeKind::Opaque { forward, vjp }, reads, shape, span))
+        } else {
+            ok.then(|| self.push(NodeKind::Custom(p.path.clone()), reads, shape, span))
+        }
+    }
+}
+
+fn lookup(name: &str) -> Option<&'static OpInfo> {
+    ops::lookup(name)
+}

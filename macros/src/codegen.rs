@@ -1,0 +1,359 @@
+//! IR → tokens. Everything is named through `::exactgrad::__private`; user spans go on every
+//! emitted item that can fail to type-check.
+
+use proc_macro2::{Span, TokenStream};
+use quote::{format_ident, quote, quote_spanned, ToTokens};
+use syn::{Ident, Path};
+
+use crate::check;
+use crate::ir::{Dim, Graph, NodeKind, Shape};
+use crate::ops::Bound;
+use crate::parse::{DimDecl, GraphDef, ShapeDecl};
+use crate::typenum::unsigned;
+
+fn private() -> TokenStream {
+    quote!(::exactgrad::__private)
+}
+
+/// Names of the generated items for a graph called `name`.
+struct Names {
+    alias: Ident,
+    handles: Ident,
+    data: Ident,
+    brand: Ident,
+    inputs: Ident,
+    nodes: Ident,
+}
+
+impl Names {
+    fn new(name: &Ident) -> Self {
+        let camel: String = name
+            .to_string()
+            .split('_')
+            .filter(|s| !s.is_empty())
+            .map(|s| {
+                let mut c = s.chars();
+                c.next().map(|f| f.to_ascii_uppercase().to_string() + c.as_str()).unwrap_or_default()
+            })
+            .collect();
+        let at = |suffix: &str| Ident::new(&format!("{camel}{suffix}"), name.span());
+        Names {
+            alias: at(""),
+            handles: at("Handles"),
+            data: at("Data"),
+            brand: at("Brand"),
+            inputs: at("Inputs"),
+            nodes: at("Nodes"),
+        }
+    }
+}
+
+/// Expands a definition: the full graph, or a well-typed stub plus every error.
+pub(crate) fn expand(def: GraphDef) -> TokenStream {
+    let names = Names::new(&def.name);
+    match check::lower(&def) {
+        Ok(graph) => full(&def, &graph, &names),
+        Err(e) => {
+            let stub = stub(&def, &names);
+            let e = e.to_compile_error();
+            quote!(#stub #e)
+        }
+    }
+}
+
+fn dim_tokens(d: &Dim, span: Span) -> TokenStream {
+    match d {
+        Dim::Lit(n) => unsigned(*n, span),
+        Dim::Sym(i) => i.to_token_stream(),
+    }
+}
+
+fn shape_tokens(s: &Shape, span: Span) -> TokenStream {
+    let dims = s.0.iter().map(|d| dim_tokens(d, span));
+    quote!((#(#dims,)*))
+}
+
+/// A declared shape as tokens; undeclared dims become `UTerm` (their error is reported already).
+fn decl_tokens(s: &ShapeDecl, dims: &[Ident]) -> TokenStream {
+    let p = private();
+    let ds = s.dims.iter().map(|d| match d {
+        DimDecl::Lit(n, span) => unsigned(*n, *span),
+        DimDecl::Sym(i) if dims.contains(i) => i.to_token_stream(),
+        DimDecl::Sym(_) => quote!(#p::typenum::UTerm),
+    });
+    quote!((#(#ds,)*))
+}
+
+fn snoc(items: impl Iterator<Item = TokenStream>) -> TokenStream {
+    let p = private();
+    items.fold(quote!(#p::Nil), |acc, s| quote!(#p::Snoc<#acc, #s>))
+}
+
+/// The generic dims among `dims` that occur in `shapes`, in declaration order.
+fn used_dims<'d>(dims: &'d [Ident], shapes: &[&Shape]) -> Vec<&'d Ident> {
+    dims.iter().filter(|d| shapes.iter().any(|s| s.0.iter().any(|x| matches!(x, Dim::Sym(i) if i == *d)))).collect()
+}
+
+fn bound_tokens(b: Bound, s: &Ident) -> TokenStream {
+    let p = private();
+    match b {
+        Bound::Sub => quote!(::core::ops::Sub<Output = #s>),
+        Bound::Mul => quote!(::core::ops::Mul<Output = #s>),
+        Bound::Neg => quote!(::core::ops::Neg<Output = #s>),
+        Bound::Div => quote!(::core::ops::Div<Output = #s>),
+        Bound::FromPrimitive => quote!(#p::num_traits::FromPrimitive),
+        Bound::PartialOrd => quote!(::core::cmp::PartialOrd),
+        Bound::Float => quote!(#p::num_traits::Float),
+    }
+}
+
+/// Items shared by the full expansion and the stub: data type, brand, handles struct, aliases.
+struct Common {
+    items: TokenStream,
+    generics: TokenStream,
+    dim_bounds: TokenStream,
+}
+
+#[allow(clippy::too_many_arguments)]
+fn common(
+    def: &GraphDef,
+    dims: &[Ident],
+    names: &Names,
+    input_names: &[&Ident],
+    input_shapes: &[TokenStream],
+    outputs: &[TokenStream],
+    nodes: TokenStream,
+    node_dims: &[&Ident],
+) -> Common {
+    let p = private();
+    let vis = &def.vis;
+    let Names { alias, handles, data, brand, inputs, nodes: nodes_alias } = names;
+    let generics = quote!(#(#dims),*);
+    let dim_bounds = quote!(#(#dims: #p::typenum::Unsigned + 'static),*);
+    let data_item = if def.data.is_empty() {
+        quote!(
+            /// The graph's non-differentiable data (Δ): this graph has none.
+            #vis type #data = ();
+        )
+    } else {
+        let fields = def.data.iter().map(|d| {
+            let (n, t) = (&d.name, &d.ty);
+            quote!(pub #n: #t)
+        });
+        quote!(
+            /// The graph's non-differentiable data (Δ).
+            #vis struct #data { #(#fields,)* }
+        )
+    };
+    let output_names: Vec<Ident> = if outputs.len() == 1 {
+        vec![format_ident!("output")]
+    } else {
+        (0..outputs.len()).map(|k| format_ident!("output{k}")).collect()
+    };
+    let input_list = snoc(input_shapes.iter().cloned());
+    let scalar = format_ident!("__S");
+    let all_dims: Vec<&Ident> = dims.iter().collect();
+    let _ = def;
+    let items = quote! {
+        #data_item
+
+        /// The brand of this graph's handles: a handle of another graph does not type-check here.
+        #[doc(hidden)]
+        #vis enum #brand {}
+
+        /// The input shapes (Γ) of this graph.
+        #vis type #inputs<#(#all_dims),*> = #input_list;
+
+        /// The node shapes (ss) of this graph.
+        #vis type #nodes_alias<#(#node_dims),*> = #nodes;
+
+        /// The typed graph.
+        #vis type #alias<#scalar, #generics> = #p::GraphData<#scalar, #data, #inputs<#generics>, #nodes_alias<#(#node_dims),*>, #brand>;
+
+        /// Typed handles to the inputs and outputs of this graph.
+        #[derive(Clone, Copy, Debug)]
+        #vis struct #handles<#dim_bounds> {
+            #(
+                #[doc = "Handle to an input."]
+                pub #input_names: #p::Position<#input_shapes, #brand>,
+            )*
+            #(
+                #[doc = "Handle to an output."]
+                pub #output_names: #p::Position<#outputs, #brand>,
+            )*
+        }
+
+        impl<#dim_bounds> #handles<#generics> {
+            /// The input pack, in declaration order.
+            #[allow(clippy::too_many_arguments, clippy::unused_self)]
+            #vis fn inputs<#scalar>(&self, #(#input_names: #p::Tensor<#scalar, #input_shapes>),*) -> #p::Pack<#scalar, #inputs<#generics>> {
+                #p::Pack::new()#(.push(#input_names))*
+            }
+        }
+    };
+    Common { items, generics, dim_bounds }
+}
+
+fn full(def: &GraphDef, graph: &Graph, names: &Names) -> TokenStream {
+    let p = private();
+    let s = format_ident!("__S");
+    let n_in = graph.inputs.len();
+    let value = |v: usize| format_ident!("__v{}", v, span = Span::mixed_site());
+    let input_shapes: Vec<TokenStream> = graph.inputs.iter().map(|(n, sh)| shape_tokens(sh, n.span())).collect();
+    let node_shapes: Vec<TokenStream> = graph.nodes.iter().map(|n| shape_tokens(&n.shape, n.span)).collect();
+    let outputs: Vec<TokenStream> =
+        graph.outputs.iter().map(|&o| shape_tokens(graph.shape_of(o), Span::call_site())).collect();
+    let node_dims = used_dims(&def.dims, &graph.nodes.iter().map(|n| &n.shape).collect::<Vec<_>>());
+    let nodes_list = snoc(node_shapes.iter().cloned());
+    let input_names: Vec<&Ident> = def.inputs.iter().map(|i| &i.name).collect();
+    let Common { items, generics, dim_bounds } =
+        common(def, &def.dims, names, &input_names, &input_shapes, &outputs, nodes_list, &node_dims);
+    let Names { alias, handles, data, brand, .. } = names;
+
+    let mut bounds: Vec<Bound> = Vec::new();
+    let mut body = TokenStream::new();
+    for check in &graph.checks {
+        let f = Ident::new(check.rule.check_fn(), check.span);
+        let (l, r) = (dim_tokens(&check.left, check.span), dim_tokens(&check.right, check.span));
+        body.extend(quote_spanned!(check.span=> #p::rules::#f::<#l, #r>();));
+    }
+    body.extend(quote!(let __graph = #p::GraphData::<#s, #data, #p::Nil, #p::Nil, #brand>::branded();));
+    for (k, shape) in input_shapes.iter().enumerate() {
+        let v = value(k);
+        body.extend(quote!(let (__graph, #v) = __graph.input::<#shape>();));
+    }
+    for (k, node) in graph.nodes.iter().enumerate() {
+        let v = value(n_in + k);
+        let shape = &node_shapes[k];
+        let parents: Vec<Ident> = node.parents.iter().map(|&q| value(q)).collect();
+        let span = node.span;
+        let ty = quote!(#p::Node::<#s, #data, #shape>);
+        let expr = match &node.kind {
+            NodeKind::Builtin(op) => {
+                bounds.extend(op.bounds);
+                let rt = Ident::new(op.runtime, span);
+                quote_spanned!(span=> #ty::compact(#p::ops::#rt::new(#(#parents.index()),*), &[#(&#parents),*]))
+            }
+            NodeKind::Scale(c) => {
+                bounds.extend([Bound::Mul, Bound::FromPrimitive]);
+                let x = &parents[0];
+                let c = float_constant(c);
+                quote_spanned!(span=> match #p::constant::<#s>(#c) {
+                    ::core::option::Option::Some(__k) => #ty::compact(#p::ops::Scale::new(#x.index(), __k), &[&#x]),
+                    ::core::option::Option::None => #ty::failed("scale", "the constant is not representable in the scalar type"),
+                })
+            }
+            NodeKind::Opaque { forward, vjp } => {
+                bounds.push(Bound::Float);
+                let idx: Vec<TokenStream> = (0..parents.len()).map(|i| quote!(__ctx[__reads[#i]])).collect();
+                let count = parents.len();
+                quote_spanned!(span=> {
+                    let __reads: [usize; #count] = [#(#parents.index()),*];
+                    #ty::opaque(
+                        "opaque",
+                        &[#(&#parents),*],
+                        move |__ctx: &[#p::RawTensor<#s>], _: &#data| -> #p::RawTensor<#s> { (#forward)(#(&#idx),*) },
+                        move |__ctx: &[#p::RawTensor<#s>], _: &#data, __g: &#p::RawTensor<#s>| -> #p::Vec<#p::RawTensor<#s>> {
+                            let __grads: [#p::RawTensor<#s>; #count] = (#vjp)(#(&#idx,)* __g);
+                            #p::opaque_pack(__ctx, &__reads, __grads)
+                        },
+                    )
+                })
+            }
+            NodeKind::Custom(path) => custom(path, &ty, &parents, span),
+        };
+        body.extend(quote!(let (__graph, #v) = __graph.push(#expr);));
+    }
+    bounds.sort();
+    bounds.dedup();
+    let scalar_bounds = bounds.iter().map(|&b| bound_tokens(b, &s));
+    let attrs = &def.attrs;
+    let vis = &def.vis;
+    let name = &def.name;
+    let input_fields = def.inputs.iter().enumerate().map(|(k, i)| {
+        let (n, v) = (&i.name, value(k));
+        quote!(#n: #v)
+    });
+    let output_fields = graph.outputs.iter().enumerate().map(|(k, &o)| {
+        let field = if graph.outputs.len() == 1 { format_ident!("output") } else { format_ident!("output{k}") };
+        let v = value(o);
+        quote!(#field: #v)
+    });
+    quote! {
+        #items
+
+        #(#attrs)*
+        #vis fn #name<#s, #generics>() -> (#alias<#s, #generics>, #handles<#generics>)
+        where
+            #s: #p::Scalar #(+ #scalar_bounds)*,
+            #dim_bounds
+        {
+            #body
+            (__graph, #handles { #(#input_fields,)* #(#output_fields,)* })
+        }
+    }
+}
+
+/// A constant expression with integer literals written as float literals, so it is an `f64`.
+fn float_constant(e: &syn::Expr) -> TokenStream {
+    match e {
+        syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Int(i), .. }) => {
+            syn::LitFloat::new(&format!("{}.0", i.base10_digits()), i.span()).to_token_stream()
+        }
+        syn::Expr::Unary(u) => {
+            let (op, inner) = (&u.op, float_constant(&u.expr));
+            quote!(#op #inner)
+        }
+        syn::Expr::Paren(p) => float_constant(&p.expr),
+        syn::Expr::Binary(b) => {
+            let (l, op, r) = (float_constant(&b.left), &b.op, float_constant(&b.right));
+            quote!((#l #op #r))
+        }
+        other => other.to_token_stream(),
+    }
+}
+
+fn custom(path: &Path, ty: &TokenStream, parents: &[Ident], span: Span) -> TokenStream {
+    let p = private();
+    quote_spanned!(span=> #ty::compact(<#path as #p::FromParents>::from_parents(&[#(#parents.index()),*]), &[#(&#parents),*]))
+}
+
+/// On error: the items with the declared input and output shapes and an empty node list, so the
+/// user's other code still type-checks and sees only the real errors.
+fn stub(def: &GraphDef, names: &Names) -> TokenStream {
+    let p = private();
+    let s = format_ident!("__S");
+    // Keep the first of duplicate inputs and only the dims the inputs use, so the stub itself
+    // type-checks.
+    let mut inputs: Vec<&crate::parse::InputDecl> = Vec::new();
+    for i in &def.inputs {
+        if !inputs.iter().any(|j| j.name == i.name) {
+            inputs.push(i);
+        }
+    }
+    let dims: Vec<Ident> = def
+        .dims
+        .iter()
+        .filter(|d| inputs.iter().any(|i| i.shape.dims.iter().any(|x| matches!(x, DimDecl::Sym(s) if s == *d))))
+        .cloned()
+        .collect();
+    let input_names: Vec<&Ident> = inputs.iter().map(|i| &i.name).collect();
+    let input_shapes: Vec<TokenStream> = inputs.iter().map(|i| decl_tokens(&i.shape, &dims)).collect();
+    let outputs: Vec<TokenStream> = def.outputs.iter().map(|o| decl_tokens(o, &dims)).collect();
+    let Common { items, generics, dim_bounds } =
+        common(def, &dims, names, &input_names, &input_shapes, &outputs, quote!(#p::Nil), &[]);
+    let Names { alias, handles, .. } = names;
+    let (attrs, vis, name) = (&def.attrs, &def.vis, &def.name);
+    quote! {
+        #items
+
+        #(#attrs)*
+        #vis fn #name<#s, #generics>() -> (#alias<#s, #generics>, #handles<#generics>)
+        where
+            #s: #p::Scalar,
+            #dim_bounds
+        {
+            ::core::unreachable!("graph! reported errors for this graph")
+        }
+    }
+}

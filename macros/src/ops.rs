@@ -1,0 +1,83 @@
+//! THE op table: name, arity, shape rule, runtime constructor and scalar bounds of every
+//! built-in op the DSL knows.
+
+/// How an op's output shape follows from its operands, and which rule a mismatch breaks.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Rule {
+    /// Elementwise binary: both operands have the same shape.
+    SameShape,
+    /// Any shape to the same shape.
+    Unary,
+    /// `[m, k] · [k, n] → [m, n]`.
+    MatMul,
+    /// `[m, n] → [n, m]`.
+    Transpose,
+    /// Any shape to `[]`.
+    Reduce,
+    /// `[m, n] + [n] → [m, n]`.
+    AddRow,
+    /// A declared shape (let annotation or output) equals the inferred one.
+    Declared,
+}
+
+impl Rule {
+    /// The runtime's check function for a symbolic dim pair under this rule.
+    pub(crate) fn check_fn(self) -> &'static str {
+        match self {
+            Rule::SameShape | Rule::Unary | Rule::Reduce => "same_shape",
+            Rule::MatMul => "matmul_inner",
+            Rule::Transpose => "same_shape",
+            Rule::AddRow => "row_length",
+            Rule::Declared => "declared_shape",
+        }
+    }
+}
+
+/// Scalar bounds an op needs beyond `Scalar`.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Bound {
+    Sub,
+    Mul,
+    Neg,
+    Div,
+    FromPrimitive,
+    PartialOrd,
+    Float,
+}
+
+pub(crate) struct OpInfo {
+    pub(crate) name: &'static str,
+    pub(crate) arity: usize,
+    pub(crate) rule: Rule,
+    /// The struct in `exactgrad::ops`.
+    pub(crate) runtime: &'static str,
+    pub(crate) bounds: &'static [Bound],
+}
+
+pub(crate) const OPS: &[OpInfo] = &[
+    OpInfo { name: "add", arity: 2, rule: Rule::SameShape, runtime: "Add", bounds: &[] },
+    OpInfo { name: "sub", arity: 2, rule: Rule::SameShape, runtime: "Sub", bounds: &[Bound::Sub] },
+    OpInfo { name: "mul", arity: 2, rule: Rule::SameShape, runtime: "Mul", bounds: &[Bound::Mul] },
+    OpInfo { name: "neg", arity: 1, rule: Rule::Unary, runtime: "Neg", bounds: &[Bound::Neg, Bound::Sub] },
+    OpInfo { name: "relu", arity: 1, rule: Rule::Unary, runtime: "Relu", bounds: &[Bound::PartialOrd] },
+    OpInfo { name: "tanh", arity: 1, rule: Rule::Unary, runtime: "Tanh", bounds: &[Bound::Float] },
+    OpInfo { name: "exp", arity: 1, rule: Rule::Unary, runtime: "Exp", bounds: &[Bound::Float] },
+    OpInfo { name: "matmul", arity: 2, rule: Rule::MatMul, runtime: "MatMul", bounds: &[Bound::Mul] },
+    OpInfo { name: "transpose", arity: 1, rule: Rule::Transpose, runtime: "Transpose", bounds: &[] },
+    OpInfo { name: "sum", arity: 1, rule: Rule::Reduce, runtime: "Sum", bounds: &[] },
+    OpInfo { name: "mean", arity: 1, rule: Rule::Reduce, runtime: "Mean", bounds: &[Bound::Div, Bound::FromPrimitive] },
+    OpInfo { name: "add_row", arity: 2, rule: Rule::AddRow, runtime: "AddRow", bounds: &[] },
+];
+
+/// The built-in op called `name` (`t` is `transpose`).
+pub(crate) fn lookup(name: &str) -> Option<&'static OpInfo> {
+    let name = if name == "t" { "transpose" } else { name };
+    OPS.iter().find(|op| op.name == name)
+}
+
+/// Names for the "unknown op" message.
+pub(crate) fn names() -> String {
+    let mut v: Vec<&str> = OPS.iter().map(|o| o.name).collect();
+    v.extend(["scale", "opaque"]);
+    v.join(", ")
+}

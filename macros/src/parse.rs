@@ -1,0 +1,162 @@
+//! Syntax → AST of the DSL (`syn` parsing; expressions are ordinary `syn::Expr`s).
+
+use proc_macro2::Span;
+use syn::parse::{Parse, ParseStream};
+use syn::punctuated::Punctuated;
+use syn::spanned::Spanned;
+use syn::{bracketed, parenthesized, Attribute, Expr, Ident, Token, Type, Visibility};
+
+/// One dim of a declared shape.
+#[derive(Clone)]
+pub(crate) enum DimDecl {
+    Lit(u64, Span),
+    Sym(Ident),
+}
+
+/// A declared shape `[d0, d1, …]`.
+#[derive(Clone)]
+pub(crate) struct ShapeDecl {
+    pub(crate) dims: Vec<DimDecl>,
+    pub(crate) span: Span,
+}
+
+pub(crate) struct InputDecl {
+    pub(crate) name: Ident,
+    pub(crate) shape: ShapeDecl,
+}
+
+pub(crate) struct DataDecl {
+    pub(crate) name: Ident,
+    pub(crate) ty: Type,
+}
+
+pub(crate) struct LetStmt {
+    pub(crate) name: Ident,
+    pub(crate) annotation: Option<ShapeDecl>,
+    pub(crate) expr: Expr,
+}
+
+/// `fn name<dims>(inputs; data) -> outputs { lets; result }`.
+pub(crate) struct GraphDef {
+    pub(crate) attrs: Vec<Attribute>,
+    pub(crate) vis: Visibility,
+    pub(crate) name: Ident,
+    pub(crate) dims: Vec<Ident>,
+    pub(crate) inputs: Vec<InputDecl>,
+    pub(crate) data: Vec<DataDecl>,
+    pub(crate) outputs: Vec<ShapeDecl>,
+    pub(crate) lets: Vec<LetStmt>,
+    pub(crate) result: Expr,
+}
+
+impl Parse for ShapeDecl {
+    fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
+        if !input.peek(syn::token::Bracket) {
+            return Err(input.error("a shape is written `[d0, d1, …]` with integer or generic dims, e.g. `[B, 784]`"));
+        }
+        let content;
+        let bracket = bracketed!(content in input);
+        let items = Punctuated::<Expr, Token![,]>::parse_terminated(&content)?;
+        let mut dims = Vec::new();
+        for item in items {
+            dims.push(match &item {
+                Expr::Lit(syn::ExprLit { lit: syn::Lit::Int(i), .. }) => {
+                    DimDecl::Lit(i.base10_parse::<u64>()?, i.span())
+                }
+                Expr::Path(p) if p.path.get_ident().is_some() && p.qself.is_none() => {
+                    DimDecl::Sym(p.path.get_ident().cloned().unwrap_or_else(|| Ident::new("_", p.span())))
+                }
+                other => {
+                    return Err(syn::Error::new(
+                        other.span(),
+                        "a dim is an integer literal or a declared generic dim (e.g. `B`), not an expression",
+                    ))
+                }
+            });
+        }
+        if dims.len() > 4 {
+            return Err(syn::Error::new(bracket.span.join(), "a shape has at most 4 dims"));
+        }
+        Ok(ShapeDecl { dims, span: bracket.span.join() })
+    }
+}
+
+impl Parse for GraphDef {
+    fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
+        let attrs = input.call(Attribute::parse_outer)?;
+        let vis: Visibility = input.parse()?;
+        input.parse::<Token![fn]>()?;
+        let name: Ident = input.parse()?;
+        let mut dims = Vec::new();
+        if input.peek(Token![<]) {
+            input.parse::<Token![<]>()?;
+            while !input.peek(Token![>]) {
+                dims.push(input.parse::<Ident>()?);
+                if !input.peek(Token![>]) {
+                    input.parse::<Token![,]>()?;
+                }
+            }
+            input.parse::<Token![>]>()?;
+        }
+        let params;
+        parenthesized!(params in input);
+        let mut inputs = Vec::new();
+        while !params.is_empty() && !params.peek(Token![;]) {
+            let name: Ident = params.parse()?;
+            params.parse::<Token![:]>()?;
+            let shape: ShapeDecl = params.parse()?;
+            inputs.push(InputDecl { name, shape });
+            if params.peek(Token![,]) {
+                params.parse::<Token![,]>()?;
+            } else if !params.is_empty() && !params.peek(Token![;]) {
+                return Err(params.error("expected `,` or `;` after an input"));
+            }
+        }
+        let mut data = Vec::new();
+        if params.peek(Token![;]) {
+            params.parse::<Token![;]>()?;
+            while !params.is_empty() {
+                let name: Ident = params.parse()?;
+                params.parse::<Token![:]>()?;
+                let ty: Type = params.parse()?;
+                data.push(DataDecl { name, ty });
+                if !params.is_empty() {
+                    params.parse::<Token![,]>()?;
+                }
+            }
+        }
+        input.parse::<Token![->]>()?;
+        let outputs = if input.peek(syn::token::Paren) {
+            let content;
+            parenthesized!(content in input);
+            Punctuated::<ShapeDecl, Token![,]>::parse_terminated(&content)?.into_iter().collect()
+        } else {
+            vec![input.parse::<ShapeDecl>()?]
+        };
+        let body;
+        let brace = syn::braced!(body in input);
+        let mut lets = Vec::new();
+        while body.peek(Token![let]) {
+            body.parse::<Token![let]>()?;
+            let name: Ident = body.parse()?;
+            let annotation = if body.peek(Token![:]) {
+                body.parse::<Token![:]>()?;
+                Some(body.parse::<ShapeDecl>()?)
+            } else {
+                None
+            };
+            body.parse::<Token![=]>()?;
+            let expr: Expr = body.parse()?;
+            body.parse::<Token![;]>()?;
+            lets.push(LetStmt { name, annotation, expr });
+        }
+        if body.is_empty() {
+            return Err(syn::Error::new(brace.span.close(), "the body must end with the graph's result expression"));
+        }
+        let result: Expr = body.parse()?;
+        if !body.is_empty() {
+            return Err(body.error("the body is `let` bindings followed by one result expression"));
+        }
+        Ok(GraphDef { attrs, vis, name, dims, inputs, data, outputs, lets, result })
+    }
+}
