@@ -25,6 +25,33 @@ impl Errors {
         self.push(syn::Error::new(span, message));
     }
 
+    /// An error underlining the whole site.
+    fn at_site(&mut self, site: &Site, message: impl core::fmt::Display) {
+        match &site.tokens {
+            Some(t) => self.push(syn::Error::new_spanned(t, message)),
+            None => self.at(site.span, message),
+        }
+    }
+}
+
+/// Where a node comes from: the most specific token (the op name or operator) for generated code
+/// and compiler checks, and the whole user expression for the macro's own errors.
+pub(crate) struct Site {
+    span: Span,
+    tokens: Option<proc_macro2::TokenStream>,
+}
+
+impl Site {
+    fn new(span: Span, expr: &impl quote::ToTokens) -> Self {
+        Site { span, tokens: Some(expr.to_token_stream()) }
+    }
+
+    fn span_only(span: Span) -> Self {
+        Site { span, tokens: None }
+    }
+}
+
+impl Errors {
     pub(crate) fn into_result(self) -> Result<(), syn::Error> {
         self.0.map_or(Ok(()), Err)
     }
@@ -39,7 +66,8 @@ enum Operand {
 struct Lowering<'d> {
     dims: &'d [Ident],
     graph: Graph,
-    names: HashMap<String, usize>,
+    /// Names in scope; `None` for a binding whose value failed (its uses report nothing more).
+    names: HashMap<String, Option<usize>>,
     errors: Errors,
 }
 
@@ -64,7 +92,7 @@ pub(crate) fn lower(def: &GraphDef) -> Result<Graph, syn::Error> {
                 .at(input.name.span(), format!("the input `{key}` is declared twice; give each input its own name"));
             continue;
         }
-        l.names.insert(key, l.graph.inputs.len());
+        l.names.insert(key, Some(l.graph.inputs.len()));
         l.graph.inputs.push((input.name.clone(), shape));
     }
     for d in &def.dims {
@@ -98,16 +126,14 @@ pub(crate) fn lower(def: &GraphDef) -> Result<Graph, syn::Error> {
                         &declared,
                         &actual,
                         Rule::Declared,
-                        ann.span,
+                        &Site::span_only(ann.span),
                         &format!("`{}` is declared {declared} but its value has shape {actual}", stmt.name),
                     );
                 }
                 v
             }
         };
-        if let Some(v) = value {
-            l.names.insert(stmt.name.to_string(), v);
-        }
+        l.names.insert(stmt.name.to_string(), value);
     }
     let results: Vec<&Expr> = match &def.result {
         Expr::Tuple(t) => t.elems.iter().collect(),
@@ -124,7 +150,7 @@ pub(crate) fn lower(def: &GraphDef) -> Result<Graph, syn::Error> {
             let declared = l.shape(decl);
             let actual = l.graph.shape_of(v).clone();
             let message = format!("the graph returns shape {actual} here, but its signature declares {declared}");
-            l.unify_shapes(&declared, &actual, Rule::Declared, expr.span(), &message);
+            l.unify_shapes(&declared, &actual, Rule::Declared, &Site::new(expr.span(), expr), &message);
             l.graph.outputs.push(v);
         }
     }
@@ -166,34 +192,34 @@ impl Lowering<'_> {
 
     /// Checks two shapes are equal: literal mismatches are errors now; symbolic pairs become
     /// compiler checks.
-    fn unify_shapes(&mut self, left: &Shape, right: &Shape, rule: Rule, span: Span, message: &str) -> bool {
+    fn unify_shapes(&mut self, left: &Shape, right: &Shape, rule: Rule, site: &Site, message: &str) -> bool {
         if left.0.len() != right.0.len() {
-            self.errors.at(span, message);
+            self.errors.at_site(site, message);
             return false;
         }
         let mut ok = true;
         for (l, r) in left.0.iter().zip(&right.0) {
-            ok &= self.unify(l, r, rule, span, message);
+            ok &= self.unify(l, r, rule, site, message);
         }
         ok
     }
 
-    fn unify(&mut self, l: &Dim, r: &Dim, rule: Rule, span: Span, message: &str) -> bool {
+    fn unify(&mut self, l: &Dim, r: &Dim, rule: Rule, site: &Site, message: &str) -> bool {
         match l.known_eq(r) {
             Some(true) => true,
             Some(false) => {
-                self.errors.at(span, message);
+                self.errors.at_site(site, message);
                 false
             }
             None => {
-                self.graph.checks.push(Check { rule, left: l.clone(), right: r.clone(), span });
+                self.graph.checks.push(Check { rule, left: l.clone(), right: r.clone(), span: site.span });
                 true
             }
         }
     }
 
-    fn push(&mut self, kind: NodeKind, parents: Vec<usize>, shape: Shape, span: Span) -> usize {
-        self.graph.nodes.push(Node { kind, parents, shape, span });
+    fn push(&mut self, kind: NodeKind, parents: Vec<usize>, shape: Shape, site: &Site) -> usize {
+        self.graph.nodes.push(Node { kind, parents, shape, span: site.span });
         self.graph.inputs.len() + self.graph.nodes.len() - 1
     }
 
@@ -221,7 +247,8 @@ impl Lowering<'_> {
                     return None;
                 };
                 match self.names.get(&ident.to_string()) {
-                    Some(&v) => Some(Operand::Value(v)),
+                    Some(&Some(v)) => Some(Operand::Value(v)),
+                    Some(None) => None,
                     None => {
                         self.errors.at(
                             ident.span(),
@@ -235,7 +262,9 @@ impl Lowering<'_> {
             }
             Expr::Unary(u) if matches!(u.op, UnOp::Neg(_)) => match self.operand(&u.expr)? {
                 Operand::Const(_) => Some(Operand::Const(expr.clone())),
-                Operand::Value(v) => self.builtin(lookup("neg"), &[v], expr.span()).map(Operand::Value),
+                Operand::Value(v) => {
+                    self.builtin(lookup("neg"), &[v], &Site::new(u.op.span(), expr)).map(Operand::Value)
+                }
             },
             Expr::Binary(b) => {
                 let name = match b.op {
@@ -252,17 +281,22 @@ impl Lowering<'_> {
                 match (l?, r?) {
                     (Operand::Value(l), Operand::Value(r)) => {
                         let op = if name == "add" && self.is_row_broadcast(l, r) { "add_row" } else { name };
-                        self.builtin(lookup(op), &[l, r], expr.span()).map(Operand::Value)
+                        self.builtin(lookup(op), &[l, r], &Site::new(b.op.span(), expr)).map(Operand::Value)
                     }
                     (Operand::Value(v), Operand::Const(c)) | (Operand::Const(c), Operand::Value(v))
                         if name == "mul" =>
                     {
                         let shape = self.graph.shape_of(v).clone();
-                        Some(Operand::Value(self.push(NodeKind::Scale(c), vec![v], shape, expr.span())))
+                        Some(Operand::Value(self.push(
+                            NodeKind::Scale(c),
+                            vec![v],
+                            shape,
+                            &Site::new(b.op.span(), expr),
+                        )))
                     }
                     (Operand::Const(_), Operand::Const(_)) => Some(Operand::Const(expr.clone())),
                     _ => {
-                        self.errors.at(expr.span(), format!("`{name}` of a graph value and a constant is not an op; only `*` takes a constant (`x * 0.5`)"));
+                        self.errors.at_site(&Site::new(b.op.span(), expr), format!("`{name}` of a graph value and a constant is not an op; only `*` takes a constant (`x * 0.5`)"));
                         None
                     }
                 }
@@ -283,12 +317,12 @@ impl Lowering<'_> {
                     );
                     return None;
                 }
-                self.call(ident, call.args.iter().collect(), expr.span()).map(Operand::Value)
+                self.call(ident, call.args.iter().collect(), &Site::new(ident.span(), expr)).map(Operand::Value)
             }
             Expr::MethodCall(m) => {
                 let mut args = vec![&*m.receiver];
                 args.extend(m.args.iter());
-                self.call(&m.method, args, expr.span()).map(Operand::Value)
+                self.call(&m.method, args, &Site::new(m.method.span(), expr)).map(Operand::Value)
             }
             Expr::Closure(c) => {
                 self.errors.at(c.span(), "a closure is only allowed inside `opaque(…, forward = |…| …, vjp = |…| …)`");
@@ -309,31 +343,32 @@ impl Lowering<'_> {
         ls.0.len() == 2 && rs.0.len() == 1
     }
 
-    fn call(&mut self, ident: &Ident, args: Vec<&Expr>, span: Span) -> Option<usize> {
+    fn call(&mut self, ident: &Ident, args: Vec<&Expr>, site: &Site) -> Option<usize> {
         let name = ident.to_string();
         if name == "scale" {
             if args.len() != 2 {
-                self.errors.at(span, format!("scale takes 2 arguments (a value and a constant), got {}", args.len()));
+                self.errors
+                    .at_site(site, format!("scale takes 2 arguments (a value and a constant), got {}", args.len()));
                 return None;
             }
             let v = self.value(args[0])?;
             let shape = self.graph.shape_of(v).clone();
-            return Some(self.push(NodeKind::Scale(args[1].clone()), vec![v], shape, span));
+            return Some(self.push(NodeKind::Scale(args[1].clone()), vec![v], shape, site));
         }
         let Some(op) = ops::lookup(&name) else {
             self.errors.at(ident.span(), format!("unknown op `{name}`; the built-in ops are {}", ops::names()));
             return None;
         };
         if args.len() != op.arity {
-            self.errors.at(span, format!("{} takes {} argument(s), got {}", op.name, op.arity, args.len()));
+            self.errors.at_site(site, format!("{} takes {} argument(s), got {}", op.name, op.arity, args.len()));
             return None;
         }
         let values: Vec<Option<usize>> = args.iter().map(|a| self.value(a)).collect();
         let values: Vec<usize> = values.into_iter().collect::<Option<_>>()?;
-        self.builtin(Some(op), &values, span)
+        self.builtin(Some(op), &values, site)
     }
 
-    fn builtin(&mut self, op: Option<&'static OpInfo>, args: &[usize], span: Span) -> Option<usize> {
+    fn builtin(&mut self, op: Option<&'static OpInfo>, args: &[usize], site: &Site) -> Option<usize> {
         let op = op?;
         let shapes: Vec<Shape> = args.iter().map(|&a| self.graph.shape_of(a).clone()).collect();
         let name = op.name;
@@ -341,14 +376,14 @@ impl Lowering<'_> {
             Rule::SameShape => {
                 let message =
                     format!("{name} needs both operands to have the same shape, got {} and {}", shapes[0], shapes[1]);
-                self.unify_shapes(&shapes[0], &shapes[1], Rule::SameShape, span, &message).then(|| shapes[0].clone())
+                self.unify_shapes(&shapes[0], &shapes[1], Rule::SameShape, site, &message).then(|| shapes[0].clone())
             }
             Rule::Unary => Some(shapes[0].clone()),
             Rule::Reduce => Some(Shape(Vec::new())),
             Rule::Transpose => match &shapes[0].0[..] {
                 [m, n] => Some(Shape(vec![n.clone(), m.clone()])),
                 _ => {
-                    self.errors.at(span, format!("transpose needs a matrix (rank 2), got shape {}", shapes[0]));
+                    self.errors.at_site(site, format!("transpose needs a matrix (rank 2), got shape {}", shapes[0]));
                     None
                 }
             },
@@ -357,11 +392,11 @@ impl Lowering<'_> {
                     let message = format!(
                         "matmul needs the left operand's columns ({k}) to equal the right operand's rows ({k2})"
                     );
-                    self.unify(k, k2, Rule::MatMul, span, &message).then(|| Shape(vec![m.clone(), n.clone()]))
+                    self.unify(k, k2, Rule::MatMul, site, &message).then(|| Shape(vec![m.clone(), n.clone()]))
                 }
                 _ => {
-                    self.errors.at(
-                        span,
+                    self.errors.at_site(
+                        site,
                         format!("matmul needs two matrices (rank 2), got shapes {} and {}", shapes[0], shapes[1]),
                     );
                     None
@@ -373,11 +408,11 @@ impl Lowering<'_> {
                         "adding a row vector of length {n} to a matrix needs the matrix's columns ({c}) to equal it; shapes {} and {}",
                         shapes[0], shapes[1]
                     );
-                    self.unify(c, n, Rule::AddRow, span, &message).then(|| shapes[0].clone())
+                    self.unify(c, n, Rule::AddRow, site, &message).then(|| shapes[0].clone())
                 }
                 _ => {
-                    self.errors.at(
-                        span,
+                    self.errors.at_site(
+                        site,
                         format!("add_row needs a matrix and a row vector, got shapes {} and {}", shapes[0], shapes[1]),
                     );
                     None
@@ -385,7 +420,7 @@ impl Lowering<'_> {
             },
             Rule::Declared => unreachable!("not an op rule"),
         }?;
-        Some(self.push(NodeKind::Builtin(op), args.to_vec(), out, span))
+        Some(self.push(NodeKind::Builtin(op), args.to_vec(), out, site))
     }
 
     /// `opaque(reads…, forward = |…| …, vjp = |…| …)` or `UserOp(reads…)`, with a declared shape.
@@ -426,11 +461,11 @@ impl Lowering<'_> {
                 },
             }
         }
-        let span = call.span();
+        let site = Site::new(call.func.span(), call);
         if is_opaque {
             let (Some(forward), Some(vjp)) = (forward, vjp) else {
-                self.errors.at(
-                    span,
+                self.errors.at_site(
+                    &site,
                     "an opaque node needs both closures: `opaque(x, forward = |x| …, vjp = |x, g| [dx])` (the VJP returns one gradient per read value)",
                 );
                 return None;
@@ -451,9 +486,9 @@ impl Lowering<'_> {
             if !ok {
                 return None;
             }
-            Some(self.push(NodeKind::Opaque { forward, vjp }, reads, shape, span))
+            Some(self.push(NodeKind::Opaque { forward, vjp }, reads, shape, &site))
         } else {
-            ok.then(|| self.push(NodeKind::Custom(p.path.clone()), reads, shape, span))
+            ok.then(|| self.push(NodeKind::Custom(p.path.clone()), reads, shape, &site))
         }
     }
 }

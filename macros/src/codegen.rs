@@ -214,7 +214,12 @@ fn full(def: &GraphDef, graph: &Graph, names: &Names) -> TokenStream {
     let mut body = TokenStream::new();
     for check in &graph.checks {
         let f = Ident::new(check.rule.check_fn(), check.span);
-        let (l, r) = (dim_tokens(&check.left, check.span), dim_tokens(&check.right, check.span));
+        // Re-span generic dims at the user's expression, so the compiler points there.
+        let respan = |d: &Dim| match d {
+            Dim::Sym(i) => Ident::new(&i.to_string(), check.span).to_token_stream(),
+            lit => dim_tokens(lit, check.span),
+        };
+        let (l, r) = (respan(&check.left), respan(&check.right));
         body.extend(quote_spanned!(check.span=> #p::rules::#f::<#l, #r>();));
     }
     body.extend(quote!(let __graph = #p::GraphData::<#s, #data, #p::Nil, #p::Nil, #brand>::branded();));
@@ -247,15 +252,19 @@ fn full(def: &GraphDef, graph: &Graph, names: &Names) -> TokenStream {
                 bounds.push(Bound::Float);
                 let idx: Vec<TokenStream> = (0..parents.len()).map(|i| quote!(__ctx[__reads[#i]])).collect();
                 let count = parents.len();
+                let tensor_refs: Vec<TokenStream> = (0..count).map(|_| quote!(&#p::RawTensor<#s>)).collect();
                 quote_spanned!(span=> {
                     let __reads: [usize; #count] = [#(#parents.index()),*];
                     #ty::opaque(
                         "opaque",
                         &[#(&#parents),*],
-                        move |__ctx: &[#p::RawTensor<#s>], _: &#data| -> #p::RawTensor<#s> { (#forward)(#(&#idx),*) },
+                        move |__ctx: &[#p::RawTensor<#s>], _: &#data| -> #p::RawTensor<#s> {
+                            let __forward: &dyn Fn(#(#tensor_refs),*) -> #p::RawTensor<#s> = &(#forward);
+                            __forward(#(&#idx),*)
+                        },
                         move |__ctx: &[#p::RawTensor<#s>], _: &#data, __g: &#p::RawTensor<#s>| -> #p::Vec<#p::RawTensor<#s>> {
-                            let __grads: [#p::RawTensor<#s>; #count] = (#vjp)(#(&#idx,)* __g);
-                            #p::opaque_pack(__ctx, &__reads, __grads)
+                            let __vjp: &dyn Fn(#(#tensor_refs,)* &#p::RawTensor<#s>) -> [#p::RawTensor<#s>; #count] = &(#vjp);
+                            #p::opaque_pack(__ctx, &__reads, __vjp(#(&#idx,)* __g))
                         },
                     )
                 })

@@ -1,0 +1,11 @@
+//! Runs the compile-fail and compile-pass cases of `graph!`.
+
+#[test]
+fn ui() {
+    let t = trybuild::TestCases::new();
+    t.compile_fail("ui/parse/*.rs");
+    t.compile_fail("ui/check/*.rs");
+    t.compile_fail("ui/shape/*.rs");
+    t.compile_fail("ui/hygiene/*.rs");
+    t.pass("pass/*.rs");
+}

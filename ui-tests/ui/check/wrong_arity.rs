@@ -1,0 +1,9 @@
+use exactgrad::graph;
+
+graph! {
+    fn model(x: [2, 3]) -> [2, 3] {
+        relu(x, x)
+    }
+}
+
+fn main() {}

@@ -1,0 +1,9 @@
+use exactgrad::graph;
+
+graph! {
+    fn model(x: [2.5, 3]) -> [2, 3] {
+        x
+    }
+}
+
+fn main() {}
