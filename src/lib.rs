@@ -25,7 +25,7 @@ pub mod __private {
     pub use ::std::vec::Vec;
     pub use exactgrad_runtime::dsl::{constant, opaque_pack};
     pub use exactgrad_runtime::{
-        num_traits, ops, rules, typenum, FromParents, GraphData, Nil, Node, Pack, Position, RawTensor, Scalar, Snoc,
-        Tensor,
+        num_traits, ops, rules, typenum, FromParents, GraphData, MacroBuilder, Nil, Node, Pack, Position, RawTensor,
+        Scalar, Snoc, Tensor,
     };
 }

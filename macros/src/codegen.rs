@@ -84,9 +84,21 @@ fn decl_tokens(s: &ShapeDecl, dims: &[Ident]) -> TokenStream {
     quote!((#(#ds,)*))
 }
 
+/// Lists this long or shorter are spelled as a plain snoc list of shapes.
+const PLAIN_LIST: usize = 256;
+/// Longer lists are a snoc list of tuples of this many shapes: rustc slows down sharply on types
+/// nested more than a few hundred levels deep (a 1 000-node chain took a minute to build).
+const CHUNK: usize = 64;
+
+/// The shape list as a type: `Snoc<…Snoc<Nil, S0>…, Sn>`, or for long lists
+/// `Snoc<…Snoc<Nil, (S0, …, S63)>…, (…, Sn)>`.
 fn snoc(items: impl Iterator<Item = TokenStream>) -> TokenStream {
     let p = private();
-    items.fold(quote!(#p::Nil), |acc, s| quote!(#p::Snoc<#acc, #s>))
+    let items: Vec<TokenStream> = items.collect();
+    if items.len() <= PLAIN_LIST {
+        return items.into_iter().fold(quote!(#p::Nil), |acc, s| quote!(#p::Snoc<#acc, #s>));
+    }
+    items.chunks(CHUNK).fold(quote!(#p::Nil), |acc, chunk| quote!(#p::Snoc<#acc, (#(#chunk,)*)>))
 }
 
 /// The generic dims among `dims` that occur in `shapes`, in declaration order.
@@ -222,10 +234,10 @@ fn full(def: &GraphDef, graph: &Graph, names: &Names) -> TokenStream {
         let (l, r) = (respan(&check.left), respan(&check.right));
         body.extend(quote_spanned!(check.span=> #p::rules::#f::<#l, #r>();));
     }
-    body.extend(quote!(let __graph = #p::GraphData::<#s, #data, #p::Nil, #p::Nil, #brand>::branded();));
+    body.extend(quote!(let mut __builder = #p::MacroBuilder::<#s, #data, #brand>::new();));
     for (k, shape) in input_shapes.iter().enumerate() {
         let v = value(k);
-        body.extend(quote!(let (__graph, #v) = __graph.input::<#shape>();));
+        body.extend(quote!(let #v = __builder.input::<#shape>();));
     }
     for (k, node) in graph.nodes.iter().enumerate() {
         let v = value(n_in + k);
@@ -271,7 +283,7 @@ fn full(def: &GraphDef, graph: &Graph, names: &Names) -> TokenStream {
             }
             NodeKind::Custom(path) => custom(path, &ty, &parents, span),
         };
-        body.extend(quote!(let (__graph, #v) = __graph.push(#expr);));
+        body.extend(quote!(let #v = __builder.push(#expr);));
     }
     bounds.sort();
     bounds.dedup();
@@ -298,7 +310,7 @@ fn full(def: &GraphDef, graph: &Graph, names: &Names) -> TokenStream {
             #dim_bounds
         {
             #body
-            (__graph, #handles { #(#input_fields,)* #(#output_fields,)* })
+            (__builder.finish(), #handles { #(#input_fields,)* #(#output_fields,)* })
         }
     }
 }

@@ -355,6 +355,39 @@ impl<A: Scalar, D: 'static> GraphData<A, D, Nil, Nil> {
     }
 }
 
+/// The builder `graph!` expands to: the same checks as [`GraphData::push`], without a type that
+/// grows with every node (which would make compile time quadratic in the graph's size). The macro
+/// has inferred every shape, so it names the final shape lists once, in [`finish`](Self::finish).
+/// Not for hand-written code: use [`GraphData`]'s typed builder.
+#[doc(hidden)]
+pub struct MacroBuilder<A, D, Br> {
+    graph: GraphData<A, D, Nil, Nil, Br>,
+}
+
+impl<A: Scalar, D: 'static, Br> MacroBuilder<A, D, Br> {
+    /// An empty graph.
+    #[allow(clippy::new_without_default)]
+    pub fn new() -> Self {
+        MacroBuilder { graph: GraphData::branded() }
+    }
+
+    /// Declares the next input.
+    pub fn input<S: Shape>(&mut self) -> Position<S, Br> {
+        self.graph.input_in_place()
+    }
+
+    /// Appends a node.
+    pub fn push<S: Shape>(&mut self, node: Node<A, D, S>) -> Position<S, Br> {
+        self.graph.push_in_place(node)
+    }
+
+    /// The typed graph. `G` and `Ss` must list the shapes declared and pushed, in order: the
+    /// macro guarantees it.
+    pub fn finish<G, Ss>(self) -> GraphData<A, D, G, Ss, Br> {
+        self.graph.retype()
+    }
+}
+
 impl<A: Scalar, D: 'static, Br> GraphData<A, D, Nil, Nil, Br> {
     /// A graph with no input and no node whose handles carry the brand `Br`: handles of graphs
     /// with other brands are rejected by the compiler. `graph!` gives every graph a brand.
@@ -372,11 +405,8 @@ impl<A: Scalar, D: 'static> Default for GraphData<A, D, Nil, Nil> {
 impl<A: Scalar, D: 'static, G, Br> GraphData<A, D, G, Nil, Br> {
     /// Declares the next input, of shape `S` (inputs come before any node).
     pub fn input<S: Shape>(mut self) -> (GraphData<A, D, Snoc<G, S>, Nil, Br>, Position<S, Br>) {
-        let p = self.raw.dims.len();
-        self.raw.dims.push(S::dims());
-        self.raw.inputs += 1;
-        let id = self.raw.id;
-        (GraphData { raw: self.raw, build_errors: self.build_errors, marker: PhantomData }, Position::new(id, p))
+        let pos = self.input_in_place::<S>();
+        (self.retype(), pos)
     }
 }
 
@@ -385,38 +415,50 @@ impl<A: Scalar, D: 'static, G, Ss, Br> GraphData<A, D, G, Ss, Br> {
     /// or whose shape rule disagrees with `S`, is recorded and reported by
     /// [`compile`](Self::compile) with the node index and op.
     pub fn push<S: Shape>(mut self, node: Node<A, D, S>) -> (GraphData<A, D, G, Snoc<Ss, S>, Br>, Position<S, Br>) {
+        let pos = self.push_in_place(node);
+        (self.retype(), pos)
+    }
+
+    fn input_in_place<S: Shape>(&mut self) -> Position<S, Br> {
+        let p = self.raw.dims.len();
+        self.raw.dims.push(S::dims());
+        self.raw.inputs += 1;
+        Position::new(self.raw.id, p)
+    }
+
+    fn push_in_place<S: Shape>(&mut self, node: Node<A, D, S>) -> Position<S, Br> {
         let k = self.raw.nodes.len();
         let p = self.raw.dims.len();
-        let mut data = node.data;
         if let Some(message) = node.error {
             self.build_errors.push((k, message));
         }
         if let Some(other) = node.origins.iter().find(|&&o| o != self.raw.id) {
             self.build_errors.push((k, format!("reads a handle of another graph (graph id {other})")));
         }
-        match self.raw.push(data) {
-            Ok(_) => {
-                if self.raw.dims[p] != S::dims() {
-                    self.build_errors.push((
-                        k,
-                        format!("its shape rule gives {}, but it was declared {}", self.raw.dims[p], S::dims()),
-                    ));
-                    self.raw.dims[p] = S::dims();
-                }
+        match self.raw.push(node.data) {
+            Ok(_) if self.raw.dims[p] != S::dims() => {
+                self.build_errors
+                    .push((k, format!("its shape rule gives {}, but it was declared {}", self.raw.dims[p], S::dims())));
+                self.raw.dims[p] = S::dims();
             }
+            Ok(_) => {}
             Err(e) => {
                 let message = match e {
                     Error::Node { message, .. } => message,
                     other => other.to_string(),
                 };
                 self.build_errors.push((k, message));
-                data = NodeData { program: failed_program(), dims: S::dims() };
                 self.raw.dims.push(S::dims());
-                self.raw.nodes.push(data);
+                self.raw.nodes.push(NodeData { program: failed_program(), dims: S::dims() });
             }
         }
-        let id = self.raw.id;
-        (GraphData { raw: self.raw, build_errors: self.build_errors, marker: PhantomData }, Position::new(id, p))
+        Position::new(self.raw.id, p)
+    }
+
+    /// The same graph under other type-level shape lists. Private: only the typed builder (which
+    /// appends exactly the shapes it records) and `graph!`'s builder use it.
+    fn retype<G2, Ss2>(self) -> GraphData<A, D, G2, Ss2, Br> {
+        GraphData { raw: self.raw, build_errors: self.build_errors, marker: PhantomData }
     }
 
     /// The untyped graph.

@@ -54,7 +54,8 @@ pub use deferred::History;
 pub use error::Error;
 pub use gradients::GradientContext;
 pub use graph::{
-    CompactOp, ErasedPosition, FromParents, GraphData, Node, NodeData, OpaqueForward, OpaqueVjp, RawGraph, SavedValues,
+    CompactOp, ErasedPosition, FromParents, GraphData, MacroBuilder, Node, NodeData, OpaqueForward, OpaqueVjp,
+    RawGraph, SavedValues,
 };
 pub use pack::{ContextPack, Pack, RawSeeds, Seeds};
 pub use saved::{PreparedNode, RawSavedGraph, SavedGraph};

@@ -233,6 +233,10 @@ impl<A: Scalar, G, Ss, Br> Seeds<A, G, Ss, Br> {
         if pos.graph_id() != self.graph || pos.index() >= self.slots.len() {
             return Err(Error::ForeignPosition { index: pos.index(), len: self.slots.len() });
         }
+        let expected = self.slots[pos.index()].dims();
+        if expected != S::dims() {
+            return Err(Error::ShapeMismatch { expected, actual: S::dims() });
+        }
         self.slots[pos.index()] = Slot::Dense(t.into_raw());
         Ok(())
     }
