@@ -1,17 +1,175 @@
 //! **exactgrad**: differentiable models written inline in Rust, with reverse-mode passes that are
 //! fast *and* bit-for-bit equal to the dense reference on every scalar type.
 //!
-//! This facade re-exports the engine ([`exactgrad_runtime`]) and the [`graph!`] macro.
+//! This facade re-exports the engine ([`exactgrad_runtime`]: tensors, typed shapes, graphs, every
+//! reverse pass) and the [`graph!`] macro, which turns Rust-like forward code into a typed graph
+//! whose shapes are checked by the compiler.
+//!
+//! # A first model
 //!
 //! ```
-//! use exactgrad::{ops, GraphData, Pack, Tensor, typenum::U3};
+//! use exactgrad::typenum::U2;
+//! use exactgrad::{graph, Tensor};
 //!
-//! let (g, x) = GraphData::<f32, ()>::new().input::<(U3,)>();
-//! let (g, e) = g.push(ops::exp(x));
-//! let (g, y) = g.push(ops::sum(e));
-//! let saved = g.compile(Pack::new().push(Tensor::from_vec(vec![0.0, 1.0, 2.0]).unwrap()), ()).unwrap();
-//! let grads = saved.backprop_from(y, Tensor::full(1.0)).unwrap();
-//! assert_eq!(grads.get(x).unwrap().data(), saved.value(e).unwrap().data());
+//! graph! {
+//!     /// A two-layer perceptron; `B` is the batch size.
+//!     pub fn mlp<B>(x: [B, 3], w1: [3, 4], b1: [4], w2: [4, 2]) -> [] {
+//!         let h = relu(x.matmul(w1) + b1);
+//!         mean(tanh(h.matmul(w2)) * 0.5)
+//!     }
+//! }
+//!
+//! let (graph, h) = mlp::<f64, U2>();            // scalar type, then the generic dims
+//! let inputs = h.inputs(
+//!     Tensor::from_fn(|i| i as f64 / 6.0),        // x: [2, 3]
+//!     Tensor::full(0.1),                          // w1
+//!     Tensor::zeros(),                            // b1
+//!     Tensor::full(-0.2),                         // w2
+//! );
+//! let saved = graph.compile(inputs, ()).unwrap();  // one saved forward
+//! let grads = saved.backprop_from(h.output, Tensor::full(1.0)).unwrap();
+//! assert_eq!(grads.get(h.w1).unwrap().dims().as_slice(), &[3, 4]);
+//! ```
+//!
+//! # The `graph!` syntax
+//!
+//! ```text
+//! graph! {
+//!     /// docs and attributes pass through
+//!     pub fn name<B, T>(input: [d0, d1], …; data: Type, …) -> [d0, …] {   // or -> ([…], […])
+//!         let a = expression;
+//!         let b: [d0, …] = expression;      // an annotation is checked (and required for opaque
+//!         …                                 // nodes and user ops)
+//!         result                            // or (result0, result1) for several outputs
+//!     }
+//! }
+//! ```
+//!
+//! * **Dims** are integer literals of any size or generic dims declared in `<…>` (each must occur
+//!   in some input). Shapes have rank 0 to 4; `[]` is a scalar.
+//! * **Inputs** before the `;` are differentiable tensors. **Data** parameters after it
+//!   (labels, constants) become the graph's non-differentiable data Δ: a generated struct
+//!   `NameData { pub data: Type, … }` that [`GraphData::compile`] takes (`()` when there is none).
+//! * **Expressions**: names of inputs and earlier bindings; `+`, `-`, `*` (elementwise) and unary
+//!   `-`; `matrix + row_vector` broadcasts (`add_row`); `x * 0.5` or `2 * x` scales by a constant
+//!   (the constant is converted to the scalar type; one that does not fit is reported by
+//!   `compile`); built-in ops in function or method form, nested freely:
+//!
+//!   | op | shape rule |
+//!   |---|---|
+//!   | `add`, `sub`, `mul` | `[s] , [s] → [s]` |
+//!   | `neg`, `relu`, `tanh`, `exp` | `[s] → [s]` |
+//!   | `matmul(a, b)`, `a.matmul(b)` | `[m, k] , [k, n] → [m, n]` |
+//!   | `transpose(a)`, `a.t()` | `[m, n] → [n, m]` |
+//!   | `sum`, `mean` | `[s] → []` |
+//!   | `add_row(x, b)` | `[m, n] , [n] → [m, n]` |
+//!   | `scale(x, c)` | `[s] → [s]` |
+//!
+//! * **Opaque nodes** wrap user closures: `let y: [3] = opaque(a, b, forward = |a, b| …, vjp =
+//!   |a, b, g| [da, db]);`. `forward` gets the read values (`&RawTensor`) and returns the output;
+//!   `vjp` gets them and the cotangent and returns one gradient per read value (zeros elsewhere in
+//!   the prefix; a value read twice gets the sum). An opaque node is marked opaque: the
+//!   single-output pass treats it as depending on its whole prefix. Graphs with opaque nodes ask
+//!   the scalar for `num_traits::Float`.
+//! * **User compact ops**: a type implementing [`CompactOp`] and [`FromParents`] is called like a
+//!   built-in with a CamelCase name and a declared shape: `let y: [3] = Axpy(a, x, y);`. It gets
+//!   the same exact, compact treatment as the built-in ops.
+//!
+//! # What it generates
+//!
+//! For `fn name<B>(…)`: a function `name::<Scalar, B>()` returning `(Name<Scalar, B>,
+//! NameHandles<B>)`, where `Name` is an alias of [`GraphData`] with both shape lists spelled as
+//! typenum types (`NameInputs<B>`, `NameNodes<…>`) and a brand of its own, and `NameHandles` holds
+//! a typed [`Position`] per input (named after it) and per output (`output`, or `output0`,
+//! `output1`, …), plus `inputs(…)` to build the input pack in order. Passing inputs of the wrong
+//! shapes to `compile`, a seed of the wrong shape, or a handle of another graph is a compile
+//! error at the call site. For every built-in op node the graph holds its compact VJP and static
+//! support; `describe()` (or `Display`) lists nodes with op, parents, shape, support and opaque
+//! markers.
+//!
+//! `graph! { pub fn affine(x: [2, 3], w: [3, 4]) -> [2, 4] { relu(x.matmul(w)) } }` expands to
+//! (abridged; literal dims are spelled structurally, `UInt<UInt<UTerm, B1>, B0>` for 2, shown
+//! here as `U2`; everything is named through `::exactgrad::__private`):
+//!
+//! ```text
+//! pub type AffineData = ();
+//! pub enum AffineBrand {}
+//! pub type AffineInputs = Snoc<Snoc<Nil, (U2, U3)>, (U3, U4)>;
+//! pub type AffineNodes = Snoc<Snoc<Nil, (U2, U4)>, (U2, U4)>;
+//! pub type Affine<S> = GraphData<S, AffineData, AffineInputs, AffineNodes, AffineBrand>;
+//! pub struct AffineHandles {
+//!     pub x: Position<(U2, U3), AffineBrand>,
+//!     pub w: Position<(U3, U4), AffineBrand>,
+//!     pub output: Position<(U2, U4), AffineBrand>,
+//! }
+//! impl AffineHandles {
+//!     pub fn inputs<S>(&self, x: Tensor<S, (U2, U3)>, w: Tensor<S, (U3, U4)>) -> Pack<S, AffineInputs> { … }
+//! }
+//! pub fn affine<S>() -> (Affine<S>, AffineHandles)
+//! where S: Scalar + Mul<Output = S> + PartialOrd
+//! {
+//!     let mut b = MacroBuilder::<S, AffineData, AffineBrand>::new();
+//!     let v0 = b.input::<(U2, U3)>();
+//!     let v1 = b.input::<(U3, U4)>();
+//!     let v2 = b.push(Node::<S, AffineData, (U2, U4)>::compact(ops::MatMul::new(v0.index(), v1.index()), &[&v0, &v1]));
+//!     let v3 = b.push(Node::<S, AffineData, (U2, U4)>::compact(ops::Relu::new(v2.index()), &[&v2]));
+//!     (b.finish(), AffineHandles { x: v0, w: v1, output: v3 })
+//! }
+//! ```
+//!
+//! # Shape errors
+//!
+//! With literal dims the macro infers every shape itself and reports each mismatch at the user's
+//! expression, naming the op and the shapes in decimal — all independent errors of one graph at
+//! once, and no cascade:
+//!
+//! ```compile_fail
+//! exactgrad::graph! {
+//!     fn model(x: [4, 3], w: [2, 5]) -> [4, 5] {
+//!         x.matmul(w)   // matmul needs the left operand's columns (3) to equal the right operand's rows (2)
+//!     }
+//! }
+//! # fn main() {}
+//! ```
+//!
+//! With generic dims the compiler checks the rule through trait bounds whose messages name the op
+//! and the rule in words (`matmul needs the left operand's columns to equal the right operand's
+//! rows`). `ui-tests/` pins every message.
+//!
+//! # Several outputs, data and user ops
+//!
+//! ```
+//! use exactgrad::{graph, CompactOp, Contrib, Contributions, Dims, FromParents, RawTensor, SavedValues, Scalar, Tensor};
+//!
+//! /// `twice(x) = x + x`, written as a user compact op.
+//! struct Twice([usize; 1]);
+//! impl FromParents for Twice {
+//!     fn from_parents(p: &[usize]) -> Self { Twice([p[0]]) }
+//! }
+//! impl<A: Scalar, D> CompactOp<A, D> for Twice {
+//!     fn name(&self) -> &str { "twice" }
+//!     fn parents(&self) -> &[usize] { &self.0 }
+//!     fn output_dims(&self, prefix: &[Dims]) -> Result<Dims, String> { Ok(prefix[self.0[0]]) }
+//!     fn forward(&self, ctx: &[RawTensor<A>], _: &D) -> RawTensor<A> { ctx[self.0[0]].add(&ctx[self.0[0]]) }
+//!     fn contributions(&self, _: &SavedValues<'_, A, D>, _: &RawTensor<A>, c: &mut Contributions<A>) -> Contrib {
+//!         let (l, r) = (c.single_cotangent(self.0[0]), c.single_cotangent(self.0[0]));
+//!         c.add(l, r)
+//!     }
+//! }
+//!
+//! graph! {
+//!     fn heads(x: [3]; temperature: f32) -> ([3], []) {
+//!         let y: [3] = Twice(x);
+//!         let s: [3] = opaque(y, forward = |y| y.map(|v| v.sin()), vjp = |y, g| [RawTensor::from_fn(g.dims(), |i| g.data()[i] * y.data()[i].cos())]);
+//!         (y, sum(s))
+//!     }
+//! }
+//!
+//! let (g, h) = heads::<f32>();
+//! let saved = g.compile(h.inputs(Tensor::from_vec(vec![0.0, 1.0, 2.0]).unwrap()), HeadsData { temperature: 1.0 }).unwrap();
+//! assert_eq!(saved.value(h.output0).unwrap().data(), &[0.0, 2.0, 4.0]);
+//! let grads = saved.backprop_from(h.output1, Tensor::full(1.0)).unwrap();
+//! assert_eq!(grads.get(h.x).unwrap().dims().as_slice(), &[3]);
 //! ```
 #![forbid(unsafe_code)]
 

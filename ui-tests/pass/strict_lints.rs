@@ -1,0 +1,23 @@
+//! Generated code is clean under strict lint settings.
+#![deny(warnings, unused, nonstandard_style, rust_2018_idioms, unused_qualifications, trivial_casts)]
+
+exactgrad::graph! {
+    /// A graph with every kind of node.
+    pub fn strict<B>(x: [B, 2], w: [2, 2]; scale: f64) -> ([B, 2], []) {
+        let h = -(x.matmul(w) * 2);
+        let o: [B, 2] = opaque(h, forward = |h| h.clone(), vjp = |_h, g| [g.clone()]);
+        (o, mean(exp(o) - tanh(o)))
+    }
+}
+
+fn main() {
+    let (g, h) = strict::<f64, exactgrad::typenum::U3>();
+    let data = StrictData { scale: 1.0 };
+    let saved = g.compile(h.inputs(exactgrad::Tensor::full(0.5), exactgrad::Tensor::full(1.0)), data).unwrap();
+    assert!(saved.backprop_from(h.output1, exactgrad::Tensor::full(1.0)).is_ok());
+    let _ = data_scale(&StrictData { scale: 2.0 });
+}
+
+fn data_scale(d: &StrictData) -> f64 {
+    d.scale
+}
