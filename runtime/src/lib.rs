@@ -58,7 +58,7 @@ pub use graph::{
     RawGraph, SavedValues,
 };
 pub use pack::{ContextPack, Pack, RawSeeds, Seeds};
-pub use saved::{PreparedNode, RawSavedGraph, SavedGraph};
+pub use saved::{InputPack, PreparedNode, RawSavedGraph, SavedGraph};
 pub use scalar::{Scalar, Storage};
 pub use shape::{rules, Dims, Nil, Position, Shape, ShapeList, Snoc, MAX_RANK};
 pub use tensor::{RawTensor, Tensor};

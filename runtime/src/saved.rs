@@ -462,6 +462,25 @@ impl Reached {
     }
 }
 
+/// A pack that fits a graph whose input list is `G`: exactly `Pack<A, G>`. (A trait rather than
+/// the type itself, so a pack of the wrong shapes gets an error that says so in words.)
+#[diagnostic::on_unimplemented(
+    message = "the input pack does not fit this graph's inputs",
+    label = "a pack with other shapes (or in another order) than the graph's inputs",
+    note = "build the pack with the graph's handles, `handles.inputs(…)`, or push tensors in the order and shapes the inputs were declared"
+)]
+pub trait InputPack<A, G> {
+    /// The pack.
+    fn into_pack(self) -> Pack<A, G>;
+}
+
+#[diagnostic::do_not_recommend]
+impl<A, G> InputPack<A, G> for Pack<A, G> {
+    fn into_pack(self) -> Pack<A, G> {
+        self
+    }
+}
+
 /// A forward execution of a typed [`GraphData`], made by [`GraphData::compile`].
 pub struct SavedGraph<'g, A, D, G, Ss, Br = ()> {
     raw: RawSavedGraph<'g, A, D>,
@@ -473,11 +492,11 @@ impl<A: Scalar, D: 'static, G, Ss, Br> GraphData<A, D, G, Ss, Br> {
     ///
     /// # Errors
     /// [`Error::Node`] for the first node that was built wrongly or fails validation.
-    pub fn compile(&self, inputs: Pack<A, G>, data: D) -> Result<SavedGraph<'_, A, D, G, Ss, Br>, Error> {
+    pub fn compile(&self, inputs: impl InputPack<A, G>, data: D) -> Result<SavedGraph<'_, A, D, G, Ss, Br>, Error> {
         if let Some((k, message)) = self.build_errors().first() {
             return Err(node_error(self.raw(), *k, message.clone()));
         }
-        let raw = RawSavedGraph::compile(self.raw(), inputs.into_vec(), data)?;
+        let raw = RawSavedGraph::compile(self.raw(), inputs.into_pack().into_vec(), data)?;
         Ok(SavedGraph { raw, graph: self })
     }
 
@@ -485,7 +504,7 @@ impl<A: Scalar, D: 'static, G, Ss, Br> GraphData<A, D, G, Ss, Br> {
     ///
     /// # Errors
     /// As [`compile`](Self::compile).
-    pub fn eval(&self, inputs: Pack<A, G>, data: D) -> Result<ContextPack<A, G, Ss, Br>, Error> {
+    pub fn eval(&self, inputs: impl InputPack<A, G>, data: D) -> Result<ContextPack<A, G, Ss, Br>, Error> {
         let saved = self.compile(inputs, data)?;
         Ok(ContextPack::from_raw(self.raw().id(), saved.raw.into_values()))
     }
