@@ -68,7 +68,8 @@
 //! * **Opaque nodes** wrap user closures: `let y: [3] = opaque(a, b, forward = |a, b| …, vjp =
 //!   |a, b, g| [da, db]);`. `forward` gets the read values (`&RawTensor`) and returns the output;
 //!   `vjp` gets them and the cotangent and returns one gradient per read value (zeros elsewhere in
-//!   the prefix; a value read twice gets the sum). An opaque node is marked opaque: the
+//!   the prefix; a value read twice gets the sum) — or, with `vjp_all = |prefix, g| pack`, one
+//!   tensor per earlier position (the dense VJP over the whole prefix). An opaque node is marked opaque: the
 //!   single-output pass treats it as depending on its whole prefix. Graphs with opaque nodes ask
 //!   the scalar for `num_traits::Float`.
 //! * **User compact ops**: a type implementing [`CompactOp`] and [`FromParents`] is called like a

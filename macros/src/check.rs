@@ -430,6 +430,7 @@ impl Lowering<'_> {
         let is_opaque = p.path.is_ident("opaque");
         let mut reads = Vec::new();
         let (mut forward, mut vjp): (Option<ExprClosure>, Option<ExprClosure>) = (None, None);
+        let mut whole_prefix = false;
         let mut ok = true;
         for arg in &call.args {
             match arg {
@@ -445,11 +446,19 @@ impl Lowering<'_> {
                     };
                     match key.as_str() {
                         "forward" => forward = Some(c.clone()),
+                        "vjp" | "vjp_all" if vjp.is_some() => {
+                            self.errors.at(a.left.span(), "an opaque node takes one of `vjp` and `vjp_all`, not both");
+                            ok = false;
+                        }
                         "vjp" => vjp = Some(c.clone()),
+                        "vjp_all" => {
+                            vjp = Some(c.clone());
+                            whole_prefix = true;
+                        }
                         _ => {
                             self.errors.at(
                                 a.left.span(),
-                                "an opaque node takes `forward = |reads…| …` and `vjp = |reads…, g| …`",
+                                "an opaque node takes `forward = |reads…| …` and `vjp = |reads…, g| [grads…]` (or `vjp_all = |prefix, g| pack`)",
                             );
                             ok = false;
                         }
@@ -466,27 +475,27 @@ impl Lowering<'_> {
             let (Some(forward), Some(vjp)) = (forward, vjp) else {
                 self.errors.at_site(
                     &site,
-                    "an opaque node needs both closures: `opaque(x, forward = |x| …, vjp = |x, g| [dx])` (the VJP returns one gradient per read value)",
+                    "an opaque node needs both closures: `opaque(x, forward = |x| …, vjp = |x, g| [dx])` (one gradient per read value) or `vjp_all = |prefix, g| …` (one tensor per earlier position)",
                 );
                 return None;
             };
-            for (c, want, what) in [(&forward, reads.len(), "forward"), (&vjp, reads.len() + 1, "vjp")] {
+            let vjp_rule = if whole_prefix {
+                (2, "the vjp_all closure takes the prefix (`&[RawTensor]`) and the cotangent")
+            } else {
+                (reads.len() + 1, "the vjp closure takes one argument per read value, then the cotangent")
+            };
+            let rules =
+                [(&forward, (reads.len(), "the forward closure takes one argument per read value")), (&vjp, vjp_rule)];
+            for (c, (want, what)) in rules {
                 if c.inputs.len() != want {
-                    self.errors.at(
-                        c.span(),
-                        format!(
-                            "the {what} closure takes {want} argument(s) (one per read value{}), got {}",
-                            if what == "vjp" { ", then the cotangent" } else { "" },
-                            c.inputs.len()
-                        ),
-                    );
+                    self.errors.at(c.span(), format!("{what}: {want} argument(s), got {}", c.inputs.len()));
                     ok = false;
                 }
             }
             if !ok {
                 return None;
             }
-            Some(self.push(NodeKind::Opaque { forward, vjp }, reads, shape, &site))
+            Some(self.push(NodeKind::Opaque { forward, vjp, whole_prefix }, reads, shape, &site))
         } else {
             ok.then(|| self.push(NodeKind::Custom(p.path.clone()), reads, shape, &site))
         }

@@ -260,11 +260,22 @@ fn full(def: &GraphDef, graph: &Graph, names: &Names) -> TokenStream {
                     ::core::option::Option::None => #ty::failed("scale", "the constant is not representable in the scalar type"),
                 })
             }
-            NodeKind::Opaque { forward, vjp } => {
+            NodeKind::Opaque { forward, vjp, whole_prefix } => {
                 bounds.push(Bound::Float);
                 let idx: Vec<TokenStream> = (0..parents.len()).map(|i| quote!(__ctx[__reads[#i]])).collect();
                 let count = parents.len();
                 let tensor_refs: Vec<TokenStream> = (0..count).map(|_| quote!(&#p::RawTensor<#s>)).collect();
+                let vjp_body = if *whole_prefix {
+                    quote_spanned!(span=>
+                        let __vjp: &dyn Fn(&[#p::RawTensor<#s>], &#p::RawTensor<#s>) -> #p::Vec<#p::RawTensor<#s>> = &(#vjp);
+                        __vjp(__ctx, __g)
+                    )
+                } else {
+                    quote_spanned!(span=>
+                        let __vjp: &dyn Fn(#(#tensor_refs,)* &#p::RawTensor<#s>) -> [#p::RawTensor<#s>; #count] = &(#vjp);
+                        #p::opaque_pack(__ctx, &__reads, __vjp(#(&#idx,)* __g))
+                    )
+                };
                 quote_spanned!(span=> {
                     let __reads: [usize; #count] = [#(#parents.index()),*];
                     #ty::opaque(
@@ -275,8 +286,7 @@ fn full(def: &GraphDef, graph: &Graph, names: &Names) -> TokenStream {
                             __forward(#(&#idx),*)
                         },
                         move |__ctx: &[#p::RawTensor<#s>], _: &#data, __g: &#p::RawTensor<#s>| -> #p::Vec<#p::RawTensor<#s>> {
-                            let __vjp: &dyn Fn(#(#tensor_refs,)* &#p::RawTensor<#s>) -> [#p::RawTensor<#s>; #count] = &(#vjp);
-                            #p::opaque_pack(__ctx, &__reads, __vjp(#(&#idx,)* __g))
+                            #vjp_body
                         },
                     )
                 })

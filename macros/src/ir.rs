@@ -55,9 +55,12 @@ pub(crate) enum NodeKind {
     Builtin(&'static OpInfo),
     /// `x * c` with a constant `c`.
     Scale(Expr),
+    /// `vjp` returns one gradient per read value, or with `whole_prefix` (`vjp_all`) one tensor
+    /// per position of the prefix.
     Opaque {
         forward: ExprClosure,
         vjp: ExprClosure,
+        whole_prefix: bool,
     },
     /// A user type implementing the runtime's op traits.
     Custom(Path),

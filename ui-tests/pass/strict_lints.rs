@@ -16,8 +16,24 @@ fn main() {
     let saved = g.compile(h.inputs(exactgrad::Tensor::full(0.5), exactgrad::Tensor::full(1.0)), data).unwrap();
     assert!(saved.backprop_from(h.output1, exactgrad::Tensor::full(1.0)).is_ok());
     let _ = data_scale(&StrictData { scale: 2.0 });
+    check_whole_prefix();
 }
 
 fn data_scale(d: &StrictData) -> f64 {
     d.scale
+}
+
+exactgrad::graph! {
+    /// An opaque node whose VJP returns a tensor for every position of its prefix.
+    pub fn whole_prefix(x: [2], y: [2]) -> [] {
+        let z: [2] = opaque(x, y, forward = |x, y| x.add(y), vjp_all = |prefix, g| prefix.iter().map(|_| g.clone()).collect());
+        sum(z)
+    }
+}
+
+fn check_whole_prefix() {
+    let (g, h) = whole_prefix::<f32>();
+    let saved = g.compile(h.inputs(exactgrad::Tensor::full(1.0), exactgrad::Tensor::full(2.0)), ()).unwrap();
+    let grads = saved.backprop_from(h.output, exactgrad::Tensor::full(1.0)).unwrap();
+    assert_eq!(grads.get(h.y).unwrap().data(), &[1.0, 1.0]);
 }
