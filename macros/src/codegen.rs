@@ -267,11 +267,13 @@ fn full(def: &GraphDef, graph: &Graph, names: &Names) -> TokenStream {
                 let tensor_refs: Vec<TokenStream> = (0..count).map(|_| quote!(&#p::RawTensor<#s>)).collect();
                 let vjp_body = if *whole_prefix {
                     quote_spanned!(span=>
+                        #[allow(clippy::type_complexity)]
                         let __vjp: &dyn Fn(&[#p::RawTensor<#s>], &#p::RawTensor<#s>) -> #p::Vec<#p::RawTensor<#s>> = &(#vjp);
                         __vjp(__ctx, __g)
                     )
                 } else {
                     quote_spanned!(span=>
+                        #[allow(clippy::type_complexity)]
                         let __vjp: &dyn Fn(#(#tensor_refs,)* &#p::RawTensor<#s>) -> [#p::RawTensor<#s>; #count] = &(#vjp);
                         #p::opaque_pack(__ctx, &__reads, __vjp(#(&#idx,)* __g))
                     )
@@ -282,6 +284,7 @@ fn full(def: &GraphDef, graph: &Graph, names: &Names) -> TokenStream {
                         "opaque",
                         &[#(&#parents),*],
                         move |__ctx: &[#p::RawTensor<#s>], _: &#data| -> #p::RawTensor<#s> {
+                            #[allow(clippy::type_complexity)]
                             let __forward: &dyn Fn(#(#tensor_refs),*) -> #p::RawTensor<#s> = &(#forward);
                             __forward(#(&#idx),*)
                         },
