@@ -109,7 +109,7 @@ pub(crate) fn lower(def: &GraphDef) -> Result<Graph, syn::Error> {
     }
     for stmt in &def.lets {
         let value = match (&stmt.expr, &stmt.annotation) {
-            (Expr::Call(call), Some(ann)) if is_special(call) => l.special(call, ann),
+            (Expr::Call(call), Some(ann)) if is_special(call) => l.special(call, ann, &stmt.name),
             (Expr::Call(call), None) if is_special(call) => {
                 l.errors.at(
                     stmt.name.span(),
@@ -424,7 +424,7 @@ impl Lowering<'_> {
     }
 
     /// `opaque(reads…, forward = |…| …, vjp = |…| …)` or `UserOp(reads…)`, with a declared shape.
-    fn special(&mut self, call: &ExprCall, ann: &ShapeDecl) -> Option<usize> {
+    fn special(&mut self, call: &ExprCall, ann: &ShapeDecl, binding: &Ident) -> Option<usize> {
         let shape = self.shape(ann);
         let Expr::Path(p) = &*call.func else { return None };
         let is_opaque = p.path.is_ident("opaque");
@@ -495,7 +495,8 @@ impl Lowering<'_> {
             if !ok {
                 return None;
             }
-            Some(self.push(NodeKind::Opaque { forward, vjp, whole_prefix }, reads, shape, &site))
+            let name = binding.to_string();
+            Some(self.push(NodeKind::Opaque { name, forward, vjp, whole_prefix }, reads, shape, &site))
         } else {
             ok.then(|| self.push(NodeKind::Custom(p.path.clone()), reads, shape, &site))
         }

@@ -260,7 +260,7 @@ fn full(def: &GraphDef, graph: &Graph, names: &Names) -> TokenStream {
                     ::core::option::Option::None => #ty::failed("scale", "the constant is not representable in the scalar type"),
                 })
             }
-            NodeKind::Opaque { forward, vjp, whole_prefix } => {
+            NodeKind::Opaque { name, forward, vjp, whole_prefix } => {
                 bounds.push(Bound::Float);
                 let idx: Vec<TokenStream> = (0..parents.len()).map(|i| quote!(__ctx[__reads[#i]])).collect();
                 let count = parents.len();
@@ -281,7 +281,7 @@ fn full(def: &GraphDef, graph: &Graph, names: &Names) -> TokenStream {
                 quote_spanned!(span=> {
                     let __reads: [usize; #count] = [#(#parents.index()),*];
                     #ty::opaque(
-                        "opaque",
+                        #name,
                         &[#(&#parents),*],
                         move |__ctx: &[#p::RawTensor<#s>], _: &#data| -> #p::RawTensor<#s> {
                             #[allow(clippy::type_complexity)]

@@ -56,8 +56,9 @@ pub(crate) enum NodeKind {
     /// `x * c` with a constant `c`.
     Scale(Expr),
     /// `vjp` returns one gradient per read value, or with `whole_prefix` (`vjp_all`) one tensor
-    /// per position of the prefix.
+    /// per position of the prefix. `name` (the binding's) is shown in descriptions.
     Opaque {
+        name: String,
         forward: ExprClosure,
         vjp: ExprClosure,
         whole_prefix: bool,
