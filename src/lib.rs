@@ -182,7 +182,7 @@ pub use exactgrad_runtime::*;
 pub mod __private {
     pub use ::core::option::Option;
     pub use ::std::vec::Vec;
-    pub use exactgrad_runtime::dsl::{constant, opaque_pack};
+    pub use exactgrad_runtime::dsl::{constant, constant_f64, opaque_pack};
     pub use exactgrad_runtime::{
         num_traits, ops, rules, typenum, FromParents, GraphData, MacroBuilder, Nil, Node, Pack, Position, RawTensor,
         Scalar, Snoc, Tensor,

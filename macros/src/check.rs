@@ -87,6 +87,14 @@ pub(crate) fn lower(def: &GraphDef) -> Result<Graph, syn::Error> {
     for input in &def.inputs {
         let shape = l.shape(&input.shape);
         let key = input.name.to_string();
+        let reserved = key == "output"
+            || (key.starts_with("output") && key[6..].parse::<usize>().is_ok() && def.outputs.len() > 1);
+        if reserved {
+            l.errors.at(
+                input.name.span(),
+                format!("`{key}` names an output handle of the generated `…Handles` struct; rename the input"),
+            );
+        }
         if l.names.contains_key(&key) {
             l.errors
                 .at(input.name.span(), format!("the input `{key}` is declared twice; give each input its own name"));
@@ -352,6 +360,16 @@ impl Lowering<'_> {
                 return None;
             }
             let v = self.value(args[0])?;
+            match self.operand(args[1])? {
+                Operand::Const(_) => {}
+                Operand::Value(_) => {
+                    self.errors.at_site(
+                        &Site::new(args[1].span(), args[1]),
+                        "scale multiplies by a constant (`scale(x, 0.5)`); to multiply two graph values write `x * y`",
+                    );
+                    return None;
+                }
+            }
             let shape = self.graph.shape_of(v).clone();
             return Some(self.push(NodeKind::Scale(args[1].clone()), vec![v], shape, site));
         }

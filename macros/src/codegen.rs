@@ -114,6 +114,7 @@ fn bound_tokens(b: Bound, s: &Ident) -> TokenStream {
         Bound::Neg => quote!(::core::ops::Neg<Output = #s>),
         Bound::Div => quote!(::core::ops::Div<Output = #s>),
         Bound::FromPrimitive => quote!(#p::num_traits::FromPrimitive),
+        Bound::Num => quote!(#p::num_traits::Num),
         Bound::PartialOrd => quote!(::core::cmp::PartialOrd),
         Bound::Float => quote!(#p::num_traits::Float),
     }
@@ -163,7 +164,7 @@ fn common(
         (0..outputs.len()).map(|k| format_ident!("output{k}")).collect()
     };
     let input_list = snoc(input_shapes.iter().cloned());
-    let scalar = format_ident!("__S");
+    let scalar = scalar_ident(def);
     let all_dims: Vec<&Ident> = dims.iter().collect();
     let _ = def;
     let items = quote! {
@@ -206,9 +207,25 @@ fn common(
     Common { items, generics, dim_bounds }
 }
 
+/// The scalar type parameter: the user's, or a hidden `__S`.
+fn scalar_ident(def: &GraphDef) -> Ident {
+    def.scalar.as_ref().map_or_else(|| format_ident!("__S"), |(i, _)| i.clone())
+}
+
+/// The user's bounds on the scalar parameter, as `+ bound` items.
+fn user_bounds(def: &GraphDef) -> TokenStream {
+    match &def.scalar {
+        Some((_, bounds)) => {
+            let b = bounds.iter();
+            quote!(#(+ #b)*)
+        }
+        None => TokenStream::new(),
+    }
+}
+
 fn full(def: &GraphDef, graph: &Graph, names: &Names) -> TokenStream {
     let p = private();
-    let s = format_ident!("__S");
+    let s = scalar_ident(def);
     let n_in = graph.inputs.len();
     let value = |v: usize| format_ident!("__v{}", v, span = Span::mixed_site());
     let input_shapes: Vec<TokenStream> = graph.inputs.iter().map(|(n, sh)| shape_tokens(sh, n.span())).collect();
@@ -252,12 +269,12 @@ fn full(def: &GraphDef, graph: &Graph, names: &Names) -> TokenStream {
                 quote_spanned!(span=> #ty::compact(#p::ops::#rt::new(#(#parents.index()),*), &[#(&#parents),*]))
             }
             NodeKind::Scale(c) => {
-                bounds.extend([Bound::Mul, Bound::FromPrimitive]);
+                bounds.extend([Bound::Mul, Bound::Num]);
                 let x = &parents[0];
-                let c = float_constant(c);
-                quote_spanned!(span=> match #p::constant::<#s>(#c) {
+                let c = constant_tokens(c, &s);
+                quote_spanned!(span=> match #c {
                     ::core::option::Option::Some(__k) => #ty::compact(#p::ops::Scale::new(#x.index(), __k), &[&#x]),
-                    ::core::option::Option::None => #ty::failed("scale", "the constant is not representable in the scalar type"),
+                    ::core::option::Option::None => #ty::failed("scale", &[&#x], "the constant is not representable in the scalar type"),
                 })
             }
             NodeKind::Opaque { name, forward, vjp, whole_prefix } => {
@@ -301,6 +318,7 @@ fn full(def: &GraphDef, graph: &Graph, names: &Names) -> TokenStream {
     bounds.sort();
     bounds.dedup();
     let scalar_bounds = bounds.iter().map(|&b| bound_tokens(b, &s));
+    let user = user_bounds(def);
     let attrs = &def.attrs;
     let vis = &def.vis;
     let name = &def.name;
@@ -319,7 +337,7 @@ fn full(def: &GraphDef, graph: &Graph, names: &Names) -> TokenStream {
         #(#attrs)*
         #vis fn #name<#s, #generics>() -> (#alias<#s, #generics>, #handles<#generics>)
         where
-            #s: #p::Scalar #(+ #scalar_bounds)*,
+            #s: #p::Scalar #(+ #scalar_bounds)* #user,
             #dim_bounds
         {
             #body
@@ -328,11 +346,39 @@ fn full(def: &GraphDef, graph: &Graph, names: &Names) -> TokenStream {
     }
 }
 
-/// A constant expression with integer literals written as float literals, so it is an `f64`.
+/// The scalar constant for `c`: a (possibly negated) literal is parsed in the scalar type itself
+/// (rounded once); any other constant expression is evaluated in `f64` first.
+fn constant_tokens(c: &syn::Expr, s: &Ident) -> TokenStream {
+    let p = private();
+    if let Some(text) = literal_text(c) {
+        return quote!(#p::constant::<#s>(#text));
+    }
+    let v = float_constant(c);
+    quote!(#p::constant_f64::<#s>(#v))
+}
+
+/// The text of `lit` or `-lit` (suffix dropped), if `c` is one.
+fn literal_text(c: &syn::Expr) -> Option<String> {
+    match c {
+        syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Int(i), .. }) => Some(i.base10_digits().to_owned()),
+        syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Float(f), .. }) => Some(f.base10_digits().to_owned()),
+        syn::Expr::Unary(syn::ExprUnary { op: syn::UnOp::Neg(_), expr, .. }) => {
+            literal_text(expr).filter(|t| !t.starts_with('-')).map(|t| format!("-{t}"))
+        }
+        syn::Expr::Paren(p) => literal_text(&p.expr),
+        _ => None,
+    }
+}
+
+/// A constant expression with every literal written as an unsuffixed float literal, so it is an
+/// `f64` expression.
 fn float_constant(e: &syn::Expr) -> TokenStream {
     match e {
         syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Int(i), .. }) => {
             syn::LitFloat::new(&format!("{}.0", i.base10_digits()), i.span()).to_token_stream()
+        }
+        syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Float(f), .. }) => {
+            syn::LitFloat::new(f.base10_digits(), f.span()).to_token_stream()
         }
         syn::Expr::Unary(u) => {
             let (op, inner) = (&u.op, float_constant(&u.expr));
@@ -356,12 +402,14 @@ fn custom(path: &Path, ty: &TokenStream, parents: &[Ident], span: Span) -> Token
 /// user's other code still type-checks and sees only the real errors.
 fn stub(def: &GraphDef, names: &Names) -> TokenStream {
     let p = private();
-    let s = format_ident!("__S");
-    // Keep the first of duplicate inputs and only the dims the inputs use, so the stub itself
-    // type-checks.
+    let s = scalar_ident(def);
+    let user = user_bounds(def);
+    // Keep the first of duplicate inputs, drop inputs named like output handles, and keep only the
+    // dims the inputs use, so the stub itself type-checks.
     let mut inputs: Vec<&crate::parse::InputDecl> = Vec::new();
     for i in &def.inputs {
-        if !inputs.iter().any(|j| j.name == i.name) {
+        let reserved = i.name.to_string().starts_with("output");
+        if !reserved && !inputs.iter().any(|j| j.name == i.name) {
             inputs.push(i);
         }
     }
@@ -384,7 +432,7 @@ fn stub(def: &GraphDef, names: &Names) -> TokenStream {
         #(#attrs)*
         #vis fn #name<#s, #generics>() -> (#alias<#s, #generics>, #handles<#generics>)
         where
-            #s: #p::Scalar,
+            #s: #p::Scalar #user,
             #dim_bounds
         {
             ::core::unreachable!("graph! reported errors for this graph")

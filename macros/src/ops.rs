@@ -41,6 +41,7 @@ pub(crate) enum Bound {
     Neg,
     Div,
     FromPrimitive,
+    Num,
     PartialOrd,
     Float,
 }

@@ -42,6 +42,8 @@ pub(crate) struct GraphDef {
     pub(crate) vis: Visibility,
     pub(crate) name: Ident,
     pub(crate) dims: Vec<Ident>,
+    /// The scalar type parameter, when the user names it with bounds: `fn f<T: Float, B>(…)`.
+    pub(crate) scalar: Option<(Ident, Punctuated<syn::TypeParamBound, Token![+]>)>,
     pub(crate) inputs: Vec<InputDecl>,
     pub(crate) data: Vec<DataDecl>,
     pub(crate) outputs: Vec<ShapeDecl>,
@@ -88,10 +90,31 @@ impl Parse for GraphDef {
         input.parse::<Token![fn]>()?;
         let name: Ident = input.parse()?;
         let mut dims = Vec::new();
+        let mut scalar = None;
         if input.peek(Token![<]) {
             input.parse::<Token![<]>()?;
             while !input.peek(Token![>]) {
-                dims.push(input.parse::<Ident>()?);
+                let ident = input.parse::<Ident>()?;
+                if input.peek(Token![:]) {
+                    input.parse::<Token![:]>()?;
+                    let mut bounds = Punctuated::new();
+                    loop {
+                        bounds.push_value(input.parse::<syn::TypeParamBound>()?);
+                        if !input.peek(Token![+]) {
+                            break;
+                        }
+                        bounds.push_punct(input.parse::<Token![+]>()?);
+                    }
+                    if scalar.is_some() {
+                        return Err(syn::Error::new(
+                            ident.span(),
+                            "only the scalar type parameter takes bounds (`fn f<T: Float, B>`); dims are written without bounds",
+                        ));
+                    }
+                    scalar = Some((ident, bounds));
+                } else {
+                    dims.push(ident);
+                }
                 if !input.peek(Token![>]) {
                     input.parse::<Token![,]>()?;
                 }
@@ -157,6 +180,6 @@ impl Parse for GraphDef {
         if !body.is_empty() {
             return Err(body.error("the body is `let` bindings followed by one result expression"));
         }
-        Ok(GraphDef { attrs, vis, name, dims, inputs, data, outputs, lets, result })
+        Ok(GraphDef { attrs, vis, name, dims, scalar, inputs, data, outputs, lets, result })
     }
 }

@@ -1,18 +1,40 @@
 //! Small helpers the `graph!` macro's generated code calls (also usable by hand).
 
-use num_traits::FromPrimitive;
+use num_traits::Num;
 
 use crate::scalar::Scalar;
 use crate::tensor::RawTensor;
 
-/// The constant `c` in the scalar type, or `None` when it is not representable.
+/// The constant written `literal` (decimal, optional sign) in the scalar type, parsed directly
+/// (so an `f32` constant is rounded once, not via `f64`), or `None` when the scalar type cannot
+/// represent it (`0.5` for an integer type).
 ///
 /// ```
-/// assert_eq!(exactgrad_runtime::dsl::constant::<f32>(0.5), Some(0.5));
-/// assert_eq!(exactgrad_runtime::dsl::constant::<u8>(1e9), None);
+/// use exactgrad_runtime::dsl::constant;
+/// assert_eq!(constant::<f32>("1.0000000596046448").map(f32::to_bits), Some(0x3f80_0001));
+/// assert_eq!(constant::<i64>("-3"), Some(-3));
+/// assert_eq!(constant::<i64>("0.5"), None);
+/// assert_eq!(constant::<f64>("-0.0").map(f64::to_bits), Some((-0.0f64).to_bits()));
 /// ```
-pub fn constant<A: FromPrimitive>(c: f64) -> Option<A> {
-    A::from_f64(c)
+pub fn constant<A: Num>(literal: &str) -> Option<A> {
+    A::from_str_radix(literal, 10).ok()
+}
+
+/// A constant computed in `f64` (e.g. `0.25 * 4.0`) in the scalar type: integral values as
+/// integers, others through their shortest decimal form; `None` when not representable.
+///
+/// ```
+/// use exactgrad_runtime::dsl::constant_f64;
+/// assert_eq!(constant_f64::<i32>(1.0), Some(1));
+/// assert_eq!(constant_f64::<i32>(0.5), None);
+/// assert_eq!(constant_f64::<f32>(0.5), Some(0.5));
+/// ```
+pub fn constant_f64<A: Num>(v: f64) -> Option<A> {
+    if v.fract() == 0.0 && v.abs() < 9.0e15 && !(v == 0.0 && v.is_sign_negative()) {
+        constant(&format!("{v:.0}"))
+    } else {
+        constant(&format!("{v:?}"))
+    }
 }
 
 /// The dense VJP pack of an opaque node that returned one gradient per value it read: `zeros` at

@@ -175,11 +175,11 @@ impl<A: Scalar, D: 'static, S: Shape> Node<A, D, S> {
 
     /// A node that could not be built (e.g. a constant not representable in the scalar type):
     /// pushing it works, and `compile` reports `message` with the node index and `name`.
-    pub fn failed(name: &str, message: &str) -> Self {
+    pub fn failed(name: &str, reads: &[&dyn ErasedPosition], message: &str) -> Self {
         let name = name.to_owned();
         let mut node = Self::opaque(
             name,
-            &[],
+            reads,
             |_, _| unreachable!("compile rejects failed nodes before running them"),
             |_, _, _| unreachable!("compile rejects failed nodes before running them"),
         );
