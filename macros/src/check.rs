@@ -374,11 +374,23 @@ impl Lowering<'_> {
             return Some(self.push(NodeKind::Scale(args[1].clone()), vec![v], shape, site));
         }
         let Some(op) = ops::lookup(&name) else {
-            self.errors.at(ident.span(), format!("unknown op `{name}`; the built-in ops are {}", ops::names()));
+            self.errors.at(ident.span(), format!(
+                    "unknown op `{name}`; the built-in ops are {}, and a user op is a CamelCase type called with a declared shape (`let y: [d0, …] = MyOp(x);`)",
+                    ops::names()
+                ));
             return None;
         };
         if args.len() != op.arity {
-            self.errors.at_site(site, format!("{} takes {} argument(s), got {}", op.name, op.arity, args.len()));
+            self.errors.at_site(
+                site,
+                format!(
+                    "{} takes {} argument{}, got {}",
+                    op.name,
+                    op.arity,
+                    if op.arity == 1 { "" } else { "s" },
+                    args.len()
+                ),
+            );
             return None;
         }
         let values: Vec<Option<usize>> = args.iter().map(|a| self.value(a)).collect();
