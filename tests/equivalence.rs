@@ -2,9 +2,11 @@
 //!
 //! Random graphs are built through the untyped API from a *recipe* of small choice integers that
 //! is interpreted deterministically (so proptest shrinks graphs, values and seeds together). The
-//! graphs (1 to 40 nodes) mix every built-in op, repeated parents (`x + x`, `x * x`,
-//! `matmul(x, x)`), fan-out, three kinds of opaque node (an ordinary one, one whose VJP is non-zero
-//! at a zero cotangent, one producing NaN in its forward and its VJP) and a user compact op whose
+//! graphs (1 to 40 nodes) mix every built-in op (for floats also `sigmoid`, `softplus`, `log`,
+//! `sqrt`, `gelu` and `div`; `square`, `max` and `min` for every scalar), repeated parents
+//! (`x + x`, `x * x`, `matmul(x, x)`, `div(x, x)`, `max(x, x)`), fan-out, three kinds of opaque
+//! node (an ordinary one, one whose VJP is non-zero at a zero cotangent, one producing NaN in its
+//! forward and its VJP) and a user compact op whose
 //! contributions carry non-zero uniforms (built-in ops only ever push the uniform `+0`, which
 //! would leave most of the deferred history of §5 untested). Inputs and seeds (on inputs and on
 //! intermediates) are drawn from an adversarial mix of `±0`, NaNs with several payloads (quiet,
@@ -68,6 +70,22 @@ trait TestScalar:
     fn nan_vjp() -> Self;
     /// `tanh(a)` (`exp(a)` when `exp`) for floats; a built-in op that fits for other scalars.
     fn transcendental(exp: bool, a: usize) -> NodeData<Self, ()>;
+    /// For floats, one of `sigmoid`, `softplus`, `log`, `sqrt`, `gelu` (by `which`); a built-in op
+    /// that fits for other scalars.
+    fn elementary(which: u8, a: usize) -> NodeData<Self, ()>;
+    /// `div(a, b)` for floats; `mul(a, b)` for integers (whose `/` panics on a zero divisor).
+    fn quotient(a: usize, b: usize) -> NodeData<Self, ()>;
+}
+
+/// The float ops without an integer counterpart, by `which`.
+fn float_elementary<T: TestScalar + num_traits::Float>(which: u8, a: usize) -> NodeData<T, ()> {
+    match which % 5 {
+        0 => NodeData::compact(ops::Sigmoid::new(a)),
+        1 => NodeData::compact(ops::Softplus::new(a)),
+        2 => NodeData::compact(ops::Log::new(a)),
+        3 => NodeData::compact(ops::Sqrt::new(a)),
+        _ => NodeData::compact(ops::Gelu::new(a)),
+    }
 }
 
 impl TestScalar for f64 {
@@ -117,6 +135,12 @@ impl TestScalar for f64 {
             NodeData::compact(ops::Tanh::new(a))
         }
     }
+    fn elementary(which: u8, a: usize) -> NodeData<Self, ()> {
+        float_elementary(which, a)
+    }
+    fn quotient(a: usize, b: usize) -> NodeData<Self, ()> {
+        NodeData::compact(ops::Div::new(a, b))
+    }
 }
 
 impl TestScalar for f32 {
@@ -165,6 +189,12 @@ impl TestScalar for f32 {
             NodeData::compact(ops::Tanh::new(a))
         }
     }
+    fn elementary(which: u8, a: usize) -> NodeData<Self, ()> {
+        float_elementary(which, a)
+    }
+    fn quotient(a: usize, b: usize) -> NodeData<Self, ()> {
+        NodeData::compact(ops::Div::new(a, b))
+    }
 }
 
 /// An exact scalar (wrapping integer arithmetic is associative and commutative, `x + 0 == x`).
@@ -195,6 +225,12 @@ impl TestScalar for Int {
         } else {
             NodeData::compact(ops::Neg::new(a))
         }
+    }
+    fn elementary(which: u8, a: usize) -> NodeData<Self, ()> {
+        Self::transcendental(which.is_multiple_of(2), a)
+    }
+    fn quotient(a: usize, b: usize) -> NodeData<Self, ()> {
+        NodeData::compact(ops::Mul::new(a, b))
     }
 }
 
@@ -240,11 +276,13 @@ fn assert_bits_eq<T: TestScalar>(a: &[RawTensor<T>], b: &[RawTensor<T>]) {
 /// The shapes inputs and opaque nodes may take (other shapes arise from matmul, e.g. 3×3).
 const SHAPES: [&[usize]; 7] = [&[4], &[2, 2], &[2, 3], &[3, 2], &[], &[2], &[3]];
 
-/// Number of node kinds: 13 built-in ops, 3 opaque kinds and a user compact op with uniforms
-/// (twice as likely as the others).
-const KINDS: u8 = 18;
+/// Number of node kinds: 18 built-in kinds (the last one picks among five float ops), 3 opaque
+/// kinds and a user compact op with uniforms (twice as likely as the others).
+const KINDS: u8 = 23;
 /// Built-in kinds only (0..BUILTIN).
-const BUILTIN: u8 = 13;
+const BUILTIN: u8 = 18;
+/// The first kind of the user compact op [`Uniforms`].
+const UNIFORMS: u8 = 21;
 
 /// Choices of one node: kind, first parent, second parent, extra (shape, factor, target…).
 type NodeChoice = (u8, u8, u8, u8);
@@ -389,7 +427,7 @@ impl<T: TestScalar> Case<T> {
         for &(kind, a, b, extra) in &r.nodes {
             let kind = if builtin_only { kind % BUILTIN } else { kind % KINDS };
             let (a, b) = (usize::from(a), usize::from(b));
-            if kind >= 16 {
+            if kind >= UNIFORMS {
                 // 0 to 3 `fill(u0)` nodes, then one node of the drawn variant: the history gets
                 // runs of equal uniforms, and the last node (run first) writes its support in
                 // the middle of such a run.
@@ -481,8 +519,13 @@ impl<T: TestScalar> Case<T> {
             10 => NodeData::compact(ops::Relu::new(pa)),
             11 => T::transcendental(false, pa),
             12 => T::transcendental(true, pa),
-            13 => Self::opaque_ordinary(dims, pa, extra),
-            14 => Self::opaque_bias(dims, pa, b % len, extra),
+            13 => NodeData::compact(ops::Square::new(pa)),
+            14 => T::quotient(pa, same()),
+            15 => NodeData::compact(ops::Max::new(pa, same())),
+            16 => NodeData::compact(ops::Min::new(pa, same())),
+            17 => T::elementary(extra, pa),
+            18 => Self::opaque_ordinary(dims, pa, extra),
+            19 => Self::opaque_bias(dims, pa, b % len, extra),
             _ => Self::opaque_nan(dims, pa, b % len, extra),
         }
     }

@@ -1,0 +1,124 @@
+//! `div(a, b)`: elementwise `y[i] = a[i] / b[i]`.
+//!
+//! VJP: `add(single(a, δ / b), single(b, 0 - ((δ * y) / b)))` with the saved output `y` (δ left,
+//! negation as `0 - v`). Both terms round once per operation in the order written: `δ / b`;
+//! then `δ * y`, `/ b`, `0 - ·`.
+//!
+//! With `a == b` (same position, `y = 1` for finite non-zero `b`) the local gradient is
+//! `(δ / b) + (0 - ((δ * 1) / b))`, which is `+0` whenever `δ / b` is finite.
+//!
+//! IEEE special values follow `/`: a zero divisor gives `±∞` or NaN in the value and in both
+//! gradients. The op is generic over any scalar with `/`, `*` and `-`; for integer scalars the
+//! scalar's `/` decides what a zero divisor does (Rust's integer division panics).
+
+use core::ops::{Div as DivOp, Mul as MulOp, Sub as SubOp};
+
+use crate::contributions::{Contrib, Contributions};
+use crate::graph::{CompactOp, Node, SavedValues};
+use crate::scalar::Scalar;
+use crate::shape::{Dims, Position, Shape};
+use crate::tensor::RawTensor;
+
+/// Elementwise quotient of two positions of the same shape.
+#[derive(Clone, Debug)]
+pub struct Div {
+    parents: [usize; 2],
+}
+
+impl Div {
+    /// `a / b` for the positions `a` and `b`.
+    pub fn new(a: usize, b: usize) -> Self {
+        Div { parents: [a, b] }
+    }
+}
+
+impl<A: Scalar + DivOp<Output = A> + MulOp<Output = A> + SubOp<Output = A>, D> CompactOp<A, D> for Div {
+    fn name(&self) -> &str {
+        "div"
+    }
+    fn parents(&self) -> &[usize] {
+        &self.parents
+    }
+    fn output_dims(&self, prefix: &[Dims]) -> Result<Dims, String> {
+        super::same_dims("div", prefix, self.parents[0], self.parents[1])
+    }
+    fn forward(&self, ctx: &[RawTensor<A>], _: &D) -> RawTensor<A> {
+        let (a, b) = (ctx[self.parents[0]].data(), ctx[self.parents[1]].data());
+        RawTensor::from_fn(ctx[self.parents[0]].dims(), |i| a[i].clone() / b[i].clone())
+    }
+    fn contributions(&self, saved: &SavedValues<'_, A, D>, g: &RawTensor<A>, c: &mut Contributions<A>) -> Contrib {
+        let [a, b] = self.parents;
+        let (bv, y, gd) = (saved.prefix[b].data(), saved.output.data(), g.data());
+        let ga = c.tensor(g.dims(), |i| gd[i].clone() / bv[i].clone());
+        let gb = c.tensor(g.dims(), |i| A::zero() - (gd[i].clone() * y[i].clone()) / bv[i].clone());
+        let l = c.single(a, ga);
+        let r = c.single(b, gb);
+        c.add(l, r)
+    }
+}
+
+/// Typed `a / b` (elementwise).
+pub fn div<A: Scalar + DivOp<Output = A> + MulOp<Output = A> + SubOp<Output = A>, D: 'static, S: Shape, Br>(
+    a: Position<S, Br>,
+    b: Position<S, Br>,
+) -> Node<A, D, S> {
+    Node::compact(Div::new(a.index(), b.index()), &[&a, &b])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ops::testing::{bits, forward, gradcheck, sample, vjp};
+
+    fn v(x: &[f64]) -> RawTensor<f64> {
+        RawTensor::from_vec(Dims::vector(x.len()), x.to_vec()).unwrap()
+    }
+
+    #[test]
+    fn values_and_exact_gradient() {
+        let (a, b) = (v(&[1.0, -3.0, 0.7]), v(&[4.0, 2.0, 0.3]));
+        let y = forward(Div::new(0, 1), &[a.clone(), b.clone()]);
+        assert_eq!(bits(&y), [0.25f64.to_bits(), (-1.5f64).to_bits(), (0.7f64 / 0.3).to_bits()]);
+        let g = v(&[2.0, 1.0, 0.9]);
+        let d = vjp(Div::new(0, 1), &[a, b], &g);
+        assert_eq!(bits(&d[0]), [0.5f64.to_bits(), 0.5f64.to_bits(), (0.9f64 / 0.3).to_bits()]);
+        let y2 = 0.7f64 / 0.3;
+        assert_eq!(bits(&d[1]), [(-0.125f64).to_bits(), 0.75f64.to_bits(), (0.0 - (0.9 * y2) / 0.3).to_bits()]);
+    }
+
+    #[test]
+    fn gradient_matches_finite_differences() {
+        let b = sample(&[3, 2], 28).map(|x| if *x < 0.0 { x - 0.5 } else { x + 0.5 });
+        gradcheck(Div::new(0, 1), &[sample(&[3, 2], 27), b], 1e-7);
+        gradcheck(Div::new(0, 0), &[sample(&[4], 29).map(|x| x + 2.0)], 1e-7);
+    }
+
+    #[test]
+    fn x_over_x_has_zero_gradient() {
+        let x = v(&[3.0, -0.1, 1e-300]);
+        let g = v(&[1.0, -0.0, 5.0]);
+        assert_eq!(bits(&forward(Div::new(0, 0), std::slice::from_ref(&x))), [1.0f64.to_bits(); 3]);
+        assert_eq!(bits(&vjp(Div::new(0, 0), &[x], &g)[0]), [0, 0, 0]);
+    }
+
+    #[test]
+    fn special_values() {
+        let (a, b) = (v(&[1.0, 0.0, f64::INFINITY, 1.0, f64::NAN]), v(&[0.0, 0.0, 2.0, f64::INFINITY, 1.0]));
+        let y = forward(Div::new(0, 1), &[a.clone(), b.clone()]);
+        assert_eq!(y.data()[0], f64::INFINITY);
+        assert!(y.data()[1].is_nan());
+        assert_eq!(bits(&y)[2..4], [f64::INFINITY.to_bits(), 0]);
+        assert!(y.data()[4].is_nan());
+        let d = vjp(Div::new(0, 1), &[a, b], &v(&[1.0; 5]));
+        // δ / 0 = ∞; 0 - (1 * ∞) / 0 = -∞.
+        assert_eq!(bits(&d[0])[0], f64::INFINITY.to_bits());
+        assert_eq!(bits(&d[1])[0], f64::NEG_INFINITY.to_bits());
+        // 1 / ∞ = 0 and 0 - (1 * 0) / ∞ = +0.
+        assert_eq!([bits(&d[0])[3], bits(&d[1])[3]], [0, 0]);
+        // y = ∞ / 2 = ∞: 1 / 2 and 0 - (1 * ∞) / 2 = -∞.
+        assert_eq!([bits(&d[0])[2], bits(&d[1])[2]], [0.5f64.to_bits(), f64::NEG_INFINITY.to_bits()]);
+        // A NaN numerator: δ / 1 = 1 at a, NaN at b.
+        assert_eq!(d[0].data()[4], 1.0);
+        assert!(d[1].data()[4].is_nan());
+    }
+}

@@ -1,0 +1,140 @@
+//! `max(a, b)`: elementwise maximum. `y[i]` is one of the operands, chosen by `left(a[i], b[i])`:
+//!
+//! * `a > b` or `a == b` (ties, including `-0.0` vs `+0.0`): `a` — so `max(-0.0, +0.0) = -0.0`;
+//! * `a < b`: `b`;
+//! * unordered (a NaN): the NaN propagates — `a` if `a` is unordered with itself (`a` is NaN),
+//!   else `b`. So a NaN operand always wins, and the left NaN's payload when both are NaN.
+//!
+//! VJP: `add(single(a, ma), single(b, mb))` with `ma[i] = if left { δ[i] } else { 0 }` and
+//! `mb[i] = if left { 0 } else { δ[i] }`: the whole cotangent goes to the chosen operand and the
+//! other gets `+0`. It is a select, not a product (like `relu`), so a NaN or infinite cotangent
+//! does not leak to the operand that was not chosen. With `a == b` (same position) the local
+//! gradient is `δ + 0`.
+
+use core::cmp::Ordering;
+
+use crate::contributions::{Contrib, Contributions};
+use crate::graph::{CompactOp, Node, SavedValues};
+use crate::scalar::Scalar;
+use crate::shape::{Dims, Position, Shape};
+use crate::tensor::RawTensor;
+
+/// Elementwise maximum of two positions of the same shape (ties and NaNs: see the module docs).
+#[derive(Clone, Debug)]
+pub struct Max {
+    parents: [usize; 2],
+}
+
+impl Max {
+    /// `max(a, b)` for the positions `a` and `b`.
+    pub fn new(a: usize, b: usize) -> Self {
+        Max { parents: [a, b] }
+    }
+}
+
+/// Whether `max` chooses the left operand.
+#[inline]
+fn left<A: PartialOrd>(a: &A, b: &A) -> bool {
+    match a.partial_cmp(b) {
+        Some(Ordering::Less) => false,
+        Some(_) => true,
+        None => a.partial_cmp(a).is_none(),
+    }
+}
+
+impl<A: Scalar + PartialOrd, D> CompactOp<A, D> for Max {
+    fn name(&self) -> &str {
+        "max"
+    }
+    fn parents(&self) -> &[usize] {
+        &self.parents
+    }
+    fn output_dims(&self, prefix: &[Dims]) -> Result<Dims, String> {
+        super::same_dims("max", prefix, self.parents[0], self.parents[1])
+    }
+    fn forward(&self, ctx: &[RawTensor<A>], _: &D) -> RawTensor<A> {
+        let (a, b) = (ctx[self.parents[0]].data(), ctx[self.parents[1]].data());
+        RawTensor::from_fn(
+            ctx[self.parents[0]].dims(),
+            |i| if left(&a[i], &b[i]) { a[i].clone() } else { b[i].clone() },
+        )
+    }
+    fn contributions(&self, saved: &SavedValues<'_, A, D>, g: &RawTensor<A>, c: &mut Contributions<A>) -> Contrib {
+        let [a, b] = self.parents;
+        let (av, bv, gd) = (saved.prefix[a].data(), saved.prefix[b].data(), g.data());
+        let ga = c.tensor(g.dims(), |i| if left(&av[i], &bv[i]) { gd[i].clone() } else { A::zero() });
+        let gb = c.tensor(g.dims(), |i| if left(&av[i], &bv[i]) { A::zero() } else { gd[i].clone() });
+        let l = c.single(a, ga);
+        let r = c.single(b, gb);
+        c.add(l, r)
+    }
+}
+
+/// Typed `max(a, b)` (elementwise).
+pub fn max<A: Scalar + PartialOrd, D: 'static, S: Shape, Br>(a: Position<S, Br>, b: Position<S, Br>) -> Node<A, D, S> {
+    Node::compact(Max::new(a.index(), b.index()), &[&a, &b])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ops::testing::{bits, forward, gradcheck, sample, vjp};
+
+    fn v(x: &[f64]) -> RawTensor<f64> {
+        RawTensor::from_vec(Dims::vector(x.len()), x.to_vec()).unwrap()
+    }
+
+    #[test]
+    fn values_and_gradient() {
+        let (a, b) = (v(&[1.0, -3.0, 2.0]), v(&[0.5, 4.0, 2.0]));
+        assert_eq!(forward(Max::new(0, 1), &[a.clone(), b.clone()]).data(), &[1.0, 4.0, 2.0]);
+        let d = vjp(Max::new(0, 1), &[a, b], &v(&[7.0, 8.0, 9.0]));
+        // Tie at element 2: the left operand gets δ.
+        assert_eq!((d[0].data(), d[1].data()), (&[7.0, 0.0, 9.0][..], &[0.0, 8.0, 0.0][..]));
+    }
+
+    #[test]
+    fn gradient_matches_finite_differences_away_from_ties() {
+        gradcheck(Max::new(0, 1), &[sample(&[3, 3], 30), sample(&[3, 3], 31)], 1e-7);
+    }
+
+    #[test]
+    fn special_values() {
+        let nan1 = f64::from_bits(0x7ff8_0000_0000_0001);
+        let nan2 = f64::from_bits(0xfff8_0000_0000_0002);
+        let a = v(&[-0.0, 0.0, nan1, 1.0, nan1, f64::NEG_INFINITY, 3.0]);
+        let b = v(&[0.0, -0.0, 1.0, nan2, nan2, f64::NEG_INFINITY, f64::INFINITY]);
+        let y = forward(Max::new(0, 1), &[a.clone(), b.clone()]);
+        let expected = [(-0.0f64).to_bits(), 0, nan1.to_bits(), nan2.to_bits(), nan1.to_bits()];
+        assert_eq!(bits(&y)[..5], expected);
+        assert_eq!(y.data()[5..], [f64::NEG_INFINITY, f64::INFINITY]);
+        // A NaN cotangent reaches only the chosen operand; the other gets +0.
+        let g = v(&[f64::NAN, -0.0, 2.0, 3.0, 4.0, 5.0, f64::NAN]);
+        let d = vjp(Max::new(0, 1), &[a, b], &g);
+        // At `a` the local value is `ma + 0` (SEMANTICS §4): the `-0.0` cotangent becomes `+0.0`.
+        assert!(d[0].data()[0].is_nan());
+        assert_eq!(bits(&d[0])[1..6], [0, 2.0f64.to_bits(), 0, 4.0f64.to_bits(), 5.0f64.to_bits()]);
+        assert_eq!(bits(&d[0])[6], 0);
+        assert_eq!(bits(&d[1])[..6], [0, 0, 0, 3.0f64.to_bits(), 0, 0]);
+        assert!(d[1].data()[6].is_nan());
+    }
+
+    #[test]
+    fn max_of_x_and_x_passes_delta_plus_zero() {
+        let x = v(&[1.0, f64::NAN]);
+        let d = vjp(Max::new(0, 0), &[x], &v(&[-0.0, 2.0]));
+        assert_eq!(bits(&d[0]), [0, 2.0f64.to_bits()]); // -0 + +0 = +0
+    }
+
+    #[test]
+    fn integers() {
+        let a = RawTensor::from_vec(Dims::vector(3), vec![1i64, 5, -2]).unwrap();
+        let b = RawTensor::from_vec(Dims::vector(3), vec![3i64, 5, -7]).unwrap();
+        let mut graph = crate::graph::RawGraph::<i64, ()>::new(vec![Dims::vector(3), Dims::vector(3)]);
+        let p = graph.push(crate::graph::NodeData::compact(Max::new(0, 1))).unwrap();
+        let saved = crate::saved::RawSavedGraph::compile(&graph, vec![a, b], ()).unwrap();
+        assert_eq!(saved.values()[p].data(), &[3, 5, -2]);
+        let grads = saved.backprop_from(p, RawTensor::from_vec(Dims::vector(3), vec![10, 20, 30]).unwrap()).unwrap();
+        assert_eq!((grads[0].data(), grads[1].data()), (&[0, 20, 30][..], &[10, 0, 0][..]));
+    }
+}

@@ -1,0 +1,101 @@
+//! `sigmoid(a)`: `y[i] = 1 / (1 + exp(-a[i]))`, evaluated in exactly this order (`-a` is the sign
+//! flip, then `exp`, then `1 + ·`, then `1 / ·`).
+//!
+//! VJP: `single(a, δ * (y * (1 - y)))` with the saved output `y` (δ left).
+//!
+//! The formula never produces a NaN from a non-NaN input: for `a → -∞`, `exp(-a)` overflows to
+//! `+∞` and `y = 1 / ∞ = +0` (in `f64` this happens below about `-709.8`, where the exact value
+//! would still be a tiny normal or subnormal number); for `a → +∞`, `y = 1`. A NaN input gives a
+//! NaN.
+
+use num_traits::Float;
+
+use crate::contributions::{Contrib, Contributions};
+use crate::graph::{CompactOp, Node, SavedValues};
+use crate::scalar::Scalar;
+use crate::shape::{Dims, Position, Shape};
+use crate::tensor::RawTensor;
+
+/// The logistic function `1 / (1 + exp(-x))` of one scalar, in the order documented on the
+/// module (shared with [`Softplus`](super::Softplus), whose derivative it is).
+#[inline]
+pub(crate) fn logistic<A: Float>(x: A) -> A {
+    A::one() / (A::one() + (-x).exp())
+}
+
+/// Logistic sigmoid.
+#[derive(Clone, Debug)]
+pub struct Sigmoid {
+    parents: [usize; 1],
+}
+
+impl Sigmoid {
+    /// `sigmoid(a)` for the position `a`.
+    pub fn new(a: usize) -> Self {
+        Sigmoid { parents: [a] }
+    }
+}
+
+impl<A: Scalar + Float, D> CompactOp<A, D> for Sigmoid {
+    fn name(&self) -> &str {
+        "sigmoid"
+    }
+    fn parents(&self) -> &[usize] {
+        &self.parents
+    }
+    fn output_dims(&self, prefix: &[Dims]) -> Result<Dims, String> {
+        super::dims_at("sigmoid", prefix, self.parents[0])
+    }
+    fn forward(&self, ctx: &[RawTensor<A>], _: &D) -> RawTensor<A> {
+        ctx[self.parents[0]].map(|x| logistic(*x))
+    }
+    fn contributions(&self, saved: &SavedValues<'_, A, D>, g: &RawTensor<A>, c: &mut Contributions<A>) -> Contrib {
+        let (y, gd) = (saved.output.data(), g.data());
+        let t = c.tensor(g.dims(), |i| gd[i] * (y[i] * (A::one() - y[i])));
+        c.single(self.parents[0], t)
+    }
+}
+
+/// Typed `sigmoid(a)`.
+pub fn sigmoid<A: Scalar + Float, D: 'static, S: Shape, Br>(a: Position<S, Br>) -> Node<A, D, S> {
+    Node::compact(Sigmoid::new(a.index()), &[&a])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ops::testing::{bits, forward, gradcheck, sample, vjp};
+
+    #[test]
+    fn values() {
+        let x = RawTensor::from_vec(Dims::vector(3), vec![0.0, 2.0, -1.5]).unwrap();
+        let y = forward(Sigmoid::new(0), &[x]);
+        assert_eq!(y.data()[0], 0.5);
+        for (v, x) in y.data()[1..].iter().zip([2.0f64, -1.5]) {
+            assert!((v - 1.0 / (1.0 + (-x).exp())).abs() < 1e-16);
+        }
+    }
+
+    #[test]
+    fn gradient_matches_finite_differences() {
+        gradcheck(Sigmoid::new(0), &[sample(&[3, 3], 21)], 1e-7);
+        let wide = RawTensor::from_vec(Dims::vector(4), vec![-8.0, -3.0, 3.0, 8.0]).unwrap();
+        gradcheck(Sigmoid::new(0), &[wide], 1e-7);
+    }
+
+    #[test]
+    fn special_values() {
+        let x = RawTensor::from_vec(Dims::vector(5), vec![f64::INFINITY, f64::NEG_INFINITY, -1000.0, -0.0, f64::NAN])
+            .unwrap();
+        let y = forward(Sigmoid::new(0), std::slice::from_ref(&x));
+        assert_eq!(bits(&y)[..4], [1.0f64.to_bits(), 0, 0, 0.5f64.to_bits()]);
+        assert!(y.data()[4].is_nan());
+        // Saturated units pass `δ * (1 * 0)` and `δ * (0 * 1)`: zeros, NaN only from a NaN δ.
+        let g = RawTensor::from_vec(Dims::vector(5), vec![2.0, -2.0, f64::NAN, 4.0, 1.0]).unwrap();
+        let d = vjp(Sigmoid::new(0), &[x], &g);
+        assert_eq!(bits(&d[0])[..2], [0, (-0.0f64).to_bits()]);
+        assert!(d[0].data()[2].is_nan());
+        assert_eq!(d[0].data()[3], 1.0);
+        assert!(d[0].data()[4].is_nan());
+    }
+}

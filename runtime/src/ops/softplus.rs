@@ -1,0 +1,121 @@
+//! `softplus(a)`: `y[i] = ln(1 + exp(a[i]))`, computed stably as
+//!
+//! ```text
+//! y = if a > 0 { a + ln_1p(exp(-a)) } else { ln_1p(exp(a)) }
+//! ```
+//!
+//! (`max(a, 0) + ln_1p(exp(-|a|))` written as two branches; `ln_1p` is `Float::ln_1p`). `exp`
+//! only ever sees a non-positive argument, so it never overflows: `softplus(+∞) = +∞`,
+//! `softplus(-∞) = +0`, large `a` give `a` exactly (`a + 0`), very negative `a` give `exp(a)`
+//! to within rounding (subnormals included), and a NaN input falls into the second branch and
+//! gives a NaN.
+//!
+//! VJP: `single(a, δ * sigmoid(a))` (δ left), where `sigmoid(a) = 1 / (1 + exp(-a))` is computed
+//! from the saved input by the same kernel as the [`Sigmoid`](super::Sigmoid) op, so
+//! `softplus`'s gradient equals `δ * sigmoid(a)` bit for bit.
+
+use num_traits::Float;
+
+use super::sigmoid::logistic;
+use crate::contributions::{Contrib, Contributions};
+use crate::graph::{CompactOp, Node, SavedValues};
+use crate::scalar::Scalar;
+use crate::shape::{Dims, Position, Shape};
+use crate::tensor::RawTensor;
+
+/// Softplus `ln(1 + exp(x))`, in the stable form documented on the module.
+#[derive(Clone, Debug)]
+pub struct Softplus {
+    parents: [usize; 1],
+}
+
+impl Softplus {
+    /// `softplus(a)` for the position `a`.
+    pub fn new(a: usize) -> Self {
+        Softplus { parents: [a] }
+    }
+}
+
+#[inline]
+fn softplus_scalar<A: Float>(x: A) -> A {
+    if x > A::zero() {
+        x + (-x).exp().ln_1p()
+    } else {
+        x.exp().ln_1p()
+    }
+}
+
+impl<A: Scalar + Float, D> CompactOp<A, D> for Softplus {
+    fn name(&self) -> &str {
+        "softplus"
+    }
+    fn parents(&self) -> &[usize] {
+        &self.parents
+    }
+    fn output_dims(&self, prefix: &[Dims]) -> Result<Dims, String> {
+        super::dims_at("softplus", prefix, self.parents[0])
+    }
+    fn forward(&self, ctx: &[RawTensor<A>], _: &D) -> RawTensor<A> {
+        ctx[self.parents[0]].map(|x| softplus_scalar(*x))
+    }
+    fn contributions(&self, saved: &SavedValues<'_, A, D>, g: &RawTensor<A>, c: &mut Contributions<A>) -> Contrib {
+        let (x, gd) = (saved.prefix[self.parents[0]].data(), g.data());
+        let t = c.tensor(g.dims(), |i| gd[i] * logistic(x[i]));
+        c.single(self.parents[0], t)
+    }
+}
+
+/// Typed `softplus(a)`.
+pub fn softplus<A: Scalar + Float, D: 'static, S: Shape, Br>(a: Position<S, Br>) -> Node<A, D, S> {
+    Node::compact(Softplus::new(a.index()), &[&a])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ops::testing::{bits, forward, gradcheck, sample, vjp};
+    use crate::ops::Sigmoid;
+
+    #[test]
+    fn values() {
+        let x = RawTensor::from_vec(Dims::vector(4), vec![0.0, 1.5, -2.0, 30.0]).unwrap();
+        let y = forward(Softplus::new(0), &[x]);
+        assert!((y.data()[0] - core::f64::consts::LN_2).abs() < 1e-16);
+        for (v, x) in y.data()[1..3].iter().zip([1.5f64, -2.0]) {
+            assert!((v - (1.0 + x.exp()).ln()).abs() < 1e-15, "{v} at {x}");
+        }
+        // 30 + ln_1p(e^-30) = 30 + 9.4e-14: still above 30 (a naive `if x > 20 { x }` would drop it).
+        assert!(y.data()[3] > 30.0 && y.data()[3] - 30.0 < 1e-13);
+    }
+
+    #[test]
+    fn gradient_matches_finite_differences() {
+        gradcheck(Softplus::new(0), &[sample(&[3, 3], 22)], 1e-7);
+        let wide = RawTensor::from_vec(Dims::vector(4), vec![-12.0, -3.0, 3.0, 12.0]).unwrap();
+        gradcheck(Softplus::new(0), &[wide], 1e-7);
+    }
+
+    #[test]
+    fn gradient_is_delta_times_sigmoid_bitwise() {
+        let x = RawTensor::from_vec(Dims::vector(6), vec![-0.0, 0.7, -40.0, 800.0, -800.0, f64::NAN]).unwrap();
+        let g = RawTensor::from_vec(Dims::vector(6), vec![-0.0, 3.0, f64::NAN, 1.0, -1.0, 2.0]).unwrap();
+        let s = forward(Sigmoid::new(0), std::slice::from_ref(&x));
+        let expected = RawTensor::from_fn(x.dims(), |i| g.data()[i] * s.data()[i]);
+        assert_eq!(bits(&vjp(Softplus::new(0), &[x], &g)[0]), bits(&expected));
+    }
+
+    #[test]
+    fn special_values() {
+        let x = RawTensor::from_vec(
+            Dims::vector(6),
+            vec![f64::INFINITY, f64::NEG_INFINITY, 1e300, -1000.0, -700.0, f64::NAN],
+        )
+        .unwrap();
+        let y = forward(Softplus::new(0), &[x]);
+        assert_eq!(y.data()[0], f64::INFINITY);
+        assert_eq!(bits(&y)[1..4], [0, 1e300f64.to_bits(), 0]);
+        // exp(-700) ≈ 9.86e-305, and ln_1p of it is itself.
+        assert_eq!(y.data()[4], (-700.0f64).exp());
+        assert!(y.data()[5].is_nan());
+    }
+}

@@ -1,0 +1,94 @@
+//! `sqrt(a)`: `y[i] = sqrt(a[i])`.
+//!
+//! VJP: `single(a, δ / (y + y))` with the saved output `y`: `y + y` is exact (a doubling; it
+//! cannot overflow since `y ≤ sqrt(MAX)`), so the gradient rounds once, in the division (the
+//! alternative `δ * (0.5 / y)` would round twice).
+//!
+//! IEEE special values follow `sqrt` and `/`: `sqrt(±0) = ±0` with gradient `δ / ±0 = ±∞` (NaN
+//! when `δ` is zero), `sqrt(+∞) = +∞` with gradient `δ / ∞ = ±0`, and a negative or NaN input gives
+//! a NaN value and a NaN gradient.
+
+use num_traits::Float;
+
+use crate::contributions::{Contrib, Contributions};
+use crate::graph::{CompactOp, Node, SavedValues};
+use crate::scalar::Scalar;
+use crate::shape::{Dims, Position, Shape};
+use crate::tensor::RawTensor;
+
+/// Elementwise square root.
+#[derive(Clone, Debug)]
+pub struct Sqrt {
+    parents: [usize; 1],
+}
+
+impl Sqrt {
+    /// `sqrt(a)` for the position `a`.
+    pub fn new(a: usize) -> Self {
+        Sqrt { parents: [a] }
+    }
+}
+
+impl<A: Scalar + Float, D> CompactOp<A, D> for Sqrt {
+    fn name(&self) -> &str {
+        "sqrt"
+    }
+    fn parents(&self) -> &[usize] {
+        &self.parents
+    }
+    fn output_dims(&self, prefix: &[Dims]) -> Result<Dims, String> {
+        super::dims_at("sqrt", prefix, self.parents[0])
+    }
+    fn forward(&self, ctx: &[RawTensor<A>], _: &D) -> RawTensor<A> {
+        ctx[self.parents[0]].map(|x| x.sqrt())
+    }
+    fn contributions(&self, saved: &SavedValues<'_, A, D>, g: &RawTensor<A>, c: &mut Contributions<A>) -> Contrib {
+        let (y, gd) = (saved.output.data(), g.data());
+        let t = c.tensor(g.dims(), |i| gd[i] / (y[i] + y[i]));
+        c.single(self.parents[0], t)
+    }
+}
+
+/// Typed `sqrt(a)`.
+pub fn sqrt<A: Scalar + Float, D: 'static, S: Shape, Br>(a: Position<S, Br>) -> Node<A, D, S> {
+    Node::compact(Sqrt::new(a.index()), &[&a])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ops::testing::{bits, forward, gradcheck, sample, vjp};
+
+    #[test]
+    fn values() {
+        let x = RawTensor::from_vec(Dims::vector(3), vec![4.0, 2.0, 0.25]).unwrap();
+        let y = forward(Sqrt::new(0), &[x]);
+        assert_eq!(y.data(), &[2.0, core::f64::consts::SQRT_2, 0.5]);
+    }
+
+    #[test]
+    fn gradient_matches_finite_differences() {
+        gradcheck(Sqrt::new(0), &[sample(&[3, 3], 24).map(|v| v + 1.5)], 1e-7);
+    }
+
+    #[test]
+    fn gradient_is_delta_over_two_y() {
+        let x = RawTensor::from_vec(Dims::vector(2), vec![4.0, 3.0]).unwrap();
+        let g = RawTensor::from_vec(Dims::vector(2), vec![1.0, 0.3]).unwrap();
+        let d = vjp(Sqrt::new(0), &[x], &g);
+        let y3 = 3.0f64.sqrt();
+        assert_eq!(bits(&d[0]), [0.25f64.to_bits(), (0.3 / (y3 + y3)).to_bits()]);
+    }
+
+    #[test]
+    fn special_values() {
+        let x = RawTensor::from_vec(Dims::vector(6), vec![0.0, -0.0, f64::INFINITY, -1.0, f64::NAN, 0.0]).unwrap();
+        let y = forward(Sqrt::new(0), std::slice::from_ref(&x));
+        assert_eq!(bits(&y)[..3], [0, (-0.0f64).to_bits(), f64::INFINITY.to_bits()]);
+        assert!(y.data()[3].is_nan() && y.data()[4].is_nan());
+        let g = RawTensor::from_vec(Dims::vector(6), vec![1.0, 1.0, -2.0, 1.0, 1.0, 0.0]).unwrap();
+        let d = vjp(Sqrt::new(0), &[x], &g);
+        assert_eq!(bits(&d[0])[..3], [f64::INFINITY.to_bits(), f64::NEG_INFINITY.to_bits(), (-0.0f64).to_bits()]);
+        assert!(d[0].data()[3..].iter().all(|v| v.is_nan()));
+    }
+}
