@@ -10,7 +10,9 @@
 //!   program ([`CompactOp`]) or opaque closures;
 //! * [`Contributions`]: the compact description of one node's VJP; [`History`] and
 //!   [`GradientContext`]: deferred uniform updates;
-//! * [`RawSavedGraph`] / [`SavedGraph`]: one saved forward and every reverse pass.
+//! * [`RawSavedGraph`] / [`SavedGraph`]: one saved forward and every reverse pass;
+//! * training utilities: [`Init`] (seeded parameter initialisation) and the optimizers [`Sgd`]
+//!   and [`Adam`] ([`optim`]), which update an input pack in place from its gradient pack.
 //!
 //! ```
 //! use exactgrad_runtime::{ops, GraphData, Pack, Seeds, Tensor, typenum::{U2, U3}};
@@ -42,7 +44,9 @@ pub mod dsl;
 pub mod error;
 pub mod gradients;
 pub mod graph;
+pub mod init;
 pub mod ops;
+pub mod optim;
 pub mod pack;
 pub mod saved;
 pub mod scalar;
@@ -57,6 +61,8 @@ pub use graph::{
     CompactOp, ErasedPosition, FromParents, GraphData, MacroBuilder, Node, NodeData, OpaqueForward, OpaqueVjp,
     RawGraph, SavedValues,
 };
+pub use init::Init;
+pub use optim::{Adam, InvalidHyperparameter, Optimizer, Sgd, Trainable};
 pub use pack::{ContextPack, Pack, RawSeeds, Seeds};
 pub use saved::{InputPack, PreparedNode, RawSavedGraph, SavedGraph};
 pub use scalar::{Scalar, Storage};

@@ -96,6 +96,39 @@ impl<A, L> Pack<A, L> {
     pub fn into_vec(self) -> Vec<RawTensor<A>> {
         self.tensors
     }
+
+    /// The elements of the tensor at `index` (push order), mutably, or `None` out of range. Only
+    /// the elements can change, never a shape, so the pack stays well typed; this is how
+    /// optimizers ([`crate::optim`]) update parameters in place.
+    ///
+    /// ```
+    /// use exactgrad_runtime::{Pack, Tensor, typenum::U2};
+    /// let mut p = Pack::new().push(Tensor::<f32, (U2,)>::zeros());
+    /// p.data_mut(0).unwrap()[1] = 3.0;
+    /// assert_eq!(p.as_slice()[0].data(), &[0.0, 3.0]);
+    /// assert!(p.data_mut(1).is_none());
+    /// ```
+    pub fn data_mut(&mut self, index: usize) -> Option<&mut [A]> {
+        self.tensors.get_mut(index).map(RawTensor::data_mut)
+    }
+
+    /// The id of the graph the pack came from (`None` for a pack built by [`push`](Self::push)).
+    pub(crate) fn graph_id(&self) -> Option<u64> {
+        self.graph
+    }
+
+    /// The tensors, mutably, for in-place updates that keep every shape (the optimizers).
+    pub(crate) fn tensors_mut(&mut self) -> &mut [RawTensor<A>] {
+        &mut self.tensors
+    }
+}
+
+/// Cloning keeps the shape list and the graph the pack came from; a training loop clones its
+/// parameter pack into each `compile`.
+impl<A: Clone, L> Clone for Pack<A, L> {
+    fn clone(&self) -> Self {
+        Pack { graph: self.graph, tensors: self.tensors.clone(), marker: PhantomData }
+    }
 }
 
 /// A pack over the whole context Γ ++ ss of a graph: one tensor per input and per node.

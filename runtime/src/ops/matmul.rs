@@ -13,6 +13,10 @@ use crate::shape::{Dims, Position};
 use crate::tensor::RawTensor;
 use typenum::Unsigned;
 
+mod fast;
+#[cfg(test)]
+mod gemm_tests;
+
 /// A strided view of a matrix: element `(r, c)` is `data[r * row_stride + c * col_stride]`.
 #[derive(Debug)]
 pub struct MatrixView<'a, A> {
@@ -51,7 +55,33 @@ impl<'a, A> MatrixView<'a, A> {
 /// The portable GEMM of every pass: appends to `out` the `rows × cols` matrix with
 /// `out[r, c] = ((0 + p(r, 0, c)) + p(r, 1, c)) + …` where `p(r, t, c) = lhs[r, t] * rhs[t, c]`,
 /// or `rhs[t, c] * lhs[r, t]` when `RHS_LEFT` (to keep the cotangent on the left).
+///
+/// For `f32` and `f64` an order-preserving blocked kernel runs (packed panels, a register tile
+/// vectorised across output columns); it performs, for every output element, the same IEEE
+/// operations in the same order with the same operand order as the portable loop below, so the
+/// results are bit-identical (SEMANTICS §8). Other scalars run the portable loop.
+///
+/// NaN payloads (`f32`, `f64`): Rust does not specify which NaN `x + y` returns when both are
+/// NaNs, and LLVM may swap the operands of `+` and `*`, so for such elements the payload is pinned:
+/// each operation returns its left operand's NaN (quieted) if it is one, else the right one's,
+/// else the platform's default NaN (`∞ - ∞`, `0 · ∞`). Elements that are not NaN are untouched.
 pub fn gemm<A: Scalar + Mul<Output = A>, const RHS_LEFT: bool>(
+    rows: usize,
+    inner: usize,
+    cols: usize,
+    lhs: MatrixView<'_, A>,
+    rhs: MatrixView<'_, A>,
+    out: &mut Vec<A>,
+) {
+    let start = out.len();
+    if !fast::try_gemm::<A, RHS_LEFT>(rows, inner, cols, lhs, rhs, out) {
+        gemm_portable::<A, RHS_LEFT>(rows, inner, cols, lhs, rhs, out);
+    }
+    fast::pin_nans::<A, RHS_LEFT>(rows, inner, cols, lhs, rhs, out, start);
+}
+
+/// The portable kernel: the definition of [`gemm`]'s result for every scalar.
+fn gemm_portable<A: Scalar + Mul<Output = A>, const RHS_LEFT: bool>(
     rows: usize,
     inner: usize,
     cols: usize,

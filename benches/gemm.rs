@@ -1,0 +1,140 @@
+//! `gemm` on the MLP shapes of issue 4: the portable kernel vs the fast `f32` kernel, for the
+//! forward product `a · b` and the two VJP products `δ · bᵀ` and `aᵀ · δ` (strided views, δ on
+//! the left).
+//!
+//! `cargo bench --bench gemm`. Throughput is in FLOP (`2·m·k·n`): criterion's "elem/s" is FLOP/s.
+//! The portable kernel is reached through [`P`], an `f32` newtype (any scalar other than
+//! `f32`/`f64` runs the portable loop); its products are the same IEEE operations.
+#![allow(missing_docs)] // criterion_group! generates undocumented items
+
+use core::ops::{Add, Mul};
+
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use exactgrad::ops::{gemm, MatrixView};
+use exactgrad::Storage;
+
+/// `f32` behind a newtype: runs the portable kernel.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct P(f32);
+
+impl Add for P {
+    type Output = P;
+    #[inline]
+    fn add(self, o: P) -> P {
+        P(self.0 + o.0)
+    }
+}
+impl Mul for P {
+    type Output = P;
+    #[inline]
+    fn mul(self, o: P) -> P {
+        P(self.0 * o.0)
+    }
+}
+impl num_traits::Zero for P {
+    fn zero() -> P {
+        P(0.0)
+    }
+    fn is_zero(&self) -> bool {
+        self.0 == 0.0
+    }
+}
+impl Storage for P {
+    const HAS_STORAGE_EQUALITY: bool = true;
+    fn storage_eq(&self, other: &P) -> bool {
+        self.0.to_bits() == other.0.to_bits()
+    }
+}
+
+fn values(n: usize, seed: usize) -> Vec<f32> {
+    (0..n).map(|i| ((i * 7919 + seed * 104_729) % 2003) as f32 / 1001.0 - 1.0).collect()
+}
+
+/// `(name, rows, inner, cols, RHS_LEFT)` of one product, with its operands as
+/// `(lhs data, lhs transposed?, lhs stored cols, rhs data, rhs transposed?, rhs stored cols)`.
+struct Product {
+    name: String,
+    rows: usize,
+    inner: usize,
+    cols: usize,
+    rhs_left: bool,
+    lhs: (Vec<f32>, bool, usize),
+    rhs: (Vec<f32>, bool, usize),
+}
+
+fn view<T>(data: &[T], transposed: bool, stored_cols: usize) -> MatrixView<'_, T> {
+    if transposed {
+        MatrixView::transposed(data, stored_cols)
+    } else {
+        MatrixView::row_major(data, stored_cols)
+    }
+}
+
+fn products() -> Vec<Product> {
+    let mut v = Vec::new();
+    for &(m, k, n) in &[(64usize, 784usize, 256usize), (64, 256, 128), (64, 128, 10)] {
+        let (a, b, g) = (values(m * k, 1), values(k * n, 2), values(m * n, 3));
+        let shape = format!("{m}x{k}x{n}");
+        v.push(Product {
+            name: format!("fwd_a.b/{shape}"),
+            rows: m,
+            inner: k,
+            cols: n,
+            rhs_left: false,
+            lhs: (a.clone(), false, k),
+            rhs: (b.clone(), false, n),
+        });
+        v.push(Product {
+            name: format!("vjp_d.bT/{shape}"),
+            rows: m,
+            inner: n,
+            cols: k,
+            rhs_left: false,
+            lhs: (g.clone(), false, n),
+            rhs: (b, true, n),
+        });
+        v.push(Product {
+            name: format!("vjp_aT.d/{shape}"),
+            rows: k,
+            inner: m,
+            cols: n,
+            rhs_left: true,
+            lhs: (a, true, k),
+            rhs: (g, false, n),
+        });
+    }
+    v
+}
+
+fn run<T: exactgrad::Scalar + Mul<Output = T>>(p: &Product, lhs: &[T], rhs: &[T], out: &mut Vec<T>) {
+    out.clear();
+    let (l, r) = (view(lhs, p.lhs.1, p.lhs.2), view(rhs, p.rhs.1, p.rhs.2));
+    if p.rhs_left {
+        gemm::<T, true>(p.rows, p.inner, p.cols, l, r, out);
+    } else {
+        gemm::<T, false>(p.rows, p.inner, p.cols, l, r, out);
+    }
+}
+
+fn bench(c: &mut Criterion) {
+    let mut group = c.benchmark_group("gemm_f32");
+    group.sample_size(20);
+    for p in products() {
+        group.throughput(Throughput::Elements((2 * p.rows * p.inner * p.cols) as u64));
+        let (lhs, rhs) = (&p.lhs.0, &p.rhs.0);
+        let (plhs, prhs): (Vec<P>, Vec<P>) = (lhs.iter().map(|&x| P(x)).collect(), rhs.iter().map(|&x| P(x)).collect());
+        // Same bits on both paths (no NaNs here, so no payload question).
+        let (mut fast, mut portable) = (Vec::new(), Vec::new());
+        run(&p, lhs, rhs, &mut fast);
+        run(&p, &plhs, &prhs, &mut portable);
+        assert!(fast.iter().zip(&portable).all(|(x, y)| x.to_bits() == y.0.to_bits()), "{}", p.name);
+        group.bench_function(BenchmarkId::new("portable", &p.name), |bch| {
+            bch.iter(|| run(&p, &plhs, &prhs, &mut portable))
+        });
+        group.bench_function(BenchmarkId::new("fast", &p.name), |bch| bch.iter(|| run(&p, lhs, rhs, &mut fast)));
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

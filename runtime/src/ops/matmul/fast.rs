@@ -1,0 +1,324 @@
+//! The order-preserving fast GEMM for `f32` and `f64`.
+//!
+//! Every output element is computed exactly as the portable kernel computes it: one accumulator,
+//! starting from `+0`, to which the products `p(r, 0, c)`, `p(r, 1, c)`, … are added in ascending
+//! inner index, each product with the same operand order (`lhs * rhs`, or `rhs * lhs` when
+//! `RHS_LEFT`). Speed comes only from doing *independent* elements at the same time:
+//!
+//! * both operands are packed into contiguous panels (`MR` rows of `lhs` interleaved per inner
+//!   index, `NR` columns of `rhs` per inner index), padded with zeros whose lanes are discarded;
+//! * a register tile of `MR × NR` accumulators walks the inner index innermost, so LLVM
+//!   vectorises across the `NR` output columns (one vector multiply and one vector add per row
+//!   and inner index — never an FMA: Rust emits no `contract` flag, and no FMA feature is enabled);
+//! * the inner index is split into chunks of `KC` for cache reuse; between chunks the accumulators
+//!   are stored to `out` and loaded back, which is exact, so each element still sees the same
+//!   sequence of roundings.
+//!
+//! No threads, no reassociation, no reduction trees: the result is bit-identical to the portable
+//! kernel for every input, including `-0`, infinities, NaNs and subnormals.
+
+use core::any::{Any, TypeId};
+use core::ops::{Add, Mul};
+
+use super::MatrixView;
+use crate::scalar::Scalar;
+
+/// Below this many multiply-adds the packing does not pay off; the portable kernel runs instead
+/// (same results either way).
+const MIN_WORK: usize = 4 * 1024;
+
+/// Inner-index chunk: an `NR`-column panel chunk (`KC · NR` lanes) stays in L1 while the row
+/// panels stream past it.
+const KC: usize = 256;
+
+/// The two lane types of the fast path.
+trait Lane: Copy + Add<Output = Self> + Mul<Output = Self> + 'static {
+    const ZERO: Self;
+    fn is_nan(self) -> bool;
+    /// The NaN `self` with its quiet bit set (what IEEE operations return for a NaN operand).
+    fn quiet(self) -> Self;
+}
+impl Lane for f32 {
+    const ZERO: Self = 0.0;
+    #[inline]
+    fn is_nan(self) -> bool {
+        f32::is_nan(self)
+    }
+    #[inline]
+    fn quiet(self) -> Self {
+        f32::from_bits(self.to_bits() | 1 << 22)
+    }
+}
+impl Lane for f64 {
+    const ZERO: Self = 0.0;
+    #[inline]
+    fn is_nan(self) -> bool {
+        f64::is_nan(self)
+    }
+    #[inline]
+    fn quiet(self) -> Self {
+        f64::from_bits(self.to_bits() | 1 << 51)
+    }
+}
+
+/// `a + b` or `a * b` with the NaN payload fixed: `a`'s if `a` is a NaN, else `b`'s (quieted);
+/// otherwise the hardware operation (which yields the platform's default NaN for `∞ - ∞`, `0 · ∞`).
+#[inline]
+fn strict<T: Lane>(a: T, b: T, op: impl Fn(T, T) -> T) -> T {
+    if a.is_nan() {
+        a.quiet()
+    } else if b.is_nan() {
+        b.quiet()
+    } else {
+        op(a, b)
+    }
+}
+
+/// The value of `v` as a `T` when `A` is `T`.
+#[inline]
+fn lane<A: 'static, T: Lane>(v: &A) -> T {
+    (v as &dyn Any).downcast_ref::<T>().copied().unwrap_or(T::ZERO)
+}
+
+/// Pins the NaN payloads of an `f32`/`f64` product (no-op for other scalars).
+///
+/// Rust (RFC 3514) and LLVM do not fix which input NaN an operation returns when both operands
+/// are NaNs: LLVM treats `fadd`/`fmul` as commutative, so the payload depends on register
+/// allocation (the portable loop returned different payloads in debug and release builds). An
+/// output element that is not a NaN never met a NaN, so it is fully determined by IEEE rounding.
+/// Every NaN element of `out[start..]` (`rows × cols`) is recomputed here with the same sequence
+/// of operations, each with the left operand's NaN taking precedence ([`strict`]) — the order of
+/// SEMANTICS §0 (`acc + p`, `p = lhs · rhs` or `rhs · lhs` when `RHS_LEFT`).
+pub(super) fn pin_nans<A: Scalar, const RHS_LEFT: bool>(
+    rows: usize,
+    inner: usize,
+    cols: usize,
+    lhs: MatrixView<'_, A>,
+    rhs: MatrixView<'_, A>,
+    out: &mut dyn Any,
+    start: usize,
+) {
+    let id = TypeId::of::<A>();
+    if id == TypeId::of::<f32>() {
+        pin::<A, f32, RHS_LEFT>(rows, inner, cols, lhs, rhs, out, start);
+    } else if id == TypeId::of::<f64>() {
+        pin::<A, f64, RHS_LEFT>(rows, inner, cols, lhs, rhs, out, start);
+    }
+}
+
+fn pin<A: Scalar, T: Lane, const RHS_LEFT: bool>(
+    rows: usize,
+    inner: usize,
+    cols: usize,
+    lhs: MatrixView<'_, A>,
+    rhs: MatrixView<'_, A>,
+    out: &mut dyn Any,
+    start: usize,
+) {
+    let Some(out) = cast::<T>(out) else { return };
+    let out = &mut out[start..start + rows * cols];
+    if !out.iter().any(|x| x.is_nan()) {
+        return;
+    }
+    for r in 0..rows {
+        for c in 0..cols {
+            if out[r * cols + c].is_nan() {
+                let mut acc = T::ZERO;
+                for t in 0..inner {
+                    let l: T = lane(&lhs.data[r * lhs.row_stride + t * lhs.col_stride]);
+                    let x: T = lane(&rhs.data[t * rhs.row_stride + c * rhs.col_stride]);
+                    let p = if RHS_LEFT { strict(x, l, |a, b| a * b) } else { strict(l, x, |a, b| a * b) };
+                    acc = strict(acc, p, |a, b| a + b);
+                }
+                out[r * cols + c] = acc;
+            }
+        }
+    }
+}
+
+/// Runs the fast kernel when `A` is `f32` or `f64` and the product is big enough; returns `false`
+/// (leaving `out` untouched) otherwise.
+pub(super) fn try_gemm<A: Scalar + Mul<Output = A>, const RHS_LEFT: bool>(
+    rows: usize,
+    inner: usize,
+    cols: usize,
+    lhs: MatrixView<'_, A>,
+    rhs: MatrixView<'_, A>,
+    out: &mut dyn Any,
+) -> bool {
+    rows.saturating_mul(inner).saturating_mul(cols) >= MIN_WORK
+        && fast_gemm::<A, RHS_LEFT>(rows, inner, cols, lhs, rhs, out)
+}
+
+/// The fast kernel for any size when `A` is `f32` or `f64`; `false` (and `out` untouched) for
+/// other scalars.
+pub(super) fn fast_gemm<A: Scalar + Mul<Output = A>, const RHS_LEFT: bool>(
+    rows: usize,
+    inner: usize,
+    cols: usize,
+    lhs: MatrixView<'_, A>,
+    rhs: MatrixView<'_, A>,
+    out: &mut dyn Any,
+) -> bool {
+    let id = TypeId::of::<A>();
+    if id == TypeId::of::<f32>() {
+        run::<A, f32, 6, 8, 4, RHS_LEFT>(rows, inner, cols, lhs, rhs, out)
+    } else if id == TypeId::of::<f64>() {
+        run::<A, f64, 6, 4, 2, RHS_LEFT>(rows, inner, cols, lhs, rhs, out)
+    } else {
+        false
+    }
+}
+
+/// A `Vec<A>` as a `Vec<T>` when `A` is `T` (a type-checked, zero-cost view).
+fn cast<T: 'static>(v: &mut dyn Any) -> Option<&mut Vec<T>> {
+    v.downcast_mut::<Vec<T>>()
+}
+
+/// Packs `lhs` (`rows × inner`) into panels of `MR` rows: panel `p` holds, for each inner index
+/// `t`, the `MR` values `lhs[p·MR + i, t]` (zero past the last row).
+fn pack_lhs<A: Scalar, const MR: usize>(rows: usize, inner: usize, lhs: MatrixView<'_, A>) -> Vec<A> {
+    let panels = rows.div_ceil(MR);
+    let mut v = Vec::with_capacity(panels * MR * inner);
+    for p in 0..panels {
+        let r0 = p * MR;
+        let live = MR.min(rows - r0);
+        for t in 0..inner {
+            let base = r0 * lhs.row_stride + t * lhs.col_stride;
+            for i in 0..live {
+                v.push(lhs.data[base + i * lhs.row_stride].clone());
+            }
+            v.extend((live..MR).map(|_| A::zero()));
+        }
+    }
+    v
+}
+
+/// Packs `rhs` (`inner × cols`) into panels of `NR` columns: panel `q` holds, for each inner index
+/// `t`, the `NR` values `rhs[t, q·NR + j]` (zero past the last column).
+fn pack_rhs<A: Scalar, const NR: usize>(inner: usize, cols: usize, rhs: MatrixView<'_, A>) -> Vec<A> {
+    let panels = cols.div_ceil(NR);
+    let mut v = Vec::with_capacity(panels * NR * inner);
+    for q in 0..panels {
+        let c0 = q * NR;
+        let live = NR.min(cols - c0);
+        for t in 0..inner {
+            let base = t * rhs.row_stride + c0 * rhs.col_stride;
+            if rhs.col_stride == 1 {
+                v.extend_from_slice(&rhs.data[base..base + live]);
+            } else {
+                for j in 0..live {
+                    v.push(rhs.data[base + j * rhs.col_stride].clone());
+                }
+            }
+            v.extend((live..NR).map(|_| A::zero()));
+        }
+    }
+    v
+}
+
+/// `MR × NR` register tile; `HALF = NR / 2` columns for a last panel that narrow.
+fn run<
+    A: Scalar + Mul<Output = A>,
+    T: Lane,
+    const MR: usize,
+    const NR: usize,
+    const HALF: usize,
+    const RHS_LEFT: bool,
+>(
+    rows: usize,
+    inner: usize,
+    cols: usize,
+    lhs: MatrixView<'_, A>,
+    rhs: MatrixView<'_, A>,
+    out: &mut dyn Any,
+) -> bool {
+    let mut pa = pack_lhs::<A, MR>(rows, inner, lhs);
+    let mut pb = pack_rhs::<A, NR>(inner, cols, rhs);
+    let (Some(pa), Some(pb), Some(out)) = (cast::<T>(&mut pa), cast::<T>(&mut pb), cast::<T>(out)) else {
+        return false;
+    };
+    let start = out.len();
+    out.resize(start + rows * cols, T::ZERO);
+    kernel::<T, MR, NR, HALF, RHS_LEFT>(rows, inner, cols, pa, pb, &mut out[start..]);
+    true
+}
+
+/// `out` (`rows × cols`, row-major, holding the running sums) gets the products of the packed
+/// panels added, inner index ascending.
+fn kernel<T: Lane, const MR: usize, const NR: usize, const HALF: usize, const RHS_LEFT: bool>(
+    rows: usize,
+    inner: usize,
+    cols: usize,
+    pa: &[T],
+    pb: &[T],
+    out: &mut [T],
+) {
+    if inner == 0 {
+        return;
+    }
+    let (pa, _) = pa.as_chunks::<MR>();
+    let (pb, _) = pb.as_chunks::<NR>();
+    let mut k0 = 0;
+    while k0 < inner {
+        let k1 = inner.min(k0 + KC);
+        for (q, b_panel) in pb.chunks_exact(inner).enumerate() {
+            let b = &b_panel[k0..k1];
+            let c0 = q * NR;
+            let nc = NR.min(cols - c0);
+            for (p, a_panel) in pa.chunks_exact(inner).enumerate() {
+                let a = &a_panel[k0..k1];
+                let r0 = p * MR;
+                let nr = MR.min(rows - r0);
+                let o = r0 * cols + c0;
+                if nc <= HALF {
+                    block::<T, MR, NR, HALF, RHS_LEFT>(a, b, &mut out[o..], cols, nr, nc);
+                } else {
+                    block::<T, MR, NR, NR, RHS_LEFT>(a, b, &mut out[o..], cols, nr, nc);
+                }
+            }
+        }
+        k0 = k1;
+    }
+}
+
+/// One register tile over the first `W ≤ NR` columns of a panel: loads the `nr × nc` running
+/// sums at `out` (row step `cols`), adds the products ([`tile`]) and stores them back.
+#[inline(always)]
+fn block<T: Lane, const MR: usize, const NR: usize, const W: usize, const RHS_LEFT: bool>(
+    a: &[[T; MR]],
+    b: &[[T; NR]],
+    out: &mut [T],
+    cols: usize,
+    nr: usize,
+    nc: usize,
+) {
+    let mut acc = [[T::ZERO; W]; MR];
+    for (i, row) in acc.iter_mut().enumerate().take(nr) {
+        row[..nc].copy_from_slice(&out[i * cols..i * cols + nc]);
+    }
+    tile::<T, MR, NR, W, RHS_LEFT>(a, b, &mut acc);
+    for (i, row) in acc.iter().enumerate().take(nr) {
+        out[i * cols..i * cols + nc].copy_from_slice(&row[..nc]);
+    }
+}
+
+/// The register tile: `acc[i][j] = acc[i][j] + a[t][i] * b[t][j]` for `t` ascending (operands
+/// swapped when `RHS_LEFT`), on a by-value copy the optimiser keeps in registers.
+#[inline(never)]
+fn tile<T: Lane, const MR: usize, const NR: usize, const W: usize, const RHS_LEFT: bool>(
+    a: &[[T; MR]],
+    b: &[[T; NR]],
+    acc: &mut [[T; W]; MR],
+) {
+    let mut c = *acc;
+    for (av, bv) in a.iter().zip(b) {
+        for (ci, &ai) in c.iter_mut().zip(av) {
+            for (cij, &bj) in ci.iter_mut().zip(bv) {
+                let p = if RHS_LEFT { bj * ai } else { ai * bj };
+                *cij = *cij + p;
+            }
+        }
+    }
+    *acc = c;
+}
