@@ -141,7 +141,7 @@ impl<A: Scalar> Contributions<A> {
 
     /// `add(l, r)`: the dense sum of both (`l` left); duplicates in the support are kept.
     pub fn add(&mut self, left: Contrib, right: Contrib) -> Contrib {
-        let uniform = self.uniform(left) + self.uniform(right);
+        let uniform = A::pinned_add(self.uniform(left), self.uniform(right));
         self.push(Description::Add { left: left.0, right: right.0, uniform })
     }
 
@@ -372,7 +372,7 @@ fn emit<A: Scalar>(sink: Sink<'_, A>, n: usize, f: impl Fn(usize) -> A) {
         Sink::New(v) => v.extend((0..n).map(f)),
         Sink::Accumulate(t) => {
             for (i, x) in t.iter_mut().enumerate() {
-                *x = x.clone() + f(i);
+                *x = A::pinned_add(x.clone(), f(i));
             }
         }
     }
@@ -384,7 +384,7 @@ fn emit_copy<A: Scalar>(sink: Sink<'_, A>, n: usize, t: &[A]) -> Result<(), Stri
         Sink::New(v) => v.extend_from_slice(t),
         Sink::Accumulate(acc) => {
             for (x, y) in acc.iter_mut().zip(t) {
-                *x = x.clone() + y.clone();
+                *x = A::pinned_add(x.clone(), y.clone());
             }
         }
     }
@@ -396,18 +396,18 @@ fn emit_add<A: Scalar>(sink: Sink<'_, A>, n: usize, l: Operand<'_, A>, r: Operan
         (Operand::Slice(a), Operand::Slice(b)) => {
             check_len(n, a)?;
             check_len(n, b)?;
-            emit(sink, n, |i| a[i].clone() + b[i].clone());
+            emit(sink, n, |i| A::pinned_add(a[i].clone(), b[i].clone()));
         }
         (Operand::Slice(a), Operand::Uniform(u)) => {
             check_len(n, a)?;
-            emit(sink, n, |i| a[i].clone() + u.clone());
+            emit(sink, n, |i| A::pinned_add(a[i].clone(), u.clone()));
         }
         (Operand::Uniform(u), Operand::Slice(b)) => {
             check_len(n, b)?;
-            emit(sink, n, |i| u.clone() + b[i].clone());
+            emit(sink, n, |i| A::pinned_add(u.clone(), b[i].clone()));
         }
         (Operand::Uniform(u), Operand::Uniform(w)) => {
-            emit(sink, n, |_| u.clone() + w.clone());
+            emit(sink, n, |_| A::pinned_add(u.clone(), w.clone()));
         }
     }
     Ok(())

@@ -76,7 +76,7 @@ impl<A: Scalar> History<A> {
         self.replay_with(epoch, |u| {
             let mut changed = false;
             for e in x.iter_mut() {
-                let new = e.clone() + u.clone();
+                let new = A::pinned_add(e.clone(), u.clone());
                 changed |= !new.storage_eq(e);
                 *e = new;
             }
@@ -87,7 +87,7 @@ impl<A: Scalar> History<A> {
     /// [`replay`](Self::replay) for a uniform tensor represented by one scalar.
     pub fn replay_scalar(&self, x: &mut A, epoch: usize) {
         self.replay_with(epoch, |u| {
-            let new = x.clone() + u.clone();
+            let new = A::pinned_add(x.clone(), u.clone());
             let changed = !new.storage_eq(x);
             *x = new;
             changed

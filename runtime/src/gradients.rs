@@ -177,7 +177,7 @@ impl<A: Scalar> GradientContext<A> {
             self.materialise(q);
             let target = self.slots[q].make_dense(&mut self.spare);
             for (x, y) in target.iter_mut().zip(t.data()) {
-                *x = x.clone() + y.clone();
+                *x = A::pinned_add(x.clone(), y.clone());
             }
         }
         self.history.reset();

@@ -29,6 +29,19 @@ pub trait Storage {
     /// [`HAS_STORAGE_EQUALITY`](Storage::HAS_STORAGE_EQUALITY) is `true`; the engine never calls it
     /// otherwise.
     fn storage_eq(&self, other: &Self) -> bool;
+
+    /// The engine's `a + b` (`a` left). For floats it pins the NaN payload of a NaN result: the
+    /// left operand's NaN (quieted) if it is one, else the right one's, else the hardware's
+    /// default NaN (`inf + -inf`). Rust lets the compiler pick either operand's payload when both
+    /// are NaN (and it does pick differently in differently optimised loops), so without this the
+    /// same additions in two passes could differ in payload bits. Other types: plain `a + b`.
+    #[inline]
+    fn pinned_add(a: Self, b: Self) -> Self
+    where
+        Self: Sized + core::ops::Add<Output = Self>,
+    {
+        a + b
+    }
 }
 
 /// A scalar the reverse engine can work with: `Clone`, `Add` (left operand first), a zero, and a
@@ -48,20 +61,33 @@ impl<T: Clone + Add<Output = T> + num_traits::Zero + Storage + 'static> Scalar f
 }
 
 macro_rules! float_storage {
-    ($($t:ty),*) => {$(
+    ($($t:ty => $quiet:expr),*) => {$(
         impl Storage for $t {
             const HAS_STORAGE_EQUALITY: bool = true;
             #[inline]
             fn storage_eq(&self, other: &Self) -> bool {
                 self.to_bits() == other.to_bits()
             }
+            #[inline]
+            fn pinned_add(a: Self, b: Self) -> Self {
+                let r = a + b;
+                if !r.is_nan() {
+                    r
+                } else if a.is_nan() {
+                    <$t>::from_bits(a.to_bits() | $quiet)
+                } else if b.is_nan() {
+                    <$t>::from_bits(b.to_bits() | $quiet)
+                } else {
+                    r
+                }
+            }
         }
     )*};
 }
-float_storage!(f32, f64);
+float_storage!(f32 => 0x0040_0000, f64 => 0x0008_0000_0000_0000);
 
 #[cfg(feature = "half")]
-float_storage!(half::f16, half::bf16);
+float_storage!(half::f16 => 0x0200, half::bf16 => 0x0040);
 
 macro_rules! int_storage {
     ($($t:ty),*) => {$(
@@ -82,6 +108,27 @@ macro_rules! int_storage {
     )*};
 }
 int_storage!(i8, i16, i32, i64, i128, u8, u16, u32, u64, u128, isize, usize);
+
+/// Exact rationals (`rational` feature): storage-equal when numerator and denominator are, so a
+/// reduced ratio (what every `num-rational` operation returns) is storage-equal exactly to the
+/// ratios `==` to it that are also reduced.
+///
+/// ```
+/// # #[cfg(feature = "rational")] {
+/// use exactgrad_runtime::Storage;
+/// use num_rational::Ratio;
+/// assert!(Ratio::new(2i64, 4).storage_eq(&Ratio::new(1, 2)));
+/// assert!(!Ratio::new_raw(2i64, 4).storage_eq(&Ratio::new(1, 2)));
+/// # }
+/// ```
+#[cfg(feature = "rational")]
+impl<T: Storage> Storage for num_rational::Ratio<T> {
+    const HAS_STORAGE_EQUALITY: bool = T::HAS_STORAGE_EQUALITY;
+    #[inline]
+    fn storage_eq(&self, other: &Self) -> bool {
+        self.numer().storage_eq(other.numer()) && self.denom().storage_eq(other.denom())
+    }
+}
 
 #[cfg(test)]
 mod tests {
@@ -106,8 +153,29 @@ mod tests {
     }
 
     #[test]
+    fn pinned_add_takes_the_left_nan_quieted() {
+        let (n1, n2) = (f32::from_bits(0x7fa0_0001), f32::from_bits(0xffc0_0002));
+        assert_eq!(f32::pinned_add(n1, n2).to_bits(), 0x7fe0_0001);
+        assert_eq!(f32::pinned_add(n2, n1).to_bits(), 0xffc0_0002);
+        assert_eq!(f32::pinned_add(1.0, n2).to_bits(), 0xffc0_0002);
+        assert_eq!(f64::pinned_add(-0.0, 0.0).to_bits(), 0);
+        assert!(f64::pinned_add(f64::INFINITY, f64::NEG_INFINITY).is_nan());
+        assert_eq!(i32::pinned_add(2, 3), 5);
+    }
+
+    #[test]
     fn float_zero_is_positive() {
         assert_eq!(<f32 as Scalar>::zero().to_bits(), 0);
+    }
+
+    #[cfg(feature = "rational")]
+    #[test]
+    fn rationals_compare_numerator_and_denominator() {
+        use num_rational::Ratio;
+        assert!(Ratio::new(3i64, 6).storage_eq(&Ratio::new(1, 2)));
+        assert!(!Ratio::new(1i64, 3).storage_eq(&Ratio::new(1, 2)));
+        assert!(!Ratio::new_raw(3i64, 6).storage_eq(&Ratio::new(1, 2)));
+        assert_eq!(<Ratio<i64> as Scalar>::zero(), Ratio::from_integer(0));
     }
 
     #[cfg(feature = "half")]

@@ -98,7 +98,7 @@ impl<A: Scalar> RawTensor<A> {
         assert_eq!(self.dims, other.dims, "tensor add of different shapes");
         RawTensor {
             dims: self.dims,
-            data: self.data.iter().zip(&other.data).map(|(a, b)| a.clone() + b.clone()).collect(),
+            data: self.data.iter().zip(&other.data).map(|(a, b)| A::pinned_add(a.clone(), b.clone())).collect(),
         }
     }
 
@@ -106,7 +106,7 @@ impl<A: Scalar> RawTensor<A> {
     pub fn add_assign(&mut self, other: &Self) {
         assert_eq!(self.dims, other.dims, "tensor add of different shapes");
         for (a, b) in self.data.iter_mut().zip(&other.data) {
-            *a = a.clone() + b.clone();
+            *a = A::pinned_add(a.clone(), b.clone());
         }
     }
 
