@@ -3,7 +3,8 @@
 //! Random graphs are built through the untyped API from a *recipe* of small choice integers that
 //! is interpreted deterministically (so proptest shrinks graphs, values and seeds together). The
 //! graphs (1 to 40 nodes) mix every built-in op (for floats also `sigmoid`, `softplus`, `log`,
-//! `sqrt`, `gelu` and `div`; `square`, `max` and `min` for every scalar), repeated parents
+//! `sqrt`, `gelu`, `div`, `softmax`, `log_softmax` and `layer_norm`; `square`, `max`, `min`,
+//! `sum_axis`, `mean_axis` and `reshape` for every scalar), repeated parents
 //! (`x + x`, `x * x`, `matmul(x, x)`, `div(x, x)`, `max(x, x)`), fan-out, three kinds of opaque
 //! node (an ordinary one, one whose VJP is non-zero at a zero cotangent, one producing NaN in its
 //! forward and its VJP) and a user compact op whose
@@ -75,6 +76,42 @@ trait TestScalar:
     fn elementary(which: u8, a: usize) -> NodeData<Self, ()>;
     /// `div(a, b)` for floats; `mul(a, b)` for integers (whose `/` panics on a zero divisor).
     fn quotient(a: usize, b: usize) -> NodeData<Self, ()>;
+    /// For floats, one of `softmax`, `log_softmax`, `layer_norm` (by `which`) on positions whose
+    /// shapes allow it; `None` when no position fits (and always for other scalars).
+    fn rowwise(which: u8, dims: &[Dims], a: usize, b: usize) -> Option<NodeData<Self, ()>>;
+}
+
+/// The row-wise float ops (over the last axis), by `which`, on positions that fit.
+fn float_rowwise<T: TestScalar + num_traits::Float>(
+    which: u8,
+    dims: &[Dims],
+    a: usize,
+    b: usize,
+) -> Option<NodeData<T, ()>> {
+    let rows: Vec<usize> = (0..dims.len()).filter(|&q| dims[q].as_slice().last().is_some_and(|&n| n > 0)).collect();
+    if which % 3 == 2 {
+        // layer_norm(x, gain, bias): x is m×n, gain and bias have n elements (maybe one position).
+        let mut triples = Vec::new();
+        for (x, &dx) in dims.iter().enumerate() {
+            let Some((_, n)) = matrix(dx) else { continue };
+            let vs: Vec<usize> = (0..dims.len()).filter(|&q| dims[q].as_slice() == [n]).collect();
+            for &g in &vs {
+                for &bias in &vs {
+                    triples.push((x, g, bias));
+                }
+            }
+        }
+        if !triples.is_empty() {
+            let (x, g, bias) = triples[(a * 7 + b) % triples.len()];
+            return Some(NodeData::compact(ops::LayerNorm::new(x, g, bias, T::from_f64(1e-5)?)));
+        }
+    }
+    let x = *rows.get(a % rows.len().max(1))?;
+    Some(if which % 3 == 1 {
+        NodeData::compact(ops::LogSoftmax::new(x))
+    } else {
+        NodeData::compact(ops::Softmax::new(x))
+    })
 }
 
 /// The float ops without an integer counterpart, by `which`.
@@ -141,6 +178,9 @@ impl TestScalar for f64 {
     fn quotient(a: usize, b: usize) -> NodeData<Self, ()> {
         NodeData::compact(ops::Div::new(a, b))
     }
+    fn rowwise(which: u8, dims: &[Dims], a: usize, b: usize) -> Option<NodeData<Self, ()>> {
+        float_rowwise(which, dims, a, b)
+    }
 }
 
 impl TestScalar for f32 {
@@ -195,6 +235,9 @@ impl TestScalar for f32 {
     fn quotient(a: usize, b: usize) -> NodeData<Self, ()> {
         NodeData::compact(ops::Div::new(a, b))
     }
+    fn rowwise(which: u8, dims: &[Dims], a: usize, b: usize) -> Option<NodeData<Self, ()>> {
+        float_rowwise(which, dims, a, b)
+    }
 }
 
 /// An exact scalar (wrapping integer arithmetic is associative and commutative, `x + 0 == x`).
@@ -231,6 +274,9 @@ impl TestScalar for Int {
     }
     fn quotient(a: usize, b: usize) -> NodeData<Self, ()> {
         NodeData::compact(ops::Mul::new(a, b))
+    }
+    fn rowwise(_: u8, _: &[Dims], _: usize, _: usize) -> Option<NodeData<Self, ()>> {
+        None
     }
 }
 
@@ -276,13 +322,14 @@ fn assert_bits_eq<T: TestScalar>(a: &[RawTensor<T>], b: &[RawTensor<T>]) {
 /// The shapes inputs and opaque nodes may take (other shapes arise from matmul, e.g. 3×3).
 const SHAPES: [&[usize]; 7] = [&[4], &[2, 2], &[2, 3], &[3, 2], &[], &[2], &[3]];
 
-/// Number of node kinds: 18 built-in kinds (the last one picks among five float ops), 3 opaque
-/// kinds and a user compact op with uniforms (twice as likely as the others).
-const KINDS: u8 = 23;
+/// Number of node kinds: 22 built-in kinds (kind 17 picks among five float ops, kind 20 among the
+/// row-wise float ops), 3 opaque kinds and a user compact op with uniforms (twice as likely as the
+/// others).
+const KINDS: u8 = 27;
 /// Built-in kinds only (0..BUILTIN).
-const BUILTIN: u8 = 18;
+const BUILTIN: u8 = 22;
 /// The first kind of the user compact op [`Uniforms`].
-const UNIFORMS: u8 = 21;
+const UNIFORMS: u8 = 25;
 
 /// Choices of one node: kind, first parent, second parent, extra (shape, factor, target…).
 type NodeChoice = (u8, u8, u8, u8);
@@ -524,8 +571,28 @@ impl<T: TestScalar> Case<T> {
             15 => NodeData::compact(ops::Max::new(pa, same())),
             16 => NodeData::compact(ops::Min::new(pa, same())),
             17 => T::elementary(extra, pa),
-            18 => Self::opaque_ordinary(dims, pa, extra),
-            19 => Self::opaque_bias(dims, pa, b % len, extra),
+            18 | 19 => {
+                let rank = dims[pa].rank();
+                if rank == 0 {
+                    return fallback();
+                }
+                let axis = usize::from(extra) % rank;
+                if kind == 18 {
+                    NodeData::compact(ops::SumAxis::new(pa, axis))
+                } else {
+                    NodeData::compact(ops::MeanAxis::new(pa, axis))
+                }
+            }
+            20 => T::rowwise(extra, dims, a, b).unwrap_or_else(fallback),
+            21 => {
+                // Any listed shape of the same element count (or a vector of it).
+                let n = dims[pa].numel();
+                let targets: Vec<Dims> =
+                    SHAPES.iter().map(|s| dims_of(s)).filter(|d| d.numel() == n).chain([Dims::vector(n)]).collect();
+                NodeData::compact(ops::Reshape::new(pa, targets[usize::from(extra) % targets.len()]))
+            }
+            22 => Self::opaque_ordinary(dims, pa, extra),
+            23 => Self::opaque_bias(dims, pa, b % len, extra),
             _ => Self::opaque_nan(dims, pa, b % len, extra),
         }
     }

@@ -1,0 +1,220 @@
+//! `cross_entropy(logits, labels)`: mean softmax cross-entropy of a `[m, c]` matrix of logits
+//! against `m` integer labels read from the graph's data through an accessor `fn(&D) -> &[usize]`.
+//!
+//! For each row `i` with label `k = labels[i]`, in exactly this order:
+//! 1. `mx = max(x[i])` and `s = ((0 + exp(x[i, 0] − mx)) + …) + exp(x[i, c − 1] − mx)`, as in
+//!    [`softmax`](super::softmax);
+//! 2. `loss_i = ln(s) − (x[i, k] − mx)` (that is `logsumexp(row) − row[k]`, shifted by `mx`);
+//!
+//! then `y = (((0 + loss_0) + loss_1) + …) / m` (ascending rows).
+//!
+//! VJP: `single(logits, t)` with `w = δ / m` and `t[i, j] = w * (p[i, j] − onehot[i, j])`, where
+//! `p[i, j] = exp(x[i, j] − mx) / s` is recomputed with the softmax kernel and `onehot` is `1` at
+//! the label and `0` elsewhere (δ-side factor left).
+//!
+//! Labels are data, not differentiable. `validate` rejects a label count other than `m` and a
+//! label `≥ c`, naming the row and the label (an error from `compile`, never a panic).
+
+use num_traits::{Float, FromPrimitive};
+
+use super::softmax::shifted_exps;
+use crate::contributions::{Contrib, Contributions};
+use crate::graph::{CompactOp, Node, SavedValues};
+use crate::scalar::Scalar;
+use crate::shape::{Dims, Position};
+use crate::tensor::RawTensor;
+use typenum::Unsigned;
+
+/// Reads the labels out of the graph's data.
+pub type LabelAccessor<D> = fn(&D) -> &[usize];
+
+/// Mean softmax cross-entropy against integer labels from the data.
+pub struct CrossEntropy<D> {
+    parents: [usize; 1],
+    labels: LabelAccessor<D>,
+}
+
+impl<D> Clone for CrossEntropy<D> {
+    fn clone(&self) -> Self {
+        CrossEntropy { parents: self.parents, labels: self.labels }
+    }
+}
+
+impl<D> core::fmt::Debug for CrossEntropy<D> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("CrossEntropy").field("parents", &self.parents).finish_non_exhaustive()
+    }
+}
+
+impl<D> CrossEntropy<D> {
+    /// `cross_entropy(logits, labels(data))` for the position `logits`.
+    pub fn new(logits: usize, labels: LabelAccessor<D>) -> Self {
+        CrossEntropy { parents: [logits], labels }
+    }
+}
+
+fn rows<A: FromPrimitive>(m: usize) -> A {
+    A::from_usize(m).unwrap_or_else(|| unreachable!("checked by output_dims"))
+}
+
+impl<A: Scalar + Float + FromPrimitive, D: 'static> CompactOp<A, D> for CrossEntropy<D> {
+    fn name(&self) -> &str {
+        "cross_entropy"
+    }
+    fn parents(&self) -> &[usize] {
+        &self.parents
+    }
+    fn output_dims(&self, prefix: &[Dims]) -> Result<Dims, String> {
+        let d = super::dims_at("cross_entropy", prefix, self.parents[0])?;
+        match *d.as_slice() {
+            [m, c] if m > 0 && c > 0 => A::from_usize(m)
+                .map(|_: A| Dims::scalar())
+                .ok_or_else(|| format!("cross_entropy cannot represent the row count {m} in its scalar type")),
+            _ => Err(format!("cross_entropy needs a non-empty matrix of logits (rows × classes), got shape {d}")),
+        }
+    }
+    fn validate(&self, ctx: &[RawTensor<A>], data: &D) -> Result<(), String> {
+        let d = ctx[self.parents[0]].dims();
+        let (m, c) = (d.as_slice()[0], d.as_slice()[1]);
+        let labels = (self.labels)(data);
+        if labels.len() != m {
+            return Err(format!("cross_entropy needs one label per row: {} labels for {m} rows", labels.len()));
+        }
+        match labels.iter().enumerate().find(|(_, &k)| k >= c) {
+            Some((i, k)) => Err(format!("cross_entropy label {k} at row {i} is out of range for {c} classes")),
+            None => Ok(()),
+        }
+    }
+    fn forward(&self, ctx: &[RawTensor<A>], data: &D) -> RawTensor<A> {
+        let x = &ctx[self.parents[0]];
+        let c = x.dims().as_slice()[1];
+        let labels = (self.labels)(data);
+        let mut e = Vec::with_capacity(c);
+        let mut total = <A as Scalar>::zero();
+        for (row, &k) in x.data().chunks_exact(c).zip(labels) {
+            let (mx, s) = shifted_exps(row, &mut e);
+            total = total + (s.ln() - (row[k] - mx));
+        }
+        RawTensor::full(Dims::scalar(), total / rows::<A>(labels.len()))
+    }
+    fn contributions(&self, saved: &SavedValues<'_, A, D>, g: &RawTensor<A>, c: &mut Contributions<A>) -> Contrib {
+        let x = &saved.prefix[self.parents[0]];
+        let classes = x.dims().as_slice()[1];
+        let labels = (self.labels)(saved.data);
+        let w = g.data()[0] / rows::<A>(labels.len());
+        let mut e = Vec::with_capacity(classes);
+        let mut t = c.buffer();
+        for (row, &k) in x.data().chunks_exact(classes).zip(labels) {
+            let (_, s) = shifted_exps(row, &mut e);
+            t.extend(e.iter().enumerate().map(|(j, &v)| {
+                let onehot = if j == k { A::one() } else { <A as Scalar>::zero() };
+                w * (v / s - onehot)
+            }));
+        }
+        let t = RawTensor::from_parts(x.dims(), t);
+        c.single(self.parents[0], t)
+    }
+}
+
+/// Typed `cross_entropy(logits, labels)`: `(M, C)` logits → `()`, labels read from the data by
+/// `labels` (checked by `compile`: `M` labels, each `< C`).
+pub fn cross_entropy<
+    A: Scalar + Float + FromPrimitive,
+    D: 'static,
+    M: Unsigned + 'static,
+    C: Unsigned + 'static,
+    Br,
+>(
+    logits: Position<(M, C), Br>,
+    labels: LabelAccessor<D>,
+) -> Node<A, D, ()> {
+    Node::compact(CrossEntropy::new(logits.index(), labels), &[&logits])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::Error;
+    use crate::graph::{NodeData, RawGraph};
+    use crate::ops::testing::{bits, forward, gradcheck, sample, vjp};
+    use crate::ops::{LogSoftmax, Softmax};
+    use crate::saved::RawSavedGraph;
+
+    fn fixed(_: &()) -> &[usize] {
+        &[2, 0, 1]
+    }
+
+    #[test]
+    fn matches_the_composite_oracle() {
+        // Oracle: mean over rows of −log_softmax(x)[label]; VJP (softmax − onehot)·δ/m.
+        let x = sample(&[3, 4], 80);
+        let ls = forward(LogSoftmax::new(0), std::slice::from_ref(&x));
+        let p = forward(Softmax::new(0), std::slice::from_ref(&x));
+        let labels = fixed(&());
+        let expected = labels.iter().enumerate().map(|(i, &k)| -ls.data()[i * 4 + k]).sum::<f64>() / 3.0;
+        let y = forward(CrossEntropy::new(0, fixed), std::slice::from_ref(&x));
+        assert!((y.data()[0] - expected).abs() < 1e-15);
+        let g = RawTensor::full(Dims::scalar(), 1.5);
+        let d = vjp(CrossEntropy::new(0, fixed), std::slice::from_ref(&x), &g);
+        for (i, (a, pv)) in d[0].data().iter().zip(p.data()).enumerate() {
+            let onehot = if labels[i / 4] == i % 4 { 1.0 } else { 0.0 };
+            assert!((a - 0.5 * (pv - onehot)).abs() < 1e-15, "{i}: {a}");
+        }
+    }
+
+    #[test]
+    fn gradient_matches_finite_differences() {
+        gradcheck(CrossEntropy::new(0, fixed), &[sample(&[3, 3], 81)], 1e-7);
+        gradcheck(CrossEntropy::new(0, fixed), &[sample(&[3, 5], 82)], 1e-7);
+    }
+
+    #[test]
+    fn special_values() {
+        // Huge logits: no overflow; a confident correct prediction has loss exactly 0.
+        let x =
+            RawTensor::from_vec(Dims::matrix(3, 3), vec![0.0, 0.0, 1000.0, 500.0, -500.0, 0.0, 7.0, 7.0, 7.0]).unwrap();
+        let y = forward(CrossEntropy::new(0, fixed), &[x]);
+        let expected = ((0.0 + 0.0) + 3.0f64.ln()) / 3.0;
+        assert_eq!(bits(&y), [expected.to_bits()]);
+    }
+
+    fn owned(d: &Vec<usize>) -> &[usize] {
+        d
+    }
+
+    fn compile_error(labels: Vec<usize>) -> Error {
+        let mut graph = RawGraph::<f64, Vec<usize>>::new(vec![Dims::matrix(2, 3)]);
+        graph.push(NodeData::compact(CrossEntropy::new(0, owned))).unwrap();
+        match RawSavedGraph::compile(&graph, vec![sample(&[2, 3], 83)], labels) {
+            Err(e) => e,
+            Ok(_) => panic!("compile accepted bad labels"),
+        }
+    }
+
+    #[test]
+    fn bad_labels_are_compile_errors() {
+        let mut graph = RawGraph::<f64, Vec<usize>>::new(vec![Dims::matrix(2, 3)]);
+        graph.push(NodeData::compact(CrossEntropy::new(0, owned))).unwrap();
+        assert!(RawSavedGraph::compile(&graph, vec![sample(&[2, 3], 83)], vec![2, 0]).is_ok());
+        match compile_error(vec![1, 3]) {
+            Error::Node { node, op, message, .. } => {
+                assert_eq!((node, op.as_str()), (0, "cross_entropy"));
+                assert_eq!(message, "cross_entropy label 3 at row 1 is out of range for 3 classes");
+            }
+            e => panic!("unexpected error {e}"),
+        }
+        match compile_error(vec![0, 1, 2]) {
+            Error::Node { message, .. } => {
+                assert_eq!(message, "cross_entropy needs one label per row: 3 labels for 2 rows");
+            }
+            e => panic!("unexpected error {e}"),
+        }
+    }
+
+    #[test]
+    fn non_matrix_is_rejected() {
+        let op = CrossEntropy::<()>::new(0, fixed);
+        let e = <CrossEntropy<()> as CompactOp<f64, ()>>::output_dims(&op, &[Dims::vector(3)]);
+        assert_eq!(e.unwrap_err(), "cross_entropy needs a non-empty matrix of logits (rows × classes), got shape [3]");
+    }
+}

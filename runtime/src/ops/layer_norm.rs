@@ -1,0 +1,179 @@
+//! `layer_norm(x, gain, bias)` over the last axis, with a constant `eps`; `x: [m, n]`,
+//! `gain, bias: [n]` (`n ≥ 1`).
+//!
+//! For each row `x[0..n]`, in exactly this order:
+//! 1. `μ = (((0 + x[0]) + x[1]) + …) / n`;
+//! 2. `d[j] = x[j] − μ`;
+//! 3. `v = (((0 + d[0] * d[0]) + d[1] * d[1]) + …) / n`;
+//! 4. `r = 1 / sqrt(v + eps)`;
+//! 5. `h[j] = d[j] * r`;
+//! 6. `y[j] = h[j] * gain[j] + bias[j]` (product first, no `mul_add`).
+//!
+//! VJP (with `h` and `r` recomputed by the same kernel): per row, `q[j] = δ[j] * gain[j]`,
+//! `a = (((0 + q[0]) + q[1]) + …) / n`, `b = (((0 + q[0] * h[0]) + q[1] * h[1]) + …) / n`, and
+//! `gx[j] = ((q[j] − a) − b * h[j]) * r`. Over the rows `i` in ascending order from `0`:
+//! `gbias[j] = ((0 + δ[0, j]) + δ[1, j]) + …` and `ggain[j] = ((0 + δ[0, j] * h[0, j]) + …)`.
+//! The contributions are `add(add(single(x, gx), single(gain, ggain)), single(bias, gbias))`.
+
+use num_traits::{Float, FromPrimitive};
+
+use crate::contributions::{Contrib, Contributions};
+use crate::graph::{CompactOp, Node, SavedValues};
+use crate::scalar::Scalar;
+use crate::shape::{Dims, Position};
+use crate::tensor::RawTensor;
+use typenum::Unsigned;
+
+/// Layer normalisation over the last axis with a gain and a bias.
+#[derive(Clone, Debug)]
+pub struct LayerNorm<A> {
+    parents: [usize; 3],
+    eps: A,
+}
+
+impl<A> LayerNorm<A> {
+    /// `layer_norm(x, gain, bias)` with the constant `eps`.
+    pub fn new(x: usize, gain: usize, bias: usize, eps: A) -> Self {
+        LayerNorm { parents: [x, gain, bias], eps }
+    }
+}
+
+/// Steps 1–5 for one row: `h` into `h` (cleared first); returns `r`.
+fn normalise<A: Float>(row: &[A], n: A, eps: A, h: &mut Vec<A>) -> A {
+    let mu = row.iter().fold(A::zero(), |acc, &v| acc + v) / n;
+    h.clear();
+    h.extend(row.iter().map(|&v| v - mu));
+    let var = h.iter().fold(A::zero(), |acc, &d| acc + d * d) / n;
+    let r = A::one() / (var + eps).sqrt();
+    for d in h.iter_mut() {
+        *d = *d * r;
+    }
+    r
+}
+
+impl<A: Scalar + Float + FromPrimitive + core::fmt::Debug, D> CompactOp<A, D> for LayerNorm<A> {
+    fn name(&self) -> &str {
+        "layer_norm"
+    }
+    fn parents(&self) -> &[usize] {
+        &self.parents
+    }
+    fn output_dims(&self, prefix: &[Dims]) -> Result<Dims, String> {
+        let dx = super::dims_at("layer_norm", prefix, self.parents[0])?;
+        let dg = super::dims_at("layer_norm", prefix, self.parents[1])?;
+        let db = super::dims_at("layer_norm", prefix, self.parents[2])?;
+        match (dx.as_slice(), dg.as_slice(), db.as_slice()) {
+            (&[_, n], &[g], &[b]) if n > 0 && g == n && b == n => A::from_usize(n)
+                .map(|_: A| dx)
+                .ok_or_else(|| format!("layer_norm cannot represent the row length {n} in its scalar type")),
+            _ => Err(format!(
+                "layer_norm needs x: [m, n] with n ≥ 1 and gain, bias: [n], got shapes {dx}, {dg} and {db}"
+            )),
+        }
+    }
+    fn forward(&self, ctx: &[RawTensor<A>], _: &D) -> RawTensor<A> {
+        let x = &ctx[self.parents[0]];
+        let (gain, bias) = (ctx[self.parents[1]].data(), ctx[self.parents[2]].data());
+        let n = gain.len();
+        let nf = A::from_usize(n).unwrap_or_else(|| unreachable!("checked by output_dims"));
+        let (mut h, mut out) = (Vec::with_capacity(n), Vec::with_capacity(x.numel()));
+        for row in x.data().chunks_exact(n) {
+            normalise(row, nf, self.eps, &mut h);
+            out.extend(h.iter().zip(gain).zip(bias).map(|((&hv, &g), &b)| hv * g + b));
+        }
+        RawTensor::from_parts(x.dims(), out)
+    }
+    fn contributions(&self, saved: &SavedValues<'_, A, D>, g: &RawTensor<A>, c: &mut Contributions<A>) -> Contrib {
+        let x = &saved.prefix[self.parents[0]];
+        let (tg, tb) = (&saved.prefix[self.parents[1]], &saved.prefix[self.parents[2]]);
+        let gain = tg.data();
+        let n = gain.len();
+        let nf = A::from_usize(n).unwrap_or_else(|| unreachable!("checked by output_dims"));
+        let zero = <A as Scalar>::zero();
+        let mut h = Vec::with_capacity(n);
+        let mut q = Vec::with_capacity(n);
+        let mut gx = c.buffer();
+        let (mut ggain, mut gbias) = (vec![zero; n], vec![zero; n]);
+        for (row, dr) in x.data().chunks_exact(n).zip(g.data().chunks_exact(n)) {
+            let r = normalise(row, nf, self.eps, &mut h);
+            q.clear();
+            q.extend(dr.iter().zip(gain).map(|(&dv, &gv)| dv * gv));
+            let a = q.iter().fold(zero, |acc, &v| acc + v) / nf;
+            let b = q.iter().zip(&h).fold(zero, |acc, (&qv, &hv)| acc + qv * hv) / nf;
+            gx.extend(q.iter().zip(&h).map(|(&qv, &hv)| ((qv - a) - b * hv) * r));
+            for j in 0..n {
+                ggain[j] = ggain[j] + dr[j] * h[j];
+                gbias[j] = gbias[j] + dr[j];
+            }
+        }
+        let gx = RawTensor::from_parts(x.dims(), gx);
+        let ggain = RawTensor::from_parts(tg.dims(), ggain);
+        let gbias = RawTensor::from_parts(tb.dims(), gbias);
+        let sx = c.single(self.parents[0], gx);
+        let sg = c.single(self.parents[1], ggain);
+        let l = c.add(sx, sg);
+        let sb = c.single(self.parents[2], gbias);
+        c.add(l, sb)
+    }
+}
+
+/// Typed `layer_norm(x, gain, bias)` with the constant `eps`: `(M, N)`, `(N,)`, `(N,)` → `(M, N)`.
+pub fn layer_norm<
+    A: Scalar + Float + FromPrimitive + core::fmt::Debug,
+    D: 'static,
+    M: Unsigned + 'static,
+    N: Unsigned + 'static,
+    Br,
+>(
+    x: Position<(M, N), Br>,
+    gain: Position<(N,), Br>,
+    bias: Position<(N,), Br>,
+    eps: A,
+) -> Node<A, D, (M, N)> {
+    Node::compact(LayerNorm::new(x.index(), gain.index(), bias.index(), eps), &[&x, &gain, &bias])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ops::testing::{forward, gradcheck, sample};
+
+    #[test]
+    fn value() {
+        let x = RawTensor::from_vec(Dims::matrix(1, 4), vec![1.0, 2.0, 3.0, 6.0]).unwrap();
+        let g = RawTensor::from_vec(Dims::vector(4), vec![1.0, 2.0, 1.0, 1.0]).unwrap();
+        let b = RawTensor::from_vec(Dims::vector(4), vec![0.0, 0.0, 0.5, 0.0]).unwrap();
+        let y = forward(LayerNorm::new(0, 1, 2, 0.0), &[x, g, b]);
+        // μ = 3, d = [-2, -1, 0, 3], v = 14 / 4.
+        let r = 1.0 / 3.5f64.sqrt();
+        assert_eq!(y.data(), &[-2.0 * r, -r * 2.0, 0.5, 3.0 * r]);
+    }
+
+    #[test]
+    fn gradient_matches_finite_differences() {
+        let inputs = [sample(&[3, 4], 100), sample(&[4], 101), sample(&[4], 102)];
+        gradcheck(LayerNorm::new(0, 1, 2, 1e-5), &inputs, 1e-6);
+        // Gain and bias at one position: their terms are added first.
+        gradcheck(LayerNorm::new(0, 1, 1, 1e-5), &inputs[..2], 1e-6);
+    }
+
+    #[test]
+    fn constant_row_is_finite_with_eps() {
+        let x = RawTensor::full(Dims::matrix(2, 3), 7.0);
+        let y = forward(LayerNorm::new(0, 1, 2, 1e-5), &[x, sample(&[3], 103), RawTensor::full(Dims::vector(3), 0.25)]);
+        assert!(y.data().iter().all(|&v| v == 0.25));
+    }
+
+    #[test]
+    fn shape_errors_name_the_shapes() {
+        let op = LayerNorm::new(0, 1, 2, 1e-5);
+        let e = <LayerNorm<f64> as CompactOp<f64, ()>>::output_dims(
+            &op,
+            &[Dims::matrix(2, 3), Dims::vector(3), Dims::vector(2)],
+        );
+        assert_eq!(
+            e.unwrap_err(),
+            "layer_norm needs x: [m, n] with n ≥ 1 and gain, bias: [n], got shapes [2, 3], [3] and [2]"
+        );
+    }
+}

@@ -1,0 +1,114 @@
+//! `log_softmax(x)` over the last axis, numerically stable.
+//!
+//! For each row `x[0..n]` (the last axis, `n ≥ 1`), in exactly this order:
+//! 1. `m = max(x)` and `s = ((0 + exp(x[0] − m)) + exp(x[1] − m)) + …`, as in
+//!    [`softmax`](super::softmax);
+//! 2. `l = ln(s)`;
+//! 3. `y[j] = (x[j] − m) − l`.
+//!
+//! VJP, with the saved output `y` and per row `t = ((0 + δ[0]) + δ[1]) + …` (ascending):
+//! `single(x, r)` with `r[j] = δ[j] − t * exp(y[j])` (`exp(y)` is the softmax; the δ-side factor
+//! `t` is left).
+
+use num_traits::Float;
+
+use super::softmax::{rows_dims, shifted_exps};
+use crate::contributions::{Contrib, Contributions};
+use crate::graph::{CompactOp, Node, SavedValues};
+use crate::scalar::Scalar;
+use crate::shape::{Dims, Position, Shape};
+use crate::tensor::RawTensor;
+
+/// Log-softmax over the last axis.
+#[derive(Clone, Debug)]
+pub struct LogSoftmax {
+    parents: [usize; 1],
+}
+
+impl LogSoftmax {
+    /// `log_softmax(x)` for the position `x`.
+    pub fn new(x: usize) -> Self {
+        LogSoftmax { parents: [x] }
+    }
+}
+
+impl<A: Scalar + Float, D> CompactOp<A, D> for LogSoftmax {
+    fn name(&self) -> &str {
+        "log_softmax"
+    }
+    fn parents(&self) -> &[usize] {
+        &self.parents
+    }
+    fn output_dims(&self, prefix: &[Dims]) -> Result<Dims, String> {
+        rows_dims("log_softmax", prefix, self.parents[0]).map(|(d, _)| d)
+    }
+    fn forward(&self, ctx: &[RawTensor<A>], _: &D) -> RawTensor<A> {
+        let x = &ctx[self.parents[0]];
+        let n = x.dims().as_slice().last().copied().unwrap_or(1);
+        let (mut e, mut out) = (Vec::with_capacity(n), Vec::with_capacity(x.numel()));
+        for row in x.data().chunks_exact(n) {
+            let (m, s) = shifted_exps(row, &mut e);
+            let l = s.ln();
+            out.extend(row.iter().map(|&v| (v - m) - l));
+        }
+        RawTensor::from_parts(x.dims(), out)
+    }
+    fn contributions(&self, saved: &SavedValues<'_, A, D>, g: &RawTensor<A>, c: &mut Contributions<A>) -> Contrib {
+        let y = saved.output;
+        let n = y.dims().as_slice().last().copied().unwrap_or(1);
+        let mut r = c.buffer();
+        for (yr, gr) in y.data().chunks_exact(n).zip(g.data().chunks_exact(n)) {
+            let t = gr.iter().fold(<A as Scalar>::zero(), |acc, &v| acc + v);
+            r.extend(gr.iter().zip(yr).map(|(&gv, &yv)| gv - t * yv.exp()));
+        }
+        let r = RawTensor::from_parts(y.dims(), r);
+        c.single(self.parents[0], r)
+    }
+}
+
+/// Typed `log_softmax(x)` over the last axis.
+pub fn log_softmax<A: Scalar + Float, D: 'static, S: Shape, Br>(x: Position<S, Br>) -> Node<A, D, S> {
+    Node::compact(LogSoftmax::new(x.index()), &[&x])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ops::testing::{bits, forward, gradcheck, sample, vjp};
+    use crate::ops::Softmax;
+
+    #[test]
+    fn matches_log_of_softmax_and_its_chain_rule() {
+        let x = sample(&[3, 4], 70);
+        let g = sample(&[3, 4], 71);
+        let y = forward(LogSoftmax::new(0), std::slice::from_ref(&x));
+        let p = forward(Softmax::new(0), std::slice::from_ref(&x));
+        for (a, b) in y.data().iter().zip(p.data()) {
+            assert!((a - b.ln()).abs() < 1e-14, "{a} vs ln {b}");
+        }
+        // Composite oracle: log(softmax(x)) has VJP softmax_vjp(δ / p).
+        let gp = RawTensor::from_fn(g.dims(), |i| g.data()[i] / p.data()[i]);
+        let composite = vjp(Softmax::new(0), std::slice::from_ref(&x), &gp);
+        let direct = vjp(LogSoftmax::new(0), std::slice::from_ref(&x), &g);
+        for (a, b) in direct[0].data().iter().zip(composite[0].data()) {
+            assert!((a - b).abs() < 1e-13, "{a} vs {b}");
+        }
+    }
+
+    #[test]
+    fn gradient_matches_finite_differences() {
+        gradcheck(LogSoftmax::new(0), &[sample(&[2, 3], 72)], 1e-7);
+        gradcheck(LogSoftmax::new(0), &[sample(&[4], 73)], 1e-7);
+    }
+
+    #[test]
+    fn special_values() {
+        // Huge logits stay finite; a -inf logit gives -inf; a single element gives +0.
+        let x = RawTensor::from_vec(Dims::matrix(2, 2), vec![1000.0, 1000.0, f64::NEG_INFINITY, 5.0]).unwrap();
+        let y = forward(LogSoftmax::new(0), &[x]);
+        let ln2 = 2.0f64.ln();
+        assert_eq!(bits(&y), [(-ln2).to_bits(), (-ln2).to_bits(), f64::NEG_INFINITY.to_bits(), 0]);
+        let one = RawTensor::from_vec(Dims::vector(1), vec![-3.0]).unwrap();
+        assert_eq!(bits(&forward(LogSoftmax::new(0), &[one])), [0]);
+    }
+}

@@ -1,0 +1,94 @@
+//! `reshape(x)`: the same elements in the same (row-major) order under another shape of the same
+//! element count: `y[i] = x[i]`.
+//!
+//! VJP: `single(x, t)` with `t[i] = δ[i]` under the shape of `x`.
+
+use crate::contributions::{Contrib, Contributions};
+use crate::graph::{CompactOp, Node, SavedValues};
+use crate::scalar::Scalar;
+use crate::shape::{Dims, Position, Shape};
+use crate::tensor::RawTensor;
+
+/// Reshape to a target shape of the same element count.
+#[derive(Clone, Debug)]
+pub struct Reshape {
+    parents: [usize; 1],
+    dims: Dims,
+}
+
+impl Reshape {
+    /// `reshape(x)` to `dims`.
+    pub fn new(x: usize, dims: Dims) -> Self {
+        Reshape { parents: [x], dims }
+    }
+}
+
+impl<A: Scalar, D> CompactOp<A, D> for Reshape {
+    fn name(&self) -> &str {
+        "reshape"
+    }
+    fn parents(&self) -> &[usize] {
+        &self.parents
+    }
+    fn output_dims(&self, prefix: &[Dims]) -> Result<Dims, String> {
+        let d = super::dims_at("reshape", prefix, self.parents[0])?;
+        if d.numel() == self.dims.numel() {
+            Ok(self.dims)
+        } else {
+            Err(format!(
+                "reshape cannot turn shape {d} ({} elements) into shape {} ({} elements)",
+                d.numel(),
+                self.dims,
+                self.dims.numel()
+            ))
+        }
+    }
+    fn forward(&self, ctx: &[RawTensor<A>], _: &D) -> RawTensor<A> {
+        RawTensor::from_parts(self.dims, ctx[self.parents[0]].data().to_vec())
+    }
+    fn contributions(&self, saved: &SavedValues<'_, A, D>, g: &RawTensor<A>, c: &mut Contributions<A>) -> Contrib {
+        let gd = g.data();
+        let t = c.tensor(saved.prefix[self.parents[0]].dims(), |i| gd[i].clone());
+        c.single(self.parents[0], t)
+    }
+}
+
+/// Typed `reshape(x)` to the shape `S2` (the element counts are checked when the node is pushed;
+/// a mismatch is reported by `compile`, naming both shapes).
+pub fn reshape<A: Scalar, D: 'static, S: Shape, S2: Shape, Br>(x: Position<S, Br>) -> Node<A, D, S2> {
+    Node::compact(Reshape::new(x.index(), S2::dims()), &[&x])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ops::testing::{bits, forward, gradcheck, sample};
+
+    #[test]
+    fn value_and_gradient() {
+        let x = sample(&[2, 3], 110);
+        let y = forward(Reshape::new(0, Dims::new(&[3, 1, 2]).unwrap()), std::slice::from_ref(&x));
+        assert_eq!(y.dims(), Dims::new(&[3, 1, 2]).unwrap());
+        assert_eq!(bits(&y), bits(&x));
+        gradcheck(Reshape::new(0, Dims::vector(6)), &[x], 1e-7);
+        gradcheck(Reshape::new(0, Dims::scalar()), &[sample(&[1, 1], 111)], 1e-7);
+    }
+
+    #[test]
+    fn element_count_mismatch_names_both_shapes() {
+        let op = Reshape::new(0, Dims::matrix(2, 2));
+        let e = <Reshape as CompactOp<f64, ()>>::output_dims(&op, &[Dims::matrix(2, 3)]);
+        assert_eq!(e.unwrap_err(), "reshape cannot turn shape [2, 3] (6 elements) into shape [2, 2] (4 elements)");
+    }
+
+    #[test]
+    fn typed_mismatch_is_reported_at_push() {
+        use crate::graph::GraphData;
+        use typenum::{U2, U3, U4};
+        let (g, x) = GraphData::<f64, ()>::new().input::<(U2, U3)>();
+        let (g, _) = g.push(reshape::<f64, (), (U2, U3), (U4,), ()>(x));
+        let errors = g.build_errors();
+        assert_eq!(errors.len(), 1);
+        assert_eq!(errors[0].1, "reshape cannot turn shape [2, 3] (6 elements) into shape [4] (4 elements)");
+    }
+}

@@ -1,0 +1,165 @@
+//! `softmax(x)` over the last axis, numerically stable.
+//!
+//! For each row `x[0..n]` (the last axis, `n ≥ 1`), in exactly this order:
+//! 1. `m = max(x)`: `m = x[0]`, then for `j = 1, 2, …` `m = x[j]` when `x[j] > m` (so a NaN is
+//!    never picked up unless it is `x[0]`, and of `-0`/`+0` the first wins);
+//! 2. `e[j] = exp(x[j] − m)`;
+//! 3. `s = ((0 + e[0]) + e[1]) + … + e[n − 1]` (ascending);
+//! 4. `y[j] = e[j] / s`.
+//!
+//! A NaN anywhere in a row makes the whole row NaN (through `s`); a `+∞` does too (`∞ − ∞`), which
+//! is the IEEE answer of the unshifted formula as well.
+//!
+//! VJP, with the saved output `y` and per row `d = ((0 + δ[0] * y[0]) + δ[1] * y[1]) + …`
+//! (ascending, δ left): `single(x, t)` with `t[j] = (δ[j] − d) * y[j]` (δ-side factor left).
+
+use num_traits::Float;
+
+use crate::contributions::{Contrib, Contributions};
+use crate::graph::{CompactOp, Node, SavedValues};
+use crate::scalar::Scalar;
+use crate::shape::{Dims, Position, Shape};
+use crate::tensor::RawTensor;
+
+/// Softmax over the last axis.
+#[derive(Clone, Debug)]
+pub struct Softmax {
+    parents: [usize; 1],
+}
+
+impl Softmax {
+    /// `softmax(x)` for the position `x`.
+    pub fn new(x: usize) -> Self {
+        Softmax { parents: [x] }
+    }
+}
+
+/// Shape rule shared by the row-wise ops: rank at least 1 and a non-empty last axis. Returns the
+/// dims and the row length.
+pub(crate) fn rows_dims(op: &str, prefix: &[Dims], p: usize) -> Result<(Dims, usize), String> {
+    let d = super::dims_at(op, prefix, p)?;
+    match d.as_slice().last() {
+        Some(&n) if n > 0 => Ok((d, n)),
+        _ => Err(format!("{op} needs a non-empty last axis, got shape {d}")),
+    }
+}
+
+/// Step 1 of the module docs: the row maximum, first element first, `x[j] > m` replaces.
+pub(crate) fn row_max<A: Float>(row: &[A]) -> A {
+    row[1..].iter().fold(row[0], |m, &v| if v > m { v } else { m })
+}
+
+/// Steps 1–3: `(m, e, s)` with `e` written into `e` (cleared first).
+pub(crate) fn shifted_exps<A: Float>(row: &[A], e: &mut Vec<A>) -> (A, A) {
+    let m = row_max(row);
+    e.clear();
+    e.extend(row.iter().map(|&v| (v - m).exp()));
+    let s = e.iter().fold(A::zero(), |acc, &v| acc + v);
+    (m, s)
+}
+
+/// Softmax of one row into `out` (the order of the module docs).
+pub(crate) fn softmax_row<A: Float>(row: &[A], e: &mut Vec<A>, out: &mut Vec<A>) {
+    let (_, s) = shifted_exps(row, e);
+    out.extend(e.iter().map(|&v| v / s));
+}
+
+impl<A: Scalar + Float, D> CompactOp<A, D> for Softmax {
+    fn name(&self) -> &str {
+        "softmax"
+    }
+    fn parents(&self) -> &[usize] {
+        &self.parents
+    }
+    fn output_dims(&self, prefix: &[Dims]) -> Result<Dims, String> {
+        rows_dims("softmax", prefix, self.parents[0]).map(|(d, _)| d)
+    }
+    fn forward(&self, ctx: &[RawTensor<A>], _: &D) -> RawTensor<A> {
+        let x = &ctx[self.parents[0]];
+        let n = x.dims().as_slice().last().copied().unwrap_or(1);
+        let (mut e, mut out) = (Vec::with_capacity(n), Vec::with_capacity(x.numel()));
+        for row in x.data().chunks_exact(n) {
+            softmax_row(row, &mut e, &mut out);
+        }
+        RawTensor::from_parts(x.dims(), out)
+    }
+    fn contributions(&self, saved: &SavedValues<'_, A, D>, g: &RawTensor<A>, c: &mut Contributions<A>) -> Contrib {
+        let y = saved.output;
+        let n = y.dims().as_slice().last().copied().unwrap_or(1);
+        let mut t = c.buffer();
+        for (yr, gr) in y.data().chunks_exact(n).zip(g.data().chunks_exact(n)) {
+            let d = gr.iter().zip(yr).fold(<A as Scalar>::zero(), |acc, (&gv, &yv)| acc + gv * yv);
+            t.extend(gr.iter().zip(yr).map(|(&gv, &yv)| (gv - d) * yv));
+        }
+        let t = RawTensor::from_parts(y.dims(), t);
+        c.single(self.parents[0], t)
+    }
+}
+
+/// Typed `softmax(x)` over the last axis.
+pub fn softmax<A: Scalar + Float, D: 'static, S: Shape, Br>(x: Position<S, Br>) -> Node<A, D, S> {
+    Node::compact(Softmax::new(x.index()), &[&x])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ops::testing::{bits, forward, gradcheck, sample, vjp};
+
+    /// The composite of primitives: `exp(x − max) / sum(exp(x − max))`, one row at a time, and
+    /// its Jacobian-transpose product `Σ_k δ[k] (y[k] (1[k = j] − y[j]))`.
+    fn oracle(x: &[f64], n: usize, g: &[f64]) -> (Vec<f64>, Vec<f64>) {
+        let (mut y, mut dx) = (Vec::new(), Vec::new());
+        for (row, gr) in x.chunks(n).zip(g.chunks(n)) {
+            let m = row.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            let e: Vec<f64> = row.iter().map(|v| (v - m).exp()).collect();
+            let s: f64 = e.iter().sum();
+            let yr: Vec<f64> = e.iter().map(|v| v / s).collect();
+            for j in 0..n {
+                dx.push((0..n).map(|k| gr[k] * yr[k] * (f64::from(u8::from(k == j)) - yr[j])).sum());
+            }
+            y.extend(yr);
+        }
+        (y, dx)
+    }
+
+    #[test]
+    fn matches_the_composite_oracle() {
+        let x = sample(&[3, 4], 60);
+        let g = sample(&[3, 4], 61);
+        let (y, dx) = oracle(x.data(), 4, g.data());
+        let fy = forward(Softmax::new(0), std::slice::from_ref(&x));
+        let fdx = vjp(Softmax::new(0), std::slice::from_ref(&x), &g);
+        for (a, b) in fy.data().iter().zip(&y).chain(fdx[0].data().iter().zip(&dx)) {
+            assert!((a - b).abs() < 1e-15, "{a} vs {b}");
+        }
+        for row in fy.data().chunks(4) {
+            assert!((row.iter().sum::<f64>() - 1.0).abs() < 1e-15);
+        }
+    }
+
+    #[test]
+    fn gradient_matches_finite_differences() {
+        gradcheck(Softmax::new(0), &[sample(&[2, 3], 62)], 1e-7);
+        gradcheck(Softmax::new(0), &[sample(&[5], 63)], 1e-7);
+        gradcheck(Softmax::new(0), &[sample(&[2, 1, 3], 64)], 1e-7);
+    }
+
+    #[test]
+    fn special_values() {
+        // Large logits do not overflow; a -inf logit gets exactly +0; a single element gives 1.
+        let x = RawTensor::from_vec(Dims::matrix(2, 2), vec![1000.0, 1000.0, f64::NEG_INFINITY, 5.0]).unwrap();
+        let y = forward(Softmax::new(0), &[x]);
+        assert_eq!(bits(&y), [0.5f64.to_bits(), 0.5f64.to_bits(), 0, 1.0f64.to_bits()]);
+        let nan_row = RawTensor::from_vec(Dims::vector(3), vec![1.0, f64::NAN, 2.0]).unwrap();
+        assert!(forward(Softmax::new(0), &[nan_row]).data().iter().all(|v| v.is_nan()));
+        let inf_row = RawTensor::from_vec(Dims::vector(2), vec![f64::INFINITY, 2.0]).unwrap();
+        assert!(forward(Softmax::new(0), &[inf_row]).data().iter().all(|v| v.is_nan()));
+    }
+
+    #[test]
+    fn scalar_input_is_rejected() {
+        let e = <Softmax as CompactOp<f64, ()>>::output_dims(&Softmax::new(0), &[Dims::scalar()]);
+        assert_eq!(e.unwrap_err(), "softmax needs a non-empty last axis, got shape []");
+    }
+}

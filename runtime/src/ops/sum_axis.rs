@@ -1,0 +1,118 @@
+//! `sum_axis(x, axis)`: sum over one axis, keeping the others (the output has rank `rank − 1`).
+//!
+//! With `x` split around the axis as `outer × n × inner` (row-major),
+//! `y[o, i] = ((0 + x[o, 0, i]) + x[o, 1, i]) + … + x[o, n − 1, i]`: ascending along the axis,
+//! starting from `0` (so an empty axis gives `0`).
+//!
+//! VJP: `single(x, t)` with `t[o, j, i] = δ[o, i]` (the cotangent broadcast back along the axis).
+
+use crate::contributions::{Contrib, Contributions};
+use crate::graph::{CompactOp, Node, SavedValues};
+use crate::scalar::Scalar;
+use crate::shape::{Dims, Position, Shape};
+use crate::tensor::RawTensor;
+
+/// Sum over one axis.
+#[derive(Clone, Debug)]
+pub struct SumAxis {
+    parents: [usize; 1],
+    axis: usize,
+}
+
+impl SumAxis {
+    /// `sum_axis(x, axis)` for the position `x`.
+    pub fn new(x: usize, axis: usize) -> Self {
+        SumAxis { parents: [x], axis }
+    }
+}
+
+/// `(outer, n, inner)`: the sizes before, at and after `axis` (which must be `< rank`).
+pub(crate) fn split(d: Dims, axis: usize) -> (usize, usize, usize) {
+    let s = d.as_slice();
+    (s[..axis].iter().product(), s[axis], s[axis + 1..].iter().product())
+}
+
+/// The dims of `d` without `axis`, or a message naming `op`.
+pub(crate) fn reduced_dims(op: &str, d: Dims, axis: usize) -> Result<Dims, String> {
+    if axis >= d.rank() {
+        return Err(format!("{op} cannot reduce axis {axis} of shape {d} (rank {})", d.rank()));
+    }
+    let mut s = d.as_slice().to_vec();
+    s.remove(axis);
+    Dims::new(&s).ok_or_else(|| format!("{op} cannot reduce axis {axis} of shape {d}"))
+}
+
+/// Sums along `axis` of `x` (dims `d`) in ascending order from `0`: `outer * inner` values.
+pub(crate) fn sums_along<A: Scalar>(x: &[A], d: Dims, axis: usize) -> Vec<A> {
+    let (outer, n, inner) = split(d, axis);
+    let mut out = Vec::with_capacity(outer * inner);
+    for o in 0..outer {
+        for i in 0..inner {
+            out.push((0..n).fold(A::zero(), |acc, j| acc + x[(o * n + j) * inner + i].clone()));
+        }
+    }
+    out
+}
+
+impl<A: Scalar, D> CompactOp<A, D> for SumAxis {
+    fn name(&self) -> &str {
+        "sum_axis"
+    }
+    fn parents(&self) -> &[usize] {
+        &self.parents
+    }
+    fn output_dims(&self, prefix: &[Dims]) -> Result<Dims, String> {
+        reduced_dims("sum_axis", super::dims_at("sum_axis", prefix, self.parents[0])?, self.axis)
+    }
+    fn forward(&self, ctx: &[RawTensor<A>], _: &D) -> RawTensor<A> {
+        let x = &ctx[self.parents[0]];
+        let out = reduced_dims("sum_axis", x.dims(), self.axis).unwrap_or_else(|m| unreachable!("{m}"));
+        RawTensor::from_parts(out, sums_along(x.data(), x.dims(), self.axis))
+    }
+    fn contributions(&self, saved: &SavedValues<'_, A, D>, g: &RawTensor<A>, c: &mut Contributions<A>) -> Contrib {
+        let d = saved.prefix[self.parents[0]].dims();
+        let (_, n, inner) = split(d, self.axis);
+        let gd = g.data();
+        let t = c.tensor(d, |k| gd[(k / (n * inner)) * inner + k % inner].clone());
+        c.single(self.parents[0], t)
+    }
+}
+
+/// Typed `sum_axis(x, axis)`: the declared output shape `S2` must be `S` without `axis` (checked
+/// when the node is pushed; a mismatch is reported by `compile`).
+pub fn sum_axis<A: Scalar, D: 'static, S: Shape, S2: Shape, Br>(x: Position<S, Br>, axis: usize) -> Node<A, D, S2> {
+    Node::compact(SumAxis::new(x.index(), axis), &[&x])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ops::testing::{bits, forward, gradcheck, sample};
+
+    #[test]
+    fn value_and_gradient() {
+        let x = RawTensor::from_vec(Dims::new(&[2, 3]).unwrap(), vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0]).unwrap();
+        let y0 = forward(SumAxis::new(0, 0), std::slice::from_ref(&x));
+        assert_eq!((y0.dims(), y0.data()), (Dims::vector(3), &[5.0, 7.0, 9.0][..]));
+        let y1 = forward(SumAxis::new(0, 1), std::slice::from_ref(&x));
+        assert_eq!((y1.dims(), y1.data()), (Dims::vector(2), &[6.0, 15.0][..]));
+        for axis in 0..3 {
+            gradcheck(SumAxis::new(0, axis), &[sample(&[2, 3, 2], 40 + axis as u64)], 1e-7);
+        }
+        gradcheck(SumAxis::new(0, 0), &[sample(&[4], 44)], 1e-7);
+    }
+
+    #[test]
+    fn order_is_ascending_from_plus_zero() {
+        // ((0 + 1e16) + 1) + -1e16 = 0, and -0 alone sums to +0 (0 + -0).
+        let x = RawTensor::from_vec(Dims::matrix(3, 2), vec![1e16, -0.0, 1.0, -0.0, -1e16, -0.0]).unwrap();
+        let y = forward(SumAxis::new(0, 0), &[x]);
+        assert_eq!(bits(&y), [0, 0]);
+    }
+
+    #[test]
+    fn bad_axis_is_reported() {
+        let e = <SumAxis as CompactOp<f64, ()>>::output_dims(&SumAxis::new(0, 2), &[Dims::matrix(2, 3)]);
+        assert_eq!(e.unwrap_err(), "sum_axis cannot reduce axis 2 of shape [2, 3] (rank 2)");
+    }
+}
