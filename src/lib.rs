@@ -58,7 +58,8 @@
 //!   | op | shape rule |
 //!   |---|---|
 //!   | `add`, `sub`, `mul` | `[s] , [s] → [s]` |
-//!   | `neg`, `relu`, `tanh`, `exp` | `[s] → [s]` |
+//!   | `neg`, `relu`, `tanh`, `exp`, `sigmoid`, `softplus`, `gelu`, `log`, `sqrt`, `square` | `[s] → [s]` |
+//!   | `div`, `max`, `min` | `[s] , [s] → [s]` |
 //!   | `matmul(a, b)`, `a.matmul(b)` | `[m, k] , [k, n] → [m, n]` |
 //!   | `transpose(a)`, `a.t()` | `[m, n] → [n, m]` |
 //!   | `sum`, `mean` | `[s] → []` |

@@ -40,6 +40,7 @@
 
 pub mod contributions;
 pub mod deferred;
+pub mod dot;
 pub mod dsl;
 pub mod error;
 pub mod gradients;

@@ -279,11 +279,7 @@ impl<'g, A: Scalar, D: 'static> RawSavedGraph<'g, A, D> {
                     a.add_assign(v);
                 }
                 if let Some(r) = reached.as_mut() {
-                    if node.is_opaque() {
-                        r.all_below(p);
-                    } else {
-                        r.extend(&support);
-                    }
+                    r.record(p, if node.is_opaque() { Touched::WholePrefix } else { Touched::Support(&support) });
                 }
             }
             if keep {
@@ -320,11 +316,7 @@ impl<'g, A: Scalar, D: 'static> RawSavedGraph<'g, A, D> {
                     }
                 })?;
                 if let Some(r) = reached.as_mut() {
-                    if whole_prefix {
-                        r.all_below(p);
-                    } else {
-                        r.extend(&support);
-                    }
+                    r.record(p, if whole_prefix { Touched::WholePrefix } else { Touched::Support(&support) });
                 }
             }
             if keep {
@@ -432,9 +424,73 @@ impl<'g, A: Scalar, D: 'static> RawSavedGraph<'g, A, D> {
         let slots = self.single_seed(output, seed)?;
         self.dense_loop(slots, Some(Reached::new(self.graph.dims().len(), output)), true)
     }
+
+    /// Which positions [`backprop_from(output, …)`](Self::backprop_from) reaches: one flag per
+    /// position (Γ ++ ss). Node `k` is visited — its VJP runs — exactly when the flag of its
+    /// position `|Γ| + k` is set; every other node is skipped entirely. A reached input is one
+    /// that may receive a contribution.
+    ///
+    /// The rule is the pass's own (§7, the same code): walking from the last node down, a reached
+    /// compact node reaches its support, a reached opaque node its whole prefix. Node supports are
+    /// read from their declarations ([`NodeData::support`]) since no VJP runs here; for every
+    /// built-in op that is exactly the support of the contributions the pass builds, so the two
+    /// agree. (A custom [`CompactOp`](crate::CompactOp) whose contributions leave its declared
+    /// support makes the pass differ from this prediction.) Without storage equality
+    /// `backprop_from` runs the dense all-seeds pass, which visits every node: every flag is set.
+    /// [`backprop_from_dense`](Self::backprop_from_dense) visits the nodes flagged here on every
+    /// scalar.
+    ///
+    /// # Errors
+    /// [`Error::ForeignPosition`] for an `output` outside the graph.
+    pub fn reached_from(&self, output: usize) -> Result<Vec<bool>, Error> {
+        let len = self.graph.dims().len();
+        if output >= len {
+            return Err(Error::ForeignPosition { index: output, len });
+        }
+        if !A::HAS_STORAGE_EQUALITY {
+            return Ok(vec![true; len]);
+        }
+        Ok(reachability(self.graph, output))
+    }
+}
+
+/// The reached set of `backprop_from(output)` on a scalar with storage equality, by the pass's
+/// rule with declared supports (see [`RawSavedGraph::reached_from`]).
+fn reachability<A: 'static, D: 'static>(graph: &RawGraph<A, D>, output: usize) -> Vec<bool> {
+    let mut reached = Reached::new(graph.dims().len(), output);
+    for (k, node) in graph.nodes().iter().enumerate().rev() {
+        let p = graph.num_inputs() + k;
+        if reached.contains(p) {
+            reached.record(p, Touched::declared(node));
+        }
+    }
+    reached.into_flags()
+}
+
+/// What a visited node's VJP touched, as far as reachability (§7) is concerned.
+enum Touched<'a> {
+    /// A compact node: the support of its contributions.
+    Support(&'a [usize]),
+    /// An opaque node: every position below it.
+    WholePrefix,
+}
+
+impl<'a> Touched<'a> {
+    /// What a node touches according to its declaration: its static support when compact, the
+    /// whole prefix when opaque.
+    fn declared<A: 'static, D: 'static>(node: &'a NodeData<A, D>) -> Self {
+        match node.support() {
+            Some(s) => Touched::Support(s),
+            None => Touched::WholePrefix,
+        }
+    }
 }
 
 /// The reached set of §7: explicit marks plus "every position below `below`" (set by opaque nodes).
+///
+/// The one place the reachability rule lives: the single-output passes and
+/// [`RawSavedGraph::reached_from`] all go through [`contains`](Self::contains) (does the node at
+/// `p` run?) and [`record`](Self::record) (what did it reach?).
 struct Reached {
     marks: Vec<bool>,
     below: usize,
@@ -451,14 +507,22 @@ impl Reached {
         p < self.below || self.marks[p]
     }
 
-    fn extend(&mut self, support: &[usize]) {
-        for &q in support {
-            self.marks[q] = true;
+    /// `reached ∪= c.support` for a compact node, `reached ∪= all positions < p` for an opaque one.
+    fn record(&mut self, p: usize, touched: Touched<'_>) {
+        match touched {
+            Touched::Support(support) => {
+                for &q in support {
+                    self.marks[q] = true;
+                }
+            }
+            Touched::WholePrefix => self.below = self.below.max(p),
         }
     }
 
-    fn all_below(&mut self, p: usize) {
-        self.below = self.below.max(p);
+    /// One flag per position.
+    fn into_flags(self) -> Vec<bool> {
+        let below = self.below;
+        self.marks.into_iter().enumerate().map(|(p, m)| m || p < below).collect()
     }
 }
 
@@ -616,10 +680,178 @@ impl<'g, A: Scalar, D: 'static, G, Ss, Br> SavedGraph<'g, A, D, G, Ss, Br> {
         Ok(self.all(self.raw.backprop_from_dense(output.index(), seed.into_raw())?))
     }
 
+    /// Which positions [`backprop_from(output, …)`](Self::backprop_from) reaches, one flag per
+    /// position (see [`RawSavedGraph::reached_from`]).
+    ///
+    /// # Errors
+    /// [`Error::ForeignPosition`] for a handle of another graph.
+    pub fn reached_from<S>(&self, output: Position<S, Br>) -> Result<Vec<bool>, Error> {
+        self.check_handle(output)?;
+        self.raw.reached_from(output.index())
+    }
+
+    /// The indices (0 = first node) of the nodes whose VJP
+    /// [`backprop_from(output, …)`](Self::backprop_from) runs, ascending; every other node is
+    /// skipped. Same rule as [`reached_from`](Self::reached_from).
+    ///
+    /// ```
+    /// use exactgrad_runtime::{ops, GraphData, Pack, Tensor, typenum::U2};
+    /// let g = GraphData::<f64, ()>::new();
+    /// let (g, x) = g.input::<(U2,)>();
+    /// let (g, y) = g.push(ops::mul(x, x)); // node 0
+    /// let (g, s) = g.push(ops::sum(y)); // node 1
+    /// let (g, _t) = g.push(ops::sum(x)); // node 2: another head
+    /// let saved = g.compile(Pack::new().push(Tensor::full(1.0)), ()).unwrap();
+    /// assert_eq!(saved.visited_from(s).unwrap(), vec![0, 1]);
+    /// ```
+    ///
+    /// # Errors
+    /// As [`reached_from`](Self::reached_from).
+    pub fn visited_from<S>(&self, output: Position<S, Br>) -> Result<Vec<usize>, Error> {
+        let inputs = self.graph.raw().num_inputs();
+        let reached = self.reached_from(output)?;
+        Ok(reached[inputs..].iter().enumerate().filter(|(_, &r)| r).map(|(k, _)| k).collect())
+    }
+
     fn check_handle<S>(&self, pos: Position<S, Br>) -> Result<(), Error> {
         if pos.graph_id() != self.graph.raw().id() {
             return Err(Error::ForeignPosition { index: pos.index(), len: self.raw.values.len() });
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::RefCell;
+    use std::rc::Rc;
+
+    use super::*;
+    use crate::contributions::Contrib;
+    use crate::graph::{CompactOp, Node};
+    use crate::ops;
+    use crate::typenum::U2;
+
+    type Log = Rc<RefCell<Vec<&'static str>>>;
+
+    /// The identity, logging its name each time its VJP runs.
+    struct Tap {
+        name: &'static str,
+        parents: [usize; 1],
+        log: Log,
+    }
+
+    impl CompactOp<f64, ()> for Tap {
+        fn name(&self) -> &str {
+            self.name
+        }
+        fn parents(&self) -> &[usize] {
+            &self.parents
+        }
+        fn output_dims(&self, prefix: &[Dims]) -> Result<Dims, String> {
+            Ok(prefix[self.parents[0]])
+        }
+        fn forward(&self, ctx: &[RawTensor<f64>], _: &()) -> RawTensor<f64> {
+            ctx[self.parents[0]].clone()
+        }
+        fn contributions(
+            &self,
+            _: &SavedValues<'_, f64, ()>,
+            _: &RawTensor<f64>,
+            c: &mut Contributions<f64>,
+        ) -> Contrib {
+            self.log.borrow_mut().push(self.name);
+            c.single_cotangent(self.parents[0])
+        }
+    }
+
+    fn tap<S: Shape, Br>(name: &'static str, of: Position<S, Br>, log: &Log) -> Node<f64, (), S> {
+        Node::compact(Tap { name, parents: [of.index()], log: log.clone() }, &[&of])
+    }
+
+    fn sorted(log: &Log) -> Vec<&'static str> {
+        let mut v = log.borrow_mut().split_off(0);
+        v.sort_unstable();
+        v
+    }
+
+    #[test]
+    fn an_unrelated_head_is_not_visited() {
+        let log = Log::default();
+        let g = GraphData::<f64, ()>::new();
+        let (g, x) = g.input::<(U2,)>(); // 0
+        let (g, z) = g.input::<(U2,)>(); // 1
+        let (g, a) = g.push(tap("a", x, &log)); // 2, node 0
+        let (g, b) = g.push(tap("b", z, &log)); // 3, node 1
+        let (g, head_a) = g.push(tap("head_a", a, &log)); // 4, node 2
+        let (g, head_b) = g.push(tap("head_b", b, &log)); // 5, node 3
+        let saved = g.compile(Pack::new().push(Tensor::full(1.0)).push(Tensor::full(2.0)), ()).unwrap();
+
+        assert_eq!(saved.reached_from(head_a).unwrap(), [true, false, true, false, true, false]);
+        assert_eq!(saved.visited_from(head_a).unwrap(), [0, 2]);
+        assert_eq!(saved.visited_from(head_b).unwrap(), [1, 3]);
+        assert_eq!(saved.visited_from(a).unwrap(), [0]);
+        assert_eq!(saved.visited_from(x).unwrap(), Vec::<usize>::new());
+
+        saved.backprop_from(head_a, Tensor::full(1.0)).unwrap();
+        assert_eq!(sorted(&log), ["a", "head_a"]);
+        saved.backprop_from_dense(head_a, Tensor::full(1.0)).unwrap();
+        assert_eq!(sorted(&log), ["a", "head_a"]);
+        saved.backprop_from(head_b, Tensor::full(1.0)).unwrap();
+        assert_eq!(sorted(&log), ["b", "head_b"]);
+        // The all-seeds pass runs every node.
+        saved.backprop_all_array(Seeds::zeros(&g)).unwrap();
+        assert_eq!(sorted(&log), ["a", "b", "head_a", "head_b"]);
+    }
+
+    #[test]
+    fn an_opaque_node_reaches_its_whole_prefix() {
+        let log = Log::default();
+        let runs = Rc::new(RefCell::new(0usize));
+        let g = GraphData::<f64, ()>::new();
+        let (g, x) = g.input::<(U2,)>(); // 0
+        let (g, z) = g.input::<(U2,)>(); // 1
+        let (g, a) = g.push(tap("a", x, &log)); // 2, node 0
+        let (g, b) = g.push(tap("b", z, &log)); // 3, node 1
+        let counter = runs.clone();
+        let pa = a.index();
+        // Declares that it reads only `a`, yet reachability takes its whole prefix.
+        let (g, o) = g.push(ops::opaque::<f64, (), (U2,)>(
+            "twice",
+            &[&a],
+            move |ctx, _| ctx[pa].map(|v| 2.0 * v),
+            move |ctx, _, g| {
+                *counter.borrow_mut() += 1;
+                let mut out: Vec<RawTensor<f64>> = ctx.iter().map(|t| RawTensor::zeros(t.dims())).collect();
+                out[pa] = g.map(|d| 2.0 * d);
+                out
+            },
+        )); // 4, node 2
+        let (g, head) = g.push(tap("head", o, &log)); // 5, node 3
+        let (g, _late) = g.push(tap("late", z, &log)); // 6, node 4: after the opaque node
+        let _ = b;
+        let saved = g.compile(Pack::new().push(Tensor::full(1.0)).push(Tensor::full(2.0)), ()).unwrap();
+
+        assert_eq!(saved.reached_from(head).unwrap(), [true, true, true, true, true, true, false]);
+        assert_eq!(saved.visited_from(head).unwrap(), [0, 1, 2, 3]);
+        saved.backprop_from(head, Tensor::full(1.0)).unwrap();
+        assert_eq!(sorted(&log), ["a", "b", "head"]);
+        assert_eq!(*runs.borrow(), 1);
+        saved.backprop_from_dense(head, Tensor::full(1.0)).unwrap();
+        assert_eq!(sorted(&log), ["a", "b", "head"]);
+        assert_eq!(*runs.borrow(), 2);
+    }
+
+    #[test]
+    fn reached_from_checks_the_output() {
+        let g = GraphData::<f64, ()>::new();
+        let (g, x) = g.input::<(U2,)>();
+        let (g, _y) = g.push(ops::mul(x, x));
+        let saved = g.compile(Pack::new().push(Tensor::full(1.0)), ()).unwrap();
+        assert!(matches!(saved.raw().reached_from(2), Err(Error::ForeignPosition { index: 2, len: 2 })));
+        assert_eq!(saved.raw().reached_from(1).unwrap(), [true, true]);
+        let (other, ox) = GraphData::<f64, ()>::new().input::<(U2,)>();
+        let _ = other;
+        assert!(saved.reached_from(ox).is_err());
     }
 }
