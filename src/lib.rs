@@ -65,6 +65,11 @@
 //!   | `sum`, `mean` | `[s] → []` |
 //!   | `add_row(x, b)` | `[m, n] , [n] → [m, n]` |
 //!   | `scale(x, c)` | `[s] → [s]` |
+//!   | `softmax`, `log_softmax` (last axis) | `[s] → [s]` |
+//!   | `sum_axis(x, axis)`, `mean_axis(x, axis)` (`axis` an integer literal) | drops `axis` |
+//!   | `mse(a, b)` | `[s] , [s] → []` |
+//!   | `layer_norm(x, gain, bias)` or `layer_norm(x, gain, bias, eps)` (default `1e-5`) | `[m, n] , [n] , [n] → [m, n]` |
+//!   | `cross_entropy(logits, labels)` with `labels` a data parameter (`Vec<usize>`, one label per row; a label out of range is an error from `compile`) | `[m, c] → []` |
 //!
 //! * **Opaque nodes** wrap user closures: `let y: [3] = opaque(a, b, forward = |a, b| …, vjp =
 //!   |a, b, g| [da, db]);`. `forward` gets the read values (`&RawTensor`) and returns the output;

@@ -6,8 +6,8 @@ use proc_macro2::Span;
 use syn::spanned::Spanned;
 use syn::{BinOp, Expr, ExprCall, ExprClosure, Ident, UnOp};
 
-use crate::ir::{Check, Dim, Graph, Node, NodeKind, Shape};
-use crate::ops::{self, OpInfo, Rule};
+use crate::ir::{Check, Dim, ExtraArg, Graph, Node, NodeKind, Shape};
+use crate::ops::{self, Extra, OpInfo, Rule};
 use crate::parse::{DimDecl, GraphDef, ShapeDecl};
 
 /// Errors collected across the whole definition.
@@ -65,6 +65,7 @@ enum Operand {
 
 struct Lowering<'d> {
     dims: &'d [Ident],
+    data: Vec<&'d Ident>,
     graph: Graph,
     /// Names in scope; `None` for a binding whose value failed (its uses report nothing more).
     names: HashMap<String, Option<usize>>,
@@ -75,6 +76,7 @@ struct Lowering<'d> {
 pub(crate) fn lower(def: &GraphDef) -> Result<Graph, syn::Error> {
     let mut l = Lowering {
         dims: &def.dims,
+        data: def.data.iter().map(|d| &d.name).collect(),
         graph: Graph { inputs: Vec::new(), nodes: Vec::new(), outputs: Vec::new(), checks: Vec::new() },
         names: HashMap::new(),
         errors: Errors(None),
@@ -380,26 +382,85 @@ impl Lowering<'_> {
                 ));
             return None;
         };
-        if args.len() != op.arity {
+        let optional = matches!(op.extra, Extra::Eps(_));
+        let with_extra = op.arity + usize::from(op.extra != Extra::None);
+        if args.len() != with_extra && !(optional && args.len() == op.arity) {
+            let what = match op.extra {
+                Extra::None => String::new(),
+                Extra::Axis => " and an axis".to_owned(),
+                Extra::Eps(d) => format!(" and optionally eps (default {d})"),
+                Extra::Labels => " and the name of a data parameter holding the labels".to_owned(),
+            };
             self.errors.at_site(
                 site,
                 format!(
-                    "{} takes {} argument{}, got {}",
+                    "{} takes {} value{}{what}, got {} argument{}",
                     op.name,
                     op.arity,
                     if op.arity == 1 { "" } else { "s" },
-                    args.len()
+                    args.len(),
+                    if args.len() == 1 { "" } else { "s" }
                 ),
             );
             return None;
         }
-        let values: Vec<Option<usize>> = args.iter().map(|a| self.value(a)).collect();
+        let extra = match op.extra {
+            Extra::None => ExtraArg::None,
+            Extra::Axis => match args[op.arity] {
+                Expr::Lit(syn::ExprLit { lit: syn::Lit::Int(i), .. }) => match i.base10_parse::<usize>() {
+                    Ok(axis) => ExtraArg::Axis(axis),
+                    Err(e) => {
+                        self.errors.push(e);
+                        return None;
+                    }
+                },
+                other => {
+                    self.errors.at_site(
+                        &Site::new(other.span(), other),
+                        format!("{}'s axis is an integer literal, e.g. `{}(x, 1)`", op.name, op.name),
+                    );
+                    return None;
+                }
+            },
+            Extra::Eps(default) => match args.get(op.arity) {
+                Some(e) => match self.operand(e)? {
+                    Operand::Const(c) => ExtraArg::Eps(c),
+                    Operand::Value(_) => {
+                        self.errors
+                            .at_site(&Site::new(e.span(), *e), format!("{}'s eps is a constant, e.g. `1e-5`", op.name));
+                        return None;
+                    }
+                },
+                None => ExtraArg::Eps(syn::parse_str(default).unwrap_or_else(|_| unreachable!("a literal"))),
+            },
+            Extra::Labels => {
+                let arg = args[op.arity];
+                let name = match arg {
+                    Expr::Path(p) => p.path.get_ident(),
+                    _ => None,
+                };
+                match name.and_then(|n| self.data.iter().find(|d| **d == n)) {
+                    Some(d) => ExtraArg::Labels((*d).clone()),
+                    None => {
+                        self.errors.at_site(
+                            &Site::new(arg.span(), arg),
+                            format!("{}'s labels are a data parameter (declared after `;`, e.g. `; labels: Vec<usize>`), named here", op.name),
+                        );
+                        return None;
+                    }
+                }
+            }
+        };
+        let values: Vec<Option<usize>> = args[..op.arity].iter().map(|a| self.value(a)).collect();
         let values: Vec<usize> = values.into_iter().collect::<Option<_>>()?;
-        self.builtin(Some(op), &values, site)
+        self.builtin_with(op, extra, &values, site)
     }
 
     fn builtin(&mut self, op: Option<&'static OpInfo>, args: &[usize], site: &Site) -> Option<usize> {
-        let op = op?;
+        self.builtin_with(op?, ExtraArg::None, args, site)
+    }
+
+    fn builtin_with(&mut self, op: &'static OpInfo, extra: ExtraArg, args: &[usize], site: &Site) -> Option<usize> {
         let shapes: Vec<Shape> = args.iter().map(|&a| self.graph.shape_of(a).clone()).collect();
         let name = op.name;
         let out = match op.rule {
@@ -448,9 +509,62 @@ impl Lowering<'_> {
                     None
                 }
             },
+            Rule::SameShapeToScalar => {
+                let message =
+                    format!("{name} needs both operands to have the same shape, got {} and {}", shapes[0], shapes[1]);
+                self.unify_shapes(&shapes[0], &shapes[1], Rule::SameShape, site, &message).then(|| Shape(Vec::new()))
+            }
+            Rule::AxisReduce => {
+                let ExtraArg::Axis(axis) = extra else { unreachable!("the table gives AxisReduce an axis") };
+                if axis >= shapes[0].0.len() {
+                    self.errors.at_site(
+                        site,
+                        format!(
+                            "{name} reduces axis {axis}, but shape {} has only {} axes",
+                            shapes[0],
+                            shapes[0].0.len()
+                        ),
+                    );
+                    None
+                } else {
+                    let mut dims = shapes[0].0.clone();
+                    dims.remove(axis);
+                    Some(Shape(dims))
+                }
+            }
+            Rule::RowParams => match (&shapes[0].0[..], &shapes[1].0[..], &shapes[2].0[..]) {
+                ([_, n], [g], [b]) => {
+                    let mg = format!("{name} needs the gain's length ({g}) to equal the rows' length ({n})");
+                    let mb = format!("{name} needs the bias's length ({b}) to equal the rows' length ({n})");
+                    let ok =
+                        self.unify(n, g, Rule::RowParams, site, &mg) & self.unify(n, b, Rule::RowParams, site, &mb);
+                    ok.then(|| shapes[0].clone())
+                }
+                _ => {
+                    self.errors.at_site(
+                        site,
+                        format!(
+                            "{name} needs a matrix and two vectors (gain, bias), got shapes {}, {} and {}",
+                            shapes[0], shapes[1], shapes[2]
+                        ),
+                    );
+                    None
+                }
+            },
+            Rule::LogitsToScalar => {
+                if shapes[0].0.len() == 2 {
+                    Some(Shape(Vec::new()))
+                } else {
+                    self.errors.at_site(
+                        site,
+                        format!("{name} needs logits as a matrix [rows, classes], got shape {}", shapes[0]),
+                    );
+                    None
+                }
+            }
             Rule::Declared => unreachable!("not an op rule"),
         }?;
-        Some(self.push(NodeKind::Builtin(op), args.to_vec(), out, site))
+        Some(self.push(NodeKind::Builtin(op, extra), args.to_vec(), out, site))
     }
 
     /// `opaque(reads…, forward = |…| …, vjp = |…| …)` or `UserOp(reads…)`, with a declared shape.

@@ -6,7 +6,7 @@ use quote::{format_ident, quote, quote_spanned, ToTokens};
 use syn::{Ident, Path};
 
 use crate::check;
-use crate::ir::{Dim, Graph, NodeKind, Shape};
+use crate::ir::{Dim, ExtraArg, Graph, NodeKind, Shape};
 use crate::ops::Bound;
 use crate::parse::{DimDecl, GraphDef, ShapeDecl};
 use crate::typenum::unsigned;
@@ -263,10 +263,32 @@ fn full(def: &GraphDef, graph: &Graph, names: &Names) -> TokenStream {
         let span = node.span;
         let ty = quote!(#p::Node::<#s, #data, #shape>);
         let expr = match &node.kind {
-            NodeKind::Builtin(op) => {
+            NodeKind::Builtin(op, extra) => {
                 bounds.extend(op.bounds);
                 let rt = Ident::new(op.runtime, span);
-                quote_spanned!(span=> #ty::compact(#p::ops::#rt::new(#(#parents.index()),*), &[#(&#parents),*]))
+                match extra {
+                    ExtraArg::None => {
+                        quote_spanned!(span=> #ty::compact(#p::ops::#rt::new(#(#parents.index()),*), &[#(&#parents),*]))
+                    }
+                    ExtraArg::Axis(axis) => quote_spanned!(span=>
+                        #ty::compact(#p::ops::#rt::new(#(#parents.index(),)* #axis), &[#(&#parents),*])
+                    ),
+                    ExtraArg::Labels(field) => quote_spanned!(span=>
+                        #ty::compact(
+                            #p::ops::#rt::new(#(#parents.index(),)* |__d: &#data| -> &[usize] { ::core::convert::AsRef::<[usize]>::as_ref(&__d.#field) }),
+                            &[#(&#parents),*],
+                        )
+                    ),
+                    ExtraArg::Eps(c) => {
+                        bounds.push(Bound::Num);
+                        let c = constant_tokens(c, &s);
+                        let name = op.name;
+                        quote_spanned!(span=> match #c {
+                            ::core::option::Option::Some(__eps) => #ty::compact(#p::ops::#rt::new(#(#parents.index(),)* __eps), &[#(&#parents),*]),
+                            ::core::option::Option::None => #ty::failed(#name, &[#(&#parents),*], "the constant is not representable in the scalar type"),
+                        })
+                    }
+                }
             }
             NodeKind::Scale(c) => {
                 bounds.extend([Bound::Mul, Bound::Num]);

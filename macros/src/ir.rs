@@ -50,9 +50,19 @@ impl core::fmt::Display for Shape {
     }
 }
 
+/// The value of an op's extra argument (see `ops::Extra`).
+pub(crate) enum ExtraArg {
+    None,
+    Axis(usize),
+    /// The constant, or the op's default literal.
+    Eps(Expr),
+    /// A data parameter's name.
+    Labels(Ident),
+}
+
 /// What a node runs.
 pub(crate) enum NodeKind {
-    Builtin(&'static OpInfo),
+    Builtin(&'static OpInfo, ExtraArg),
     /// `x * c` with a constant `c`.
     Scale(Expr),
     /// `vjp` returns one gradient per read value, or with `whole_prefix` (`vjp_all`) one tensor

@@ -51,7 +51,7 @@ fn normalise<A: Float>(row: &[A], n: A, eps: A, h: &mut Vec<A>) -> A {
     r
 }
 
-impl<A: Scalar + Float + FromPrimitive + core::fmt::Debug, D> CompactOp<A, D> for LayerNorm<A> {
+impl<A: Scalar + Float + FromPrimitive, D> CompactOp<A, D> for LayerNorm<A> {
     fn name(&self) -> &str {
         "layer_norm"
     }
@@ -118,13 +118,7 @@ impl<A: Scalar + Float + FromPrimitive + core::fmt::Debug, D> CompactOp<A, D> fo
 }
 
 /// Typed `layer_norm(x, gain, bias)` with the constant `eps`: `(M, N)`, `(N,)`, `(N,)` → `(M, N)`.
-pub fn layer_norm<
-    A: Scalar + Float + FromPrimitive + core::fmt::Debug,
-    D: 'static,
-    M: Unsigned + 'static,
-    N: Unsigned + 'static,
-    Br,
->(
+pub fn layer_norm<A: Scalar + Float + FromPrimitive, D: 'static, M: Unsigned + 'static, N: Unsigned + 'static, Br>(
     x: Position<(M, N), Br>,
     gain: Position<(N,), Br>,
     bias: Position<(N,), Br>,

@@ -2,7 +2,7 @@ use exactgrad::graph;
 
 graph! {
     fn model(x: [2, 3]) -> [2, 3] {
-        softmax(x)
+        conv2d(x)
     }
 }
 
