@@ -4,15 +4,16 @@
 //! is interpreted deterministically (so proptest shrinks graphs, values and seeds together). The
 //! graphs (1 to 40 nodes) mix every built-in op (for floats also `sigmoid`, `softplus`, `log`,
 //! `sqrt`, `gelu`, `div`, `softmax`, `log_softmax` and `layer_norm`; `square`, `max`, `min`,
-//! `sum_axis`, `mean_axis` and `reshape` for every scalar), repeated parents
-//! (`x + x`, `x * x`, `matmul(x, x)`, `div(x, x)`, `max(x, x)`), fan-out, three kinds of opaque
-//! node (an ordinary one, one whose VJP is non-zero at a zero cotangent, one producing NaN in its
-//! forward and its VJP) and a user compact op whose
-//! contributions carry non-zero uniforms (built-in ops only ever push the uniform `+0`, which
-//! would leave most of the deferred history of §5 untested). Inputs and seeds (on inputs and on
-//! intermediates) are drawn from an adversarial mix of `±0`, NaNs with several payloads (quiet,
-//! signalling, negative), `±inf`, subnormals and ordinary values. Every comparison is on
-//! `to_bits`, element by element, position by position.
+//! `sum_axis`, `mean_axis`, `reshape`, `permute`, `concat`, `slice` and `gather_rows` for every
+//! scalar; inputs of rank 0 to 4), repeated parents (`x + x`, `x * x`, `matmul(x, x)`,
+//! `div(x, x)`, `max(x, x)`, `concat(x, x)`, ids repeated by `gather_rows`), fan-out, three
+//! kinds of opaque node (an ordinary one, one whose VJP is non-zero at a zero cotangent, one
+//! producing NaN in its forward and its VJP) and a user compact op whose contributions carry
+//! non-zero uniforms (built-in ops only ever push the uniform `+0`, which would leave most of the
+//! deferred history of §5 untested). Inputs and seeds (on inputs and on intermediates) are drawn
+//! from an adversarial mix of `±0`, NaNs with several payloads (quiet, signalling, negative),
+//! `±inf`, subnormals and ordinary values. Every comparison is on `to_bits`, element by element,
+//! position by position.
 //!
 //! Properties, for f32, f64 and `Wrapping<i64>`:
 //! * `backprop_all_array == backprop_all_stored == backprop_all_dense`, also with the seeds given
@@ -319,17 +320,37 @@ fn assert_bits_eq<T: TestScalar>(a: &[RawTensor<T>], b: &[RawTensor<T>]) {
 // Recipes and their interpretation
 // ---------------------------------------------------------------------------------------------
 
-/// The shapes inputs and opaque nodes may take (other shapes arise from matmul, e.g. 3×3).
-const SHAPES: [&[usize]; 7] = [&[4], &[2, 2], &[2, 3], &[3, 2], &[], &[2], &[3]];
+/// The shapes inputs and opaque nodes may take (other shapes arise from matmul, e.g. 3×3, and from
+/// concat, slice and gather_rows). Ranks 3 and 4 give `permute` more than a transpose to do.
+const SHAPES: [&[usize]; 9] = [&[4], &[2, 2], &[2, 3], &[3, 2], &[], &[2], &[3], &[3, 1, 2], &[1, 2, 1, 2]];
 
-/// Number of node kinds: 22 built-in kinds (kind 17 picks among five float ops, kind 20 among the
-/// row-wise float ops), 3 opaque kinds and a user compact op with uniforms (twice as likely as the
-/// others).
-const KINDS: u8 = 27;
+/// Number of node kinds: 26 built-in kinds (kind 17 picks among five float ops, kind 20 among the
+/// row-wise float ops; 22 to 25 are permute, concat, slice and gather_rows), 3 opaque kinds and a
+/// user compact op with uniforms (twice as likely as the others).
+const KINDS: u8 = 31;
 /// Built-in kinds only (0..BUILTIN).
-const BUILTIN: u8 = 22;
+const BUILTIN: u8 = 26;
 /// The first kind of the user compact op [`Uniforms`].
-const UNIFORMS: u8 = 25;
+const UNIFORMS: u8 = 29;
+
+/// The ids `gather_rows` nodes look up (row 1 twice: its VJP scatter-adds two cotangent rows).
+const GATHER_IDS: [usize; 3] = [1, 0, 1];
+
+fn gather_ids(_: &()) -> &[usize] {
+    &GATHER_IDS
+}
+
+/// The `n`-th permutation of `0..rank` (any `n`; taken modulo `rank!` digit by digit).
+fn nth_permutation(rank: usize, mut n: usize) -> Vec<usize> {
+    let mut pool: Vec<usize> = (0..rank).collect();
+    let mut perm = Vec::with_capacity(rank);
+    while !pool.is_empty() {
+        let k = n % pool.len();
+        n /= pool.len();
+        perm.push(pool.remove(k));
+    }
+    perm
+}
 
 /// Choices of one node: kind, first parent, second parent, extra (shape, factor, target…).
 type NodeChoice = (u8, u8, u8, u8);
@@ -591,8 +612,51 @@ impl<T: TestScalar> Case<T> {
                     SHAPES.iter().map(|s| dims_of(s)).filter(|d| d.numel() == n).chain([Dims::vector(n)]).collect();
                 NodeData::compact(ops::Reshape::new(pa, targets[usize::from(extra) % targets.len()]))
             }
-            22 => Self::opaque_ordinary(dims, pa, extra),
-            23 => Self::opaque_bias(dims, pa, b % len, extra),
+            22 => NodeData::compact(ops::Permute::new(pa, &nth_permutation(dims[pa].rank(), usize::from(extra)))),
+            23 => {
+                // concat(pa, y, axis) for every y (pa itself included) agreeing with pa off the axis.
+                let sa = dims[pa].as_slice();
+                let mut pairs = Vec::new();
+                for (y, &dy) in dims.iter().enumerate() {
+                    let sy = dy.as_slice();
+                    if sy.len() != sa.len() {
+                        continue;
+                    }
+                    for axis in 0..sa.len() {
+                        if (0..sa.len()).all(|k| k == axis || sa[k] == sy[k]) {
+                            pairs.push((y, axis));
+                        }
+                    }
+                }
+                if pairs.is_empty() {
+                    return fallback();
+                }
+                let (y, axis) = pairs[(b * 7 + usize::from(extra)) % pairs.len()];
+                NodeData::compact(ops::Concat::new(pa, y, axis))
+            }
+            24 => {
+                // A non-empty range along one axis.
+                let s = dims[pa].as_slice();
+                if s.is_empty() || s[usize::from(extra) % s.len()] == 0 {
+                    return fallback();
+                }
+                let axis = usize::from(extra) % s.len();
+                let n = s[axis];
+                let start = b % n;
+                let len = 1 + (usize::from(extra) / 4) % (n - start);
+                NodeData::compact(ops::Slice::new(pa, axis, start, len))
+            }
+            25 => {
+                // Tables with at least two rows (GATHER_IDS looks up rows 0 and 1).
+                let tables: Vec<usize> =
+                    (0..len).filter(|&q| matrix(dims[q]).is_some_and(|(rows, _)| rows >= 2)).collect();
+                if tables.is_empty() {
+                    return fallback();
+                }
+                NodeData::compact(ops::GatherRows::new(tables[a % tables.len()], gather_ids, GATHER_IDS.len()))
+            }
+            26 => Self::opaque_ordinary(dims, pa, extra),
+            27 => Self::opaque_bias(dims, pa, b % len, extra),
             _ => Self::opaque_nan(dims, pa, b % len, extra),
         }
     }

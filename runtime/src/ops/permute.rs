@@ -1,0 +1,203 @@
+//! `permute(x, perm)`: reorders the axes of `x` (rank ≤ 4). Axis `k` of the output is axis
+//! `perm[k]` of `x`: `y.dims[k] = x.dims[perm[k]]` and `y[i_0, …, i_{r−1}] = x[j]` with
+//! `j[perm[k]] = i_k` (so `transpose(a)` is `permute(a, [1, 0])`).
+//!
+//! The permutation is a runtime value checked by the shape rule: it must list every axis
+//! `0..rank` of `x` exactly once, else the node is rejected with a message naming it.
+//!
+//! VJP: `single(x, permute(δ, perm⁻¹))` with `perm⁻¹[perm[k]] = k` — a pure reindexing, no
+//! arithmetic (a `-0.0` or a NaN payload in `δ` reaches `x` unchanged).
+
+use crate::contributions::{Contrib, Contributions};
+use crate::graph::{CompactOp, Node, SavedValues};
+use crate::scalar::Scalar;
+use crate::shape::{Dims, Position, Shape, MAX_RANK};
+use crate::tensor::RawTensor;
+
+/// Axis permutation.
+#[derive(Clone, Debug)]
+pub struct Permute {
+    parents: [usize; 1],
+    perm: Vec<usize>,
+    inverse: Vec<usize>,
+}
+
+impl Permute {
+    /// `permute(x, perm)` for the position `x`: output axis `k` is axis `perm[k]` of `x`.
+    pub fn new(x: usize, perm: &[usize]) -> Self {
+        // A non-permutation gets an inverse that is never used (the shape rule rejects it).
+        let mut inverse = vec![0; perm.len()];
+        for (k, &p) in perm.iter().enumerate() {
+            if let Some(slot) = inverse.get_mut(p) {
+                *slot = k;
+            }
+        }
+        Permute { parents: [x], perm: perm.to_vec(), inverse }
+    }
+}
+
+/// Checks that `perm` is a permutation of the axes `0..rank` of `d`.
+fn check(perm: &[usize], d: Dims) -> Result<(), String> {
+    let rank = d.rank();
+    let mut seen = [false; MAX_RANK];
+    let ok = perm.len() == rank && perm.iter().all(|&p| p < rank && !core::mem::replace(&mut seen[p], true));
+    if ok {
+        Ok(())
+    } else {
+        Err(format!("permute needs a permutation of the axes 0..{rank} of shape {d}, got {perm:?}"))
+    }
+}
+
+/// Permuting `x` (dims `d`) by `perm` (already checked): the output dims and a reader giving
+/// output element `o`.
+fn permuted<'x, A: Clone>(x: &'x [A], d: Dims, perm: &[usize]) -> (Dims, impl Fn(usize) -> A + 'x) {
+    let src = d.as_slice();
+    let mut strides = [0; MAX_RANK];
+    let mut acc = 1;
+    for k in (0..src.len()).rev() {
+        strides[k] = acc;
+        acc *= src[k];
+    }
+    let (mut out, mut step) = ([0; MAX_RANK], [0; MAX_RANK]);
+    for (k, &p) in perm.iter().enumerate() {
+        out[k] = src[p];
+        step[k] = strides[p];
+    }
+    let rank = perm.len();
+    let dims = Dims::new(&out[..rank]).unwrap_or_else(|| unreachable!("a permutation keeps the rank"));
+    let read = move |mut o: usize| {
+        let mut j = 0;
+        for k in (0..rank).rev() {
+            j += (o % out[k]) * step[k];
+            o /= out[k];
+        }
+        x[j].clone()
+    };
+    (dims, read)
+}
+
+impl<A: Scalar, D> CompactOp<A, D> for Permute {
+    fn name(&self) -> &str {
+        "permute"
+    }
+    fn parents(&self) -> &[usize] {
+        &self.parents
+    }
+    fn output_dims(&self, prefix: &[Dims]) -> Result<Dims, String> {
+        let d = super::dims_at("permute", prefix, self.parents[0])?;
+        check(&self.perm, d)?;
+        let out: Vec<usize> = self.perm.iter().map(|&p| d.as_slice()[p]).collect();
+        Dims::new(&out).ok_or_else(|| unreachable!("a permutation keeps the rank"))
+    }
+    fn forward(&self, ctx: &[RawTensor<A>], _: &D) -> RawTensor<A> {
+        let x = &ctx[self.parents[0]];
+        let (d, read) = permuted(x.data(), x.dims(), &self.perm);
+        RawTensor::from_fn(d, read)
+    }
+    fn contributions(&self, saved: &SavedValues<'_, A, D>, g: &RawTensor<A>, c: &mut Contributions<A>) -> Contrib {
+        let (d, read) = permuted(g.data(), g.dims(), &self.inverse);
+        debug_assert_eq!(d, saved.prefix[self.parents[0]].dims());
+        let t = c.tensor(d, read);
+        c.single(self.parents[0], t)
+    }
+}
+
+/// Typed `permute(x, perm)` to the declared shape `S2`: `S2` must be `S` with its axes permuted by
+/// `perm`, and `perm` a permutation of `0..rank` (both checked when the node is pushed; a mismatch
+/// is reported by `compile`).
+pub fn permute<A: Scalar, D: 'static, S: Shape, S2: Shape, Br>(x: Position<S, Br>, perm: &[usize]) -> Node<A, D, S2> {
+    Node::compact(Permute::new(x.index(), perm), &[&x])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ops::testing::{bits, forward, gradcheck, sample, vjp};
+    use crate::ops::Transpose;
+
+    fn dims(d: &[usize]) -> Dims {
+        Dims::new(d).unwrap()
+    }
+
+    #[test]
+    fn value() {
+        // x: [2, 3, 4], y = permute(x, [2, 0, 1]): [4, 2, 3], y[k, i, j] = x[i, j, k].
+        let x = sample(&[2, 3, 4], 300);
+        let y = forward(Permute::new(0, &[2, 0, 1]), std::slice::from_ref(&x));
+        assert_eq!(y.dims(), dims(&[4, 2, 3]));
+        for (i, j, k) in [(0, 0, 0), (1, 2, 3), (0, 1, 2), (1, 0, 3)] {
+            assert_eq!(y.data()[(k * 2 + i) * 3 + j].to_bits(), x.data()[(i * 3 + j) * 4 + k].to_bits());
+        }
+        // The identity permutation and a rank-0 tensor.
+        assert_eq!(bits(&forward(Permute::new(0, &[0, 1, 2]), std::slice::from_ref(&x))), bits(&x));
+        let s = sample(&[], 301);
+        assert_eq!(bits(&forward(Permute::new(0, &[]), std::slice::from_ref(&s))), bits(&s));
+    }
+
+    #[test]
+    fn matrices_match_transpose() {
+        let x = sample(&[3, 5], 302);
+        let y = forward(Permute::new(0, &[1, 0]), std::slice::from_ref(&x));
+        assert_eq!(bits(&y), bits(&forward(Transpose::new(0), std::slice::from_ref(&x))));
+        let g = sample(&[5, 3], 303);
+        let a = vjp(Permute::new(0, &[1, 0]), std::slice::from_ref(&x), &g);
+        let b = vjp(Transpose::new(0), std::slice::from_ref(&x), &g);
+        assert_eq!(bits(&a[0]), bits(&b[0]));
+    }
+
+    #[test]
+    fn gradient() {
+        gradcheck(Permute::new(0, &[1, 0]), &[sample(&[2, 3], 304)], 1e-7);
+        gradcheck(Permute::new(0, &[2, 0, 1]), &[sample(&[2, 3, 4], 305)], 1e-7);
+        gradcheck(Permute::new(0, &[1, 2, 0]), &[sample(&[2, 3, 4], 306)], 1e-7);
+        gradcheck(Permute::new(0, &[3, 1, 0, 2]), &[sample(&[2, 1, 3, 2], 307)], 1e-7);
+        gradcheck(Permute::new(0, &[0]), &[sample(&[4], 308)], 1e-7);
+    }
+
+    #[test]
+    fn vjp_is_the_inverse_permutation_and_keeps_bits() {
+        // permute(δ, perm⁻¹) then permute(·, perm) is δ again, bit for bit (-0.0 and NaN payloads
+        // included: the VJP only moves elements).
+        let x = sample(&[2, 3, 2, 2], 309);
+        let perm = [2, 3, 0, 1];
+        let y = forward(Permute::new(0, &perm), std::slice::from_ref(&x));
+        let special = [-0.0, f64::from_bits(0x7ff8_0000_0000_0bad), f64::NEG_INFINITY, f64::from_bits(1)];
+        let g = RawTensor::from_fn(y.dims(), |i| if i % 3 == 0 { special[i % 4] } else { i as f64 });
+        let t = vjp(Permute::new(0, &perm), std::slice::from_ref(&x), &g);
+        assert_eq!(t[0].dims(), x.dims());
+        let back = forward(Permute::new(0, &perm), &t);
+        assert_eq!(bits(&back), bits(&g));
+    }
+
+    #[test]
+    fn bad_permutations_are_named() {
+        let rule = |perm: &[usize], d: &[usize]| {
+            <Permute as CompactOp<f64, ()>>::output_dims(&Permute::new(0, perm), &[dims(d)]).unwrap_err()
+        };
+        assert_eq!(rule(&[0, 0], &[2, 3]), "permute needs a permutation of the axes 0..2 of shape [2, 3], got [0, 0]");
+        assert_eq!(
+            rule(&[1, 0], &[2, 3, 4]),
+            "permute needs a permutation of the axes 0..3 of shape [2, 3, 4], got [1, 0]"
+        );
+        assert_eq!(rule(&[0, 2], &[2, 3]), "permute needs a permutation of the axes 0..2 of shape [2, 3], got [0, 2]");
+        assert_eq!(
+            rule(&[0, 1, 2, 3, 4], &[1, 2, 3, 4]),
+            "permute needs a permutation of the axes 0..4 of shape [1, 2, 3, 4], got [0, 1, 2, 3, 4]"
+        );
+    }
+
+    #[test]
+    fn typed_shapes_are_checked_at_push() {
+        use crate::graph::GraphData;
+        use typenum::{U2, U3, U4};
+        let (g, x) = GraphData::<f64, ()>::new().input::<(U2, U3, U4)>();
+        let (g, _) = g.push(permute::<f64, (), (U2, U3, U4), (U4, U2, U3), ()>(x, &[2, 0, 1]));
+        assert!(g.build_errors().is_empty());
+        let (g, _) = g.push(permute::<f64, (), (U2, U3, U4), (U3, U2, U4), ()>(x, &[2, 0, 1]));
+        let (g, _) = g.push(permute::<f64, (), (U2, U3, U4), (U2, U3, U4), ()>(x, &[0, 1]));
+        let errors = g.build_errors();
+        assert_eq!(errors.len(), 2);
+        assert_eq!(errors[0].1, "its shape rule gives [4, 2, 3], but it was declared [3, 2, 4]");
+        assert_eq!(errors[1].1, "permute needs a permutation of the axes 0..3 of shape [2, 3, 4], got [0, 1]");
+    }
+}
