@@ -1,0 +1,283 @@
+//! The "show" workloads of issue 4, each next to the figure it is judged against.
+//!
+//! * **W1** — one MLP training step, 784-256-128-10, batch 64, `relu`, softmax cross-entropy
+//!   (labels from the data), `f32`: forward (`compile`) + `backprop_inputs_array` for the six
+//!   parameters. The image batch `x` and the labels are data, and the first layer is
+//!   [`ops::matmul_data`], so no gradient of `x` is computed. Compared with `gemm_only`: the GEMMs
+//!   that step needs (3 forward products, 5 VJP products: `xᵀ·δ1`, `r1ᵀ·δ2`, `δ2·w2ᵀ`, `r2ᵀ·δ3`,
+//!   `δ3·w3ᵀ`), run with the same kernel on same-sized buffers. Target: step / gemm_only ≤ 1.3.
+//! * **W2** — 2 000 layers `x = tanh(x * a_i + b_i)` on 16 elements (`a_i`, `b_i` distinct inputs
+//!   per layer), loss `sum(x)`: forward + array pass (all seeds, seeded with 1 at the loss) per
+//!   graph node (throughput elements = nodes; also with the inputs-only array pass, and the array
+//!   pass alone). Target < 0.3 µs per node. The dense reference runs too when one pass takes
+//!   under 10 s (checked once, else skipped with a message).
+//! * **W4** — 64 independent heads `h_k = sum(tanh(W_k · x))`, `W_k` 64×64, `x` 64×1; the gradient
+//!   of head 0: `backprop_from(head 0)` vs the all-seeds array pass seeded at head 0.
+//!   Target: `backprop_from` < 1/16 of the all-seeds time.
+//!
+//! `cargo bench --bench workloads -- --warm-up-time 1 --measurement-time 3`. Ratios are read off
+//! the printed times (criterion prints each group's benchmarks one after the other).
+#![allow(missing_docs)] // criterion_group! generates undocumented items
+
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion, Throughput};
+use exactgrad::ops::{self, gemm, Add, MatMul, MatrixView, Mul, Sum, Tanh};
+use exactgrad::typenum::{U10, U128, U16, U256, U64, U784};
+use exactgrad::{Dims, GraphData, Init, NodeData, Pack, RawGraph, RawSavedGraph, RawSeeds, RawTensor, Seeds, Tensor};
+
+// ---------------------------------------------------------------------------------------------
+// W1: MLP training step.
+
+const BATCH: usize = 64;
+const IN: usize = 784;
+const H1: usize = 256;
+const H2: usize = 128;
+const OUT: usize = 10;
+
+/// The non-differentiable data of one step: the image batch and its labels.
+struct Batch {
+    x: RawTensor<f32>,
+    labels: Vec<usize>,
+}
+
+fn batch_x(d: &Rc<Batch>) -> &RawTensor<f32> {
+    &d.x
+}
+
+fn batch_labels(d: &Rc<Batch>) -> &[usize] {
+    &d.labels
+}
+
+fn w1_mlp(c: &mut Criterion) {
+    // The graph, typed (shapes checked by the compiler).
+    let g = GraphData::<f32, Rc<Batch>>::new();
+    let (g, w1) = g.input::<(U784, U256)>();
+    let (g, b1) = g.input::<(U256,)>();
+    let (g, w2) = g.input::<(U256, U128)>();
+    let (g, b2) = g.input::<(U128,)>();
+    let (g, w3) = g.input::<(U128, U10)>();
+    let (g, b3) = g.input::<(U10,)>();
+    let (g, h1) = g.push(ops::matmul_data::<_, _, U64, _, _, _>(batch_x, w1));
+    let (g, a1) = g.push(ops::add_row(h1, b1));
+    let (g, r1) = g.push(ops::relu(a1));
+    let (g, h2) = g.push(ops::matmul(r1, w2));
+    let (g, a2) = g.push(ops::add_row(h2, b2));
+    let (g, r2) = g.push(ops::relu(a2));
+    let (g, h3) = g.push(ops::matmul(r2, w3));
+    let (g, a3) = g.push(ops::add_row(h3, b3));
+    let (g, loss) = g.push(ops::cross_entropy(a3, batch_labels));
+
+    let mut init = Init::seeded(4);
+    let inputs = Pack::new()
+        .push(init.kaiming_uniform::<f32, U784, U256>())
+        .push(init.uniform::<f32, (U256,)>(-0.1, 0.1).expect("valid range"))
+        .push(init.kaiming_uniform::<f32, U256, U128>())
+        .push(init.uniform::<f32, (U128,)>(-0.1, 0.1).expect("valid range"))
+        .push(init.kaiming_uniform::<f32, U128, U10>())
+        .push(init.uniform::<f32, (U10,)>(-0.1, 0.1).expect("valid range"));
+    let x = init.uniform::<f32, (U64, U784)>(0.0, 1.0).expect("valid range").into_raw();
+    let data = Rc::new(Batch { x, labels: (0..BATCH).map(|i| (i * 7 + 3) % OUT).collect() });
+    let seeds = Seeds::single(&g, loss, Tensor::full(1.0)).expect("seed of this graph");
+
+    // One step, checked once: a finite loss and six finite parameter gradients.
+    {
+        let saved = g.compile(inputs.clone(), data.clone()).expect("the MLP compiles");
+        let l = saved.value(loss).expect("loss of this graph").data()[0];
+        let grads = saved.backprop_inputs_array(seeds.clone()).expect("array pass");
+        assert!(l.is_finite() && grads.len() == 6, "loss {l}");
+        assert!(grads.as_slice().iter().all(|t| t.data().iter().all(|v| v.is_finite())));
+    }
+
+    let mut group = c.benchmark_group("W1_mlp_step");
+    group.sample_size(15);
+    group.bench_function("compile+backprop_inputs_array", |b| {
+        b.iter_batched(
+            || (inputs.clone(), seeds.clone()),
+            |(i, s)| {
+                let saved = g.compile(i, data.clone()).expect("the MLP compiles");
+                saved.backprop_inputs_array(s).expect("array pass")
+            },
+            BatchSize::LargeInput,
+        )
+    });
+    let saved = g.compile(inputs.clone(), data.clone()).expect("the MLP compiles");
+    group.bench_function("backprop_inputs_array", |b| {
+        b.iter_batched(|| seeds.clone(), |s| saved.backprop_inputs_array(s), BatchSize::LargeInput)
+    });
+    group.bench_function("compile", |b| {
+        b.iter_batched(|| inputs.clone(), |i| g.compile(i, data.clone()).is_ok(), BatchSize::LargeInput)
+    });
+
+    // The GEMMs alone: same shapes, same kernel, same views and operand order as the pass.
+    let v = |n: usize, seed: usize| -> Vec<f32> {
+        (0..n).map(|i| ((i * 7919 + seed * 104_729) % 2003) as f32 / 1001.0 - 1.0).collect()
+    };
+    let (xb, w1b, w2b, w3b) = (data.x.data().to_vec(), v(IN * H1, 11), v(H1 * H2, 12), v(H2 * OUT, 13));
+    let (r1b, r2b) = (v(BATCH * H1, 14), v(BATCH * H2, 15));
+    let (d1, d2, d3) = (v(BATCH * H1, 16), v(BATCH * H2, 17), v(BATCH * OUT, 18));
+    let mut outs: Vec<Vec<f32>> = vec![Vec::new(); 8];
+    let rm = MatrixView::row_major;
+    let tr = MatrixView::transposed;
+    group.bench_function("gemm_only", |b| {
+        b.iter(|| {
+            for o in outs.iter_mut() {
+                o.clear();
+            }
+            let [f1, f2, f3, gw3, gr2, gw2, gr1, gw1] = &mut outs[..] else { unreachable!("8 buffers") };
+            // Forward: x·w1, r1·w2, r2·w3.
+            gemm::<f32, false>(BATCH, IN, H1, rm(&xb, IN), rm(&w1b, H1), f1);
+            gemm::<f32, false>(BATCH, H1, H2, rm(&r1b, H1), rm(&w2b, H2), f2);
+            gemm::<f32, false>(BATCH, H2, OUT, rm(&r2b, H2), rm(&w3b, OUT), f3);
+            // Layer 3: r2ᵀ·δ3 and δ3·w3ᵀ.
+            gemm::<f32, true>(H2, BATCH, OUT, tr(&r2b, H2), rm(&d3, OUT), gw3);
+            gemm::<f32, false>(BATCH, OUT, H2, rm(&d3, OUT), tr(&w3b, OUT), gr2);
+            // Layer 2: r1ᵀ·δ2 and δ2·w2ᵀ.
+            gemm::<f32, true>(H1, BATCH, H2, tr(&r1b, H1), rm(&d2, H2), gw2);
+            gemm::<f32, false>(BATCH, H2, H1, rm(&d2, H2), tr(&w2b, H2), gr1);
+            // Layer 1 (x is data): xᵀ·δ1 only.
+            gemm::<f32, true>(IN, BATCH, H1, tr(&xb, IN), rm(&d1, H1), gw1);
+        })
+    });
+    group.finish();
+}
+
+// ---------------------------------------------------------------------------------------------
+// W2: a 2 000-layer chain with distinct parameters per layer.
+
+const LAYERS: usize = 2_000;
+
+fn w2_graph() -> (RawGraph<f32, ()>, Vec<RawTensor<f32>>, usize) {
+    let d = Dims::vector(16);
+    // Inputs: x0, then a_i, b_i per layer.
+    let mut g = RawGraph::new(vec![d; 1 + 2 * LAYERS]);
+    let mut init = Init::seeded(2);
+    let mut inputs = vec![init.uniform::<f32, (U16,)>(-1.0, 1.0).expect("valid range").into_raw()];
+    for _ in 0..LAYERS {
+        inputs.push(init.uniform::<f32, (U16,)>(0.5, 1.5).expect("valid range").into_raw());
+        inputs.push(init.uniform::<f32, (U16,)>(-0.1, 0.1).expect("valid range").into_raw());
+    }
+    let mut x = 0;
+    for i in 0..LAYERS {
+        let (a, b) = (1 + 2 * i, 2 + 2 * i);
+        let m = g.push(NodeData::compact(Mul::new(x, a))).expect("well-formed");
+        let s = g.push(NodeData::compact(Add::new(m, b))).expect("well-formed");
+        x = g.push(NodeData::compact(Tanh::new(s))).expect("well-formed");
+    }
+    let loss = g.push(NodeData::compact(Sum::new(x))).expect("well-formed");
+    (g, inputs, loss)
+}
+
+fn seed_at(dims: &[Dims], p: usize) -> RawSeeds<f32> {
+    let mut s = RawSeeds::zeros(dims);
+    s.set(p, RawTensor::full(dims[p], 1.0)).expect("seed fits");
+    s
+}
+
+fn w2_chain(c: &mut Criterion) {
+    let (g, inputs, loss) = w2_graph();
+    let nodes = g.nodes().len();
+    let seeds = seed_at(g.dims(), loss);
+    let mut group = c.benchmark_group("W2_chain_2000_layers");
+    group.sample_size(15);
+    group.throughput(Throughput::Elements(nodes as u64));
+    group.bench_with_input(BenchmarkId::new("compile+array", nodes), &nodes, |b, _| {
+        b.iter_batched(
+            || (inputs.clone(), seeds.clone()),
+            |(i, s)| {
+                let saved = RawSavedGraph::compile(&g, i, ()).expect("chain compiles");
+                saved.backprop_all_array(s).expect("array pass")
+            },
+            BatchSize::LargeInput,
+        )
+    });
+    group.bench_with_input(BenchmarkId::new("compile+inputs_array", nodes), &nodes, |b, _| {
+        b.iter_batched(
+            || (inputs.clone(), seeds.clone()),
+            |(i, s)| {
+                let saved = RawSavedGraph::compile(&g, i, ()).expect("chain compiles");
+                saved.backprop_inputs_array(s).expect("array pass")
+            },
+            BatchSize::LargeInput,
+        )
+    });
+    let saved = RawSavedGraph::compile(&g, inputs.clone(), ()).expect("chain compiles");
+    group.bench_with_input(BenchmarkId::new("array", nodes), &nodes, |b, _| {
+        b.iter_batched(|| seeds.clone(), |s| saved.backprop_all_array(s), BatchSize::LargeInput)
+    });
+    group.finish();
+
+    // The dense reference is quadratic (every node adds a pack over its whole prefix, here
+    // 4 001 inputs and up to 6 000 nodes): time one pass first, bench it only if it is < 10 s.
+    let start = Instant::now();
+    let dense = saved.backprop_all_dense(seeds.clone()).expect("dense pass");
+    let once = start.elapsed();
+    let array = saved.backprop_all_array(seeds.clone()).expect("array pass");
+    assert!(dense.iter().zip(&array).all(|(a, b)| a.storage_eq(b)), "array pass differs from dense");
+    if once < Duration::from_secs(10) {
+        let mut slow = c.benchmark_group("W2_chain_2000_layers_dense");
+        slow.sample_size(10);
+        slow.throughput(Throughput::Elements(nodes as u64));
+        slow.bench_with_input(BenchmarkId::new("dense", nodes), &nodes, |b, _| {
+            b.iter_batched(|| seeds.clone(), |s| saved.backprop_all_dense(s), BatchSize::LargeInput)
+        });
+        slow.finish();
+    } else {
+        eprintln!("W2: dense reference skipped, one pass took {once:?} (>= 10 s)");
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// W4: 64 independent heads, gradient of one.
+
+const HEADS: usize = 64;
+const WIDTH: usize = 64;
+
+fn w4_heads(c: &mut Criterion) {
+    let (dx, dw) = (Dims::matrix(WIDTH, 1), Dims::matrix(WIDTH, WIDTH));
+    // Inputs: x, then W_0 … W_63.
+    let mut dims = vec![dx];
+    dims.extend(std::iter::repeat_n(dw, HEADS));
+    let mut g = RawGraph::<f32, ()>::new(dims);
+    let mut init = Init::seeded(5);
+    let mut inputs = vec![init.uniform::<f32, (U64, exactgrad::typenum::U1)>(-1.0, 1.0).expect("valid").into_raw()];
+    for _ in 0..HEADS {
+        inputs.push(init.xavier_uniform::<f32, U64, U64>().into_raw());
+    }
+    let mut heads = Vec::with_capacity(HEADS);
+    for k in 0..HEADS {
+        let h = g.push(NodeData::compact(MatMul::new(1 + k, 0))).expect("well-formed");
+        let t = g.push(NodeData::compact(Tanh::new(h))).expect("well-formed");
+        heads.push(g.push(NodeData::compact(Sum::new(t))).expect("well-formed"));
+    }
+    let head0 = heads[0];
+    let saved = RawSavedGraph::compile(&g, inputs, ()).expect("heads compile");
+    let seeds = seed_at(g.dims(), head0);
+    let one = RawTensor::full(Dims::scalar(), 1.0f32);
+
+    // Same gradients either way (the all-seeds pass is the one backprop_from must agree with).
+    let from = saved.backprop_from(head0, one.clone()).expect("single-output pass");
+    let all = saved.backprop_all_array(seeds.clone()).expect("array pass");
+    let n_in = g.num_inputs();
+    assert!(from[..n_in].iter().zip(&all[..n_in]).all(|(a, b)| a.storage_eq(b)), "input gradients differ");
+    let visited = saved.reached_from(head0).expect("head of this graph").iter().filter(|&&r| r).count();
+    eprintln!("W4: backprop_from(head 0) reaches {visited} of {} positions", g.dims().len());
+
+    let mut group = c.benchmark_group("W4_64_heads");
+    group.sample_size(20);
+    group.bench_function("backprop_from_head0", |b| {
+        b.iter_batched(|| one.clone(), |s| saved.backprop_from(head0, s), BatchSize::SmallInput)
+    });
+    group.bench_function("all_seeds_array_at_head0", |b| {
+        b.iter_batched(|| seeds.clone(), |s| saved.backprop_all_array(s), BatchSize::LargeInput)
+    });
+    group.finish();
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default().warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(3));
+    targets = w1_mlp, w2_chain, w4_heads
+}
+criterion_main!(benches);
