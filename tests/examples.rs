@@ -11,6 +11,9 @@ mod exact;
 #[path = "../examples/graphviz.rs"]
 #[allow(dead_code)]
 mod graphviz;
+#[path = "../examples/iris.rs"]
+#[allow(dead_code)]
+mod iris;
 
 use num_rational::Ratio;
 
@@ -47,4 +50,115 @@ fn graphviz_writes_a_dot_file() {
         assert!(std::fs::read_to_string(svg).unwrap().contains("<svg"));
     }
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn iris_parses_the_data_set_and_reports_bad_lines_by_number() {
+    let data = iris::load(&iris::data_path()).unwrap();
+    assert_eq!(data.classes, ["setosa", "versicolor", "virginica"]);
+    assert_eq!(data.features.len(), 150);
+    assert_eq!(data.features[0], [5.1, 3.5, 1.4, 0.2]);
+    assert_eq!((0..3).map(|c| data.labels.iter().filter(|&&l| l == c).count()).collect::<Vec<_>>(), [50, 50, 50]);
+
+    let header = "2,4,a,b\n";
+    let message = |text: &str| iris::parse(text).unwrap_err().to_string();
+    assert_eq!(message(""), "line 1: empty file: expected a header");
+    assert_eq!(message("x,4,a,b\n"), "line 1: the row count `x` is not an integer");
+    assert_eq!(message("2,5,a,b\n"), "line 1: expected 4 features, the header says 5");
+    assert_eq!(message(&format!("{header}1,2,3,4,0\n1,2,3,0\n")), "line 3: expected 5 comma-separated fields, found 4");
+    assert_eq!(
+        message(&format!("{header}1,2,3,4,0\n1,2,oops,4,1\n")),
+        "line 3: feature 2 `oops` is not a finite number"
+    );
+    assert_eq!(message(&format!("{header}1,2,3,NaN,0\n")), "line 2: feature 3 `NaN` is not a finite number");
+    assert_eq!(
+        message(&format!("{header}1,2,3,4,0\n1,2,3,4,2\n")),
+        "line 3: the label 2 is out of range for 2 classes"
+    );
+    assert_eq!(message(&format!("{header}1,2,3,4,-1\n")), "line 2: the label `-1` is not a class index");
+    assert_eq!(message(&format!("{header}1,2,3,4,0\n")), "line 2: the header announces 2 rows, the file has 1");
+    let ok = iris::parse(&format!("{header}1,2,3,4,0\n\n 1.5, 2,3,4,1 \n")).unwrap();
+    assert_eq!(ok.features, [[1.0, 2.0, 3.0, 4.0], [1.5, 2.0, 3.0, 4.0]]);
+    assert_eq!(ok.labels, [0, 1]);
+    let missing = iris::load(std::path::Path::new("/nonexistent/iris.csv")).unwrap_err().to_string();
+    assert!(missing.starts_with("cannot read /nonexistent/iris.csv: "), "{missing}");
+}
+
+#[test]
+fn iris_split_is_stratified_standardised_and_seeded() {
+    let data = iris::load(&iris::data_path()).unwrap();
+    let split = iris::split(&data, iris::SPLIT_SEED);
+    assert_eq!((split.train_y.len(), split.test_y.len()), (iris::TRAIN_ROWS, iris::TEST_ROWS));
+    for class in 0..3 {
+        assert_eq!(split.train_y.iter().filter(|&&l| l == class).count(), 40);
+        assert_eq!(split.test_y.iter().filter(|&&l| l == class).count(), 10);
+    }
+    // Shuffled: not sorted by class.
+    assert!(split.train_y.windows(2).any(|w| w[0] > w[1]));
+    // Standardised with the training split's statistics: mean 0 and variance 1 there.
+    for j in 0..iris::FEATURES {
+        let column: Vec<f64> = split.train_x.iter().skip(j).step_by(iris::FEATURES).copied().collect();
+        let mean = column.iter().sum::<f64>() / column.len() as f64;
+        let var = column.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / column.len() as f64;
+        assert!(mean.abs() < 1e-12 && (var - 1.0).abs() < 1e-12, "feature {j}: mean {mean}, var {var}");
+    }
+    // Every sample is in exactly one split: the standardised rows map back to the data's rows.
+    let unstandardise = |x: &[f64]| -> Vec<[f64; 4]> {
+        x.chunks(4).map(|r| std::array::from_fn(|j| r[j] * split.std[j] + split.mean[j])).collect()
+    };
+    let mut rows = unstandardise(&split.train_x);
+    rows.extend(unstandardise(&split.test_x));
+    let key = |r: &[f64; 4]| r.map(|v| (v * 10.0).round() as i64);
+    let mut got: Vec<_> = rows.iter().map(key).collect();
+    let mut want: Vec<_> = data.features.iter().map(key).collect();
+    got.sort_unstable();
+    want.sort_unstable();
+    assert_eq!(got, want);
+    // The seed decides the split.
+    assert_eq!(iris::split(&data, iris::SPLIT_SEED), split);
+    assert_ne!(iris::split(&data, iris::SPLIT_SEED + 1).test_y, split.test_y);
+}
+
+#[test]
+fn iris_trains_deterministically_at_small_size() {
+    let data = iris::load(&iris::data_path()).unwrap();
+    let split = iris::split(&data, iris::SPLIT_SEED);
+    let config = iris::Config { epochs: 30, ..iris::Config::default() };
+    let mut seen = Vec::new();
+    let report = iris::train(&split, config, |epoch, loss| seen.push((epoch, loss))).unwrap();
+    assert_eq!(report.train_losses.len(), 31);
+    assert_eq!(report.test_losses.len(), 31);
+    assert_eq!(seen, report.train_losses[..30].iter().copied().enumerate().collect::<Vec<_>>());
+
+    let (first, last) = (report.train_losses[0], report.train_losses[30]);
+    assert!(last < 0.5 * first, "train loss {first} -> {last}");
+    assert!(report.test_losses[30] < report.test_losses[0], "{:?}", report.test_losses);
+    assert!(report.train_accuracy > 0.6, "train accuracy {}", report.train_accuracy);
+    assert!(report.test_accuracy > 0.6, "test accuracy {}", report.test_accuracy);
+    assert_eq!(report.params.iter().map(Vec::len).collect::<Vec<_>>(), [64, 16, 48, 3]);
+
+    // Same seeds, same bits; another initialisation seed, other parameters.
+    let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    let again = iris::train(&split, config, |_, _| {}).unwrap();
+    assert_eq!(bits(&again.train_losses), bits(&report.train_losses));
+    assert_eq!(bits(&again.test_losses), bits(&report.test_losses));
+    assert_eq!(again.params, report.params);
+    let other = iris::train(&split, iris::Config { seed: iris::INIT_SEED + 1, ..config }, |_, _| {}).unwrap();
+    assert_ne!(other.params, report.params);
+
+    let dir = std::env::temp_dir().join(format!("exactgrad-iris-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let png = dir.join("loss.png");
+    iris::plot_losses(&png, &report.train_losses, &report.test_losses).unwrap();
+    assert!(std::fs::read(&png).unwrap().starts_with(b"\x89PNG\r\n\x1a\n"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn iris_rejects_a_split_of_other_sizes() {
+    let data = iris::parse("6,4,a,b\n1,2,3,4,0\n2,3,4,5,1\n1,1,1,1,0\n2,2,2,2,1\n0,1,0,1,0\n3,2,1,0,1\n").unwrap();
+    let split = iris::split(&data, 1);
+    assert_eq!((split.train_y.len(), split.test_y.len()), (4, 2));
+    let err = iris::train(&split, iris::Config::default(), |_, _| {}).unwrap_err().to_string();
+    assert_eq!(err, "the graphs are built for a 120/30 split, this one is 4/2");
 }

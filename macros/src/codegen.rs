@@ -151,7 +151,8 @@ fn common(
     } else {
         let fields = def.data.iter().map(|d| {
             let (n, t) = (&d.name, &d.ty);
-            quote!(pub #n: #t)
+            let doc = format!("The data parameter `{n}`.");
+            quote!(#[doc = #doc] pub #n: #t)
         });
         quote!(
             /// The graph's non-differentiable data (Δ).
