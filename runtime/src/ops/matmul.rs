@@ -121,6 +121,30 @@ fn mkn(a: Dims, b: Dims) -> (usize, usize, usize) {
     (a.as_slice()[0], a.as_slice()[1], b.as_slice()[1])
 }
 
+/// `a · b` for row-major matrices `a: m×k`, `b: k×n` (the forward of every matmul op).
+pub(crate) fn product<A: Scalar + Mul<Output = A>>(a: &RawTensor<A>, b: &RawTensor<A>) -> RawTensor<A> {
+    let (m, k, n) = mkn(a.dims(), b.dims());
+    let mut out = Vec::with_capacity(m * n);
+    gemm::<A, false>(m, k, n, MatrixView::row_major(a.data(), k), MatrixView::row_major(b.data(), n), &mut out);
+    RawTensor::from_parts(Dims::matrix(m, n), out)
+}
+
+/// The left operand's gradient `δ · bᵀ` (`(m×n)(n×k)`, products `δ[i, j] * b[t, j]`), appended to
+/// `out`.
+pub(crate) fn left_gradient<A: Scalar + Mul<Output = A>>(g: &RawTensor<A>, b: &RawTensor<A>, out: &mut Vec<A>) {
+    let (m, n) = (g.dims().as_slice()[0], g.dims().as_slice()[1]);
+    let k = b.dims().as_slice()[0];
+    gemm::<A, false>(m, n, k, MatrixView::row_major(g.data(), n), MatrixView::transposed(b.data(), n), out);
+}
+
+/// The right operand's gradient `aᵀ · δ` (`(k×m)(m×n)`, products `δ[i, j] * a[i, t]`, the
+/// cotangent left), appended to `out`.
+pub(crate) fn right_gradient<A: Scalar + Mul<Output = A>>(a: &RawTensor<A>, g: &RawTensor<A>, out: &mut Vec<A>) {
+    let (m, k) = (a.dims().as_slice()[0], a.dims().as_slice()[1]);
+    let n = g.dims().as_slice()[1];
+    gemm::<A, true>(k, m, n, MatrixView::transposed(a.data(), k), MatrixView::row_major(g.data(), n), out);
+}
+
 impl<A: Scalar + Mul<Output = A>, D> CompactOp<A, D> for MatMul {
     fn name(&self) -> &str {
         "matmul"
@@ -140,23 +164,15 @@ impl<A: Scalar + Mul<Output = A>, D> CompactOp<A, D> for MatMul {
         }
     }
     fn forward(&self, ctx: &[RawTensor<A>], _: &D) -> RawTensor<A> {
-        let (a, b) = (&ctx[self.parents[0]], &ctx[self.parents[1]]);
-        let (m, k, n) = mkn(a.dims(), b.dims());
-        let mut out = Vec::with_capacity(m * n);
-        gemm::<A, false>(m, k, n, MatrixView::row_major(a.data(), k), MatrixView::row_major(b.data(), n), &mut out);
-        RawTensor::from_parts(Dims::matrix(m, n), out)
+        product(&ctx[self.parents[0]], &ctx[self.parents[1]])
     }
     fn contributions(&self, saved: &SavedValues<'_, A, D>, g: &RawTensor<A>, c: &mut Contributions<A>) -> Contrib {
         let [pa, pb] = self.parents;
         let (a, b) = (&saved.prefix[pa], &saved.prefix[pb]);
-        let (m, k, n) = mkn(a.dims(), b.dims());
-        let g_rows = MatrixView::row_major(g.data(), n);
-        // δ · bᵀ: (m×n)(n×k), products δ[i, j] * b[t, j].
         let mut ga = c.buffer();
-        gemm::<A, false>(m, n, k, g_rows, MatrixView::transposed(b.data(), n), &mut ga);
-        // aᵀ · δ: (k×m)(m×n), products δ[i, j] * a[i, t].
+        left_gradient(g, b, &mut ga);
         let mut gb = c.buffer();
-        gemm::<A, true>(k, m, n, MatrixView::transposed(a.data(), k), g_rows, &mut gb);
+        right_gradient(a, g, &mut gb);
         let ga = c.single(pa, RawTensor::from_parts(a.dims(), ga));
         let gb = c.single(pb, RawTensor::from_parts(b.dims(), gb));
         c.add(ga, gb)

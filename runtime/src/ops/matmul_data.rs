@@ -15,7 +15,6 @@
 
 use core::ops::Mul;
 
-use super::matmul::{gemm, MatrixView};
 use crate::contributions::{Contrib, Contributions};
 use crate::graph::{CompactOp, Node, SavedValues};
 use crate::scalar::Scalar;
@@ -86,22 +85,15 @@ impl<A: Scalar + Mul<Output = A>, D: 'static> CompactOp<A, D> for MatMulData<A, 
         }
     }
     fn forward(&self, ctx: &[RawTensor<A>], data: &D) -> RawTensor<A> {
-        let (x, w) = ((self.x)(data), &ctx[self.parents[0]]);
-        let (k, n) = kn(w.dims());
-        let m = self.rows;
-        let mut out = Vec::with_capacity(m * n);
-        // The same call as `MatMul::forward`.
-        gemm::<A, false>(m, k, n, MatrixView::row_major(x.data(), k), MatrixView::row_major(w.data(), n), &mut out);
-        RawTensor::from_parts(Dims::matrix(m, n), out)
+        // The same kernel call as `MatMul::forward` (`validate` checked `x` is `rows × k`).
+        super::matmul::product((self.x)(data), &ctx[self.parents[0]])
     }
     fn contributions(&self, saved: &SavedValues<'_, A, D>, g: &RawTensor<A>, c: &mut Contributions<A>) -> Contrib {
         let pw = self.parents[0];
         let (x, w) = ((self.x)(saved.data), &saved.prefix[pw]);
-        let (k, n) = kn(w.dims());
-        let m = self.rows;
-        // xᵀ · δ: (k×m)(m×n), products δ[i, j] * x[i, t] — the same call as `MatMul`'s b-gradient.
+        // xᵀ · δ: the same kernel call as `MatMul`'s right-operand gradient.
         let mut gw = c.buffer();
-        gemm::<A, true>(k, m, n, MatrixView::transposed(x.data(), k), MatrixView::row_major(g.data(), n), &mut gw);
+        super::matmul::right_gradient(x, g, &mut gw);
         c.single(pw, RawTensor::from_parts(w.dims(), gw))
     }
 }

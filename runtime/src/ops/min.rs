@@ -11,64 +11,12 @@
 //! does not leak to the operand that was not chosen. With `a == b` (same position) the local
 //! gradient is `δ + 0`.
 
-use core::cmp::Ordering;
-
-use crate::contributions::{Contrib, Contributions};
-use crate::graph::{CompactOp, Node, SavedValues};
+use crate::graph::Node;
 use crate::scalar::Scalar;
-use crate::shape::{Dims, Position, Shape};
-use crate::tensor::RawTensor;
+use crate::shape::{Position, Shape};
 
 /// Elementwise minimum of two positions of the same shape (ties and NaNs: see the module docs).
-#[derive(Clone, Debug)]
-pub struct Min {
-    parents: [usize; 2],
-}
-
-impl Min {
-    /// `min(a, b)` for the positions `a` and `b`.
-    pub fn new(a: usize, b: usize) -> Self {
-        Min { parents: [a, b] }
-    }
-}
-
-/// Whether `min` chooses the left operand.
-#[inline]
-fn left<A: PartialOrd>(a: &A, b: &A) -> bool {
-    match a.partial_cmp(b) {
-        Some(Ordering::Greater) => false,
-        Some(_) => true,
-        None => a.partial_cmp(a).is_none(),
-    }
-}
-
-impl<A: Scalar + PartialOrd, D> CompactOp<A, D> for Min {
-    fn name(&self) -> &str {
-        "min"
-    }
-    fn parents(&self) -> &[usize] {
-        &self.parents
-    }
-    fn output_dims(&self, prefix: &[Dims]) -> Result<Dims, String> {
-        super::same_dims("min", prefix, self.parents[0], self.parents[1])
-    }
-    fn forward(&self, ctx: &[RawTensor<A>], _: &D) -> RawTensor<A> {
-        let (a, b) = (ctx[self.parents[0]].data(), ctx[self.parents[1]].data());
-        RawTensor::from_fn(
-            ctx[self.parents[0]].dims(),
-            |i| if left(&a[i], &b[i]) { a[i].clone() } else { b[i].clone() },
-        )
-    }
-    fn contributions(&self, saved: &SavedValues<'_, A, D>, g: &RawTensor<A>, c: &mut Contributions<A>) -> Contrib {
-        let [a, b] = self.parents;
-        let (av, bv, gd) = (saved.prefix[a].data(), saved.prefix[b].data(), g.data());
-        let ga = c.tensor(g.dims(), |i| if left(&av[i], &bv[i]) { gd[i].clone() } else { A::zero() });
-        let gb = c.tensor(g.dims(), |i| if left(&av[i], &bv[i]) { A::zero() } else { gd[i].clone() });
-        let l = c.single(a, ga);
-        let r = c.single(b, gb);
-        c.add(l, r)
-    }
-}
+pub type Min = super::select::Select<false>;
 
 /// Typed `min(a, b)` (elementwise).
 pub fn min<A: Scalar + PartialOrd, D: 'static, S: Shape, Br>(a: Position<S, Br>, b: Position<S, Br>) -> Node<A, D, S> {
@@ -79,6 +27,8 @@ pub fn min<A: Scalar + PartialOrd, D: 'static, S: Shape, Br>(a: Position<S, Br>,
 mod tests {
     use super::*;
     use crate::ops::testing::{bits, forward, gradcheck, sample, vjp};
+    use crate::shape::Dims;
+    use crate::tensor::RawTensor;
 
     fn v(x: &[f64]) -> RawTensor<f64> {
         RawTensor::from_vec(Dims::vector(x.len()), x.to_vec()).unwrap()

@@ -40,6 +40,7 @@ mod permute;
 mod relu;
 mod reshape;
 mod scale;
+mod select;
 mod sigmoid;
 mod slice;
 mod softmax;
