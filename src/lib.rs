@@ -69,6 +69,10 @@
 //!   | `sum_axis(x, axis)`, `mean_axis(x, axis)` (`axis` an integer literal) | drops `axis` |
 //!   | `mse(a, b)` | `[s] , [s] → []` |
 //!   | `layer_norm(x, gain, bias)` or `layer_norm(x, gain, bias, eps)` (default `1e-5`) | `[m, n] , [n] , [n] → [m, n]` |
+//!   | `concat(a, b, axis)` (literal sizes along `axis`) | sizes along `axis` add |
+//!   | `slice(x, axis, start, len)` (integer literals) | `axis` becomes `len` |
+//!   | `permute(x, [p0, p1, …])` | output axis `k` is input axis `p_k` |
+//!   | `let y: [d…] = reshape(x);` (the binding declares the shape) | same element count |
 //!   | `cross_entropy(logits, labels)` with `labels` a data parameter (`Vec<usize>`, one label per row; a label out of range is an error from `compile`) | `[m, c] → []` |
 //!
 //! * **Opaque nodes** wrap user closures: `let y: [3] = opaque(a, b, forward = |a, b| …, vjp =
@@ -191,6 +195,6 @@ pub mod __private {
     pub use exactgrad_runtime::dsl::{constant, constant_f64, opaque_pack};
     pub use exactgrad_runtime::{
         num_traits, ops, rules, typenum, FromParents, GraphData, MacroBuilder, Nil, Node, Pack, Position, RawTensor,
-        Scalar, Snoc, Tensor,
+        Scalar, Shape, Snoc, Tensor,
     };
 }

@@ -171,7 +171,7 @@ fn is_special(call: &ExprCall) -> bool {
     match &*call.func {
         Expr::Path(p) => {
             let last = p.path.segments.last().map(|s| s.ident.to_string()).unwrap_or_default();
-            last == "opaque" || last.starts_with(|c: char| c.is_ascii_uppercase())
+            last == "opaque" || last == "reshape" || last.starts_with(|c: char| c.is_ascii_uppercase())
         }
         _ => false,
     }
@@ -383,13 +383,20 @@ impl Lowering<'_> {
             return None;
         };
         let optional = matches!(op.extra, Extra::Eps(_));
-        let with_extra = op.arity + usize::from(op.extra != Extra::None);
+        let with_extra = op.arity
+            + match op.extra {
+                Extra::None => 0,
+                Extra::Slice => 3,
+                _ => 1,
+            };
         if args.len() != with_extra && !(optional && args.len() == op.arity) {
             let what = match op.extra {
                 Extra::None => String::new(),
                 Extra::Axis => " and an axis".to_owned(),
                 Extra::Eps(d) => format!(" and optionally eps (default {d})"),
                 Extra::Labels => " and the name of a data parameter holding the labels".to_owned(),
+                Extra::Slice => " and three integer literals (axis, start, length)".to_owned(),
+                Extra::Perm => " and the permutation as an array literal, e.g. `[1, 0]`".to_owned(),
             };
             self.errors.at_site(
                 site,
@@ -433,6 +440,26 @@ impl Lowering<'_> {
                 },
                 None => ExtraArg::Eps(syn::parse_str(default).unwrap_or_else(|_| unreachable!("a literal"))),
             },
+            Extra::Slice => {
+                let n: Vec<Option<usize>> = args[op.arity..].iter().map(|a| self.int_literal(a, op.name)).collect();
+                match n[..] {
+                    [Some(axis), Some(start), Some(len)] => ExtraArg::Slice(axis, start, len),
+                    _ => return None,
+                }
+            }
+            Extra::Perm => match args[op.arity] {
+                Expr::Array(a) => {
+                    let n: Vec<Option<usize>> = a.elems.iter().map(|e| self.int_literal(e, op.name)).collect();
+                    ExtraArg::Perm(n.into_iter().collect::<Option<_>>()?)
+                }
+                other => {
+                    self.errors.at_site(
+                        &Site::new(other.span(), other),
+                        "permute takes the permutation as an array literal, e.g. `permute(x, [1, 0])`",
+                    );
+                    return None;
+                }
+            },
             Extra::Labels => {
                 let arg = args[op.arity];
                 let name = match arg {
@@ -454,6 +481,53 @@ impl Lowering<'_> {
         let values: Vec<Option<usize>> = args[..op.arity].iter().map(|a| self.value(a)).collect();
         let values: Vec<usize> = values.into_iter().collect::<Option<_>>()?;
         self.builtin_with(op, extra, &values, site)
+    }
+
+    /// `let y: [d…] = reshape(x);`: the declared shape, with the same element count when both are
+    /// literal (the runtime checks it at push otherwise).
+    fn reshape(&mut self, call: &ExprCall, shape: Shape) -> Option<usize> {
+        let site = Site::new(call.func.span(), call);
+        if call.args.len() != 1 {
+            self.errors.at_site(
+                &site,
+                format!("reshape takes 1 value (the target shape is the binding's), got {} arguments", call.args.len()),
+            );
+            return None;
+        }
+        let x = self.value(&call.args[0])?;
+        let from = self.graph.shape_of(x).clone();
+        let numel = |s: &Shape| {
+            s.0.iter().try_fold(1u64, |acc, d| match d {
+                Dim::Lit(n) => Some(acc * n),
+                Dim::Sym(_) => None,
+            })
+        };
+        if let (Some(a), Some(b)) = (numel(&from), numel(&shape)) {
+            if a != b {
+                self.errors.at_site(
+                    &site,
+                    format!("reshape cannot turn shape {from} ({a} elements) into shape {shape} ({b} elements)"),
+                );
+                return None;
+            }
+        }
+        Some(self.push(NodeKind::Reshape, vec![x], shape, &site))
+    }
+
+    fn int_literal(&mut self, e: &Expr, op: &str) -> Option<usize> {
+        match e {
+            Expr::Lit(syn::ExprLit { lit: syn::Lit::Int(i), .. }) => match i.base10_parse::<usize>() {
+                Ok(n) => Some(n),
+                Err(err) => {
+                    self.errors.push(err);
+                    None
+                }
+            },
+            other => {
+                self.errors.at_site(&Site::new(other.span(), other), format!("{op} takes integer literals here"));
+                None
+            }
+        }
     }
 
     fn builtin(&mut self, op: Option<&'static OpInfo>, args: &[usize], site: &Site) -> Option<usize> {
@@ -562,6 +636,76 @@ impl Lowering<'_> {
                     None
                 }
             }
+            Rule::Concat => {
+                let ExtraArg::Axis(axis) = extra else { unreachable!("the table gives concat an axis") };
+                let (l, r) = (&shapes[0], &shapes[1]);
+                if l.0.len() != r.0.len() || axis >= l.0.len() {
+                    self.errors.at_site(
+                        site,
+                        format!(
+                            "concat along axis {axis} needs two shapes of one rank with that axis, got {l} and {r}"
+                        ),
+                    );
+                    return None;
+                }
+                let mut ok = true;
+                for (k, (a, b)) in l.0.iter().zip(&r.0).enumerate() {
+                    if k != axis {
+                        let message = format!("concat along axis {axis} needs the other dims equal, got {l} and {r}");
+                        ok &= self.unify(a, b, Rule::SameShape, site, &message);
+                    }
+                }
+                match (&l.0[axis], &r.0[axis]) {
+                    (Dim::Lit(a), Dim::Lit(b)) if ok => {
+                        let mut dims = l.0.clone();
+                        dims[axis] = Dim::Lit(a + b);
+                        Some(Shape(dims))
+                    }
+                    (Dim::Lit(_), Dim::Lit(_)) => None,
+                    (a, b) => {
+                        self.errors.at_site(
+                            site,
+                            format!("concat along axis {axis} needs literal sizes on that axis to add them, got {a} and {b}"),
+                        );
+                        None
+                    }
+                }
+            }
+            Rule::Slice => {
+                let ExtraArg::Slice(axis, start, len) = extra else { unreachable!("the table gives slice its range") };
+                let x = &shapes[0];
+                if axis >= x.0.len() {
+                    self.errors
+                        .at_site(site, format!("slice takes axis {axis}, but shape {x} has only {} axes", x.0.len()));
+                    return None;
+                }
+                if let Dim::Lit(n) = x.0[axis] {
+                    if start.checked_add(len).is_none_or(|end| end > n as usize) {
+                        self.errors.at_site(
+                            site,
+                            format!("slice {start}..{start}+{len} does not fit axis {axis} of shape {x} (size {n})"),
+                        );
+                        return None;
+                    }
+                }
+                let mut dims = x.0.clone();
+                dims[axis] = Dim::Lit(len as u64);
+                Some(Shape(dims))
+            }
+            Rule::Permute => {
+                let ExtraArg::Perm(perm) = &extra else { unreachable!("the table gives permute a permutation") };
+                let x = &shapes[0];
+                let mut sorted = perm.clone();
+                sorted.sort_unstable();
+                if sorted != (0..x.0.len()).collect::<Vec<_>>() {
+                    self.errors.at_site(
+                        site,
+                        format!("permute needs a permutation of the axes 0..{} of shape {x}, got {perm:?}", x.0.len()),
+                    );
+                    return None;
+                }
+                Some(Shape(perm.iter().map(|&k| x.0[k].clone()).collect()))
+            }
             Rule::Declared => unreachable!("not an op rule"),
         }?;
         Some(self.push(NodeKind::Builtin(op, extra), args.to_vec(), out, site))
@@ -572,6 +716,9 @@ impl Lowering<'_> {
         let shape = self.shape(ann);
         let Expr::Path(p) = &*call.func else { return None };
         let is_opaque = p.path.is_ident("opaque");
+        if p.path.is_ident("reshape") {
+            return self.reshape(call, shape);
+        }
         let mut reads = Vec::new();
         let (mut forward, mut vjp): (Option<ExprClosure>, Option<ExprClosure>) = (None, None);
         let mut whole_prefix = false;

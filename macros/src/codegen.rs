@@ -280,6 +280,12 @@ fn full(def: &GraphDef, graph: &Graph, names: &Names) -> TokenStream {
                             &[#(&#parents),*],
                         )
                     ),
+                    ExtraArg::Slice(axis, start, len) => quote_spanned!(span=>
+                        #ty::compact(#p::ops::#rt::new(#(#parents.index(),)* #axis, #start, #len), &[#(&#parents),*])
+                    ),
+                    ExtraArg::Perm(perm) => quote_spanned!(span=>
+                        #ty::compact(#p::ops::#rt::new(#(#parents.index(),)* &[#(#perm),*]), &[#(&#parents),*])
+                    ),
                     ExtraArg::Eps(c) => {
                         bounds.push(Bound::Num);
                         let c = constant_tokens(c, &s);
@@ -335,6 +341,10 @@ fn full(def: &GraphDef, graph: &Graph, names: &Names) -> TokenStream {
                 })
             }
             NodeKind::Custom(path) => custom(path, &ty, &parents, span),
+            NodeKind::Reshape => {
+                let x = &parents[0];
+                quote_spanned!(span=> #ty::compact(#p::ops::Reshape::new(#x.index(), <#shape as #p::Shape>::dims()), &[&#x]))
+            }
         };
         body.extend(quote!(let #v = __builder.push(#expr);));
     }

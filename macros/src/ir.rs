@@ -58,6 +58,10 @@ pub(crate) enum ExtraArg {
     Eps(Expr),
     /// A data parameter's name.
     Labels(Ident),
+    /// Axis, start, length.
+    Slice(usize, usize, usize),
+    /// The permutation.
+    Perm(Vec<usize>),
 }
 
 /// What a node runs.
@@ -75,6 +79,8 @@ pub(crate) enum NodeKind {
     },
     /// A user type implementing the runtime's op traits.
     Custom(Path),
+    /// `reshape(x)` to the declared shape.
+    Reshape,
 }
 
 pub(crate) struct Node {

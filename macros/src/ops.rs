@@ -24,6 +24,12 @@ pub(crate) enum Rule {
     RowParams,
     /// `[m, c] → []` with one label per row from the data (cross-entropy).
     LogitsToScalar,
+    /// Same shapes but along the axis, where the sizes add (literal sizes there).
+    Concat,
+    /// The axis becomes `len` (`start + len` within it).
+    Slice,
+    /// Axes reordered: output axis `k` is input axis `perm[k]`.
+    Permute,
     /// A declared shape (let annotation or output) equals the inferred one.
     Declared,
 }
@@ -33,7 +39,7 @@ impl Rule {
     pub(crate) fn check_fn(self) -> &'static str {
         match self {
             Rule::SameShape | Rule::Unary | Rule::Reduce | Rule::SameShapeToScalar => "same_shape",
-            Rule::AxisReduce | Rule::LogitsToScalar => "same_shape",
+            Rule::AxisReduce | Rule::LogitsToScalar | Rule::Concat | Rule::Slice | Rule::Permute => "same_shape",
             Rule::RowParams => "row_length",
             Rule::MatMul => "matmul_inner",
             Rule::Transpose => "same_shape",
@@ -66,6 +72,10 @@ pub(crate) enum Extra {
     Eps(&'static str),
     /// The name of a data parameter holding one `usize` label per row (`AsRef<[usize]>`).
     Labels,
+    /// Three integer literals: axis, start, length.
+    Slice,
+    /// An array literal of axes: the permutation.
+    Perm,
 }
 
 pub(crate) struct OpInfo {
@@ -227,6 +237,9 @@ pub(crate) const OPS: &[OpInfo] = &[
         runtime: "CrossEntropy",
         bounds: &[Bound::Float, Bound::FromPrimitive],
     },
+    OpInfo { name: "concat", arity: 2, extra: Extra::Axis, rule: Rule::Concat, runtime: "Concat", bounds: &[] },
+    OpInfo { name: "slice", arity: 1, extra: Extra::Slice, rule: Rule::Slice, runtime: "Slice", bounds: &[] },
+    OpInfo { name: "permute", arity: 1, extra: Extra::Perm, rule: Rule::Permute, runtime: "Permute", bounds: &[] },
 ];
 
 /// The built-in op called `name` (`t` is `transpose`).
@@ -238,6 +251,6 @@ pub(crate) fn lookup(name: &str) -> Option<&'static OpInfo> {
 /// Names for the "unknown op" message.
 pub(crate) fn names() -> String {
     let mut v: Vec<&str> = OPS.iter().map(|o| o.name).collect();
-    v.extend(["scale", "opaque"]);
+    v.extend(["scale", "reshape", "opaque"]);
     v.join(", ")
 }
