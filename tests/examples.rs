@@ -14,6 +14,9 @@ mod graphviz;
 #[path = "../examples/iris.rs"]
 #[allow(dead_code)]
 mod iris;
+#[path = "../examples/transformer_block.rs"]
+#[allow(dead_code)]
+mod transformer_block;
 
 use num_rational::Ratio;
 
@@ -161,4 +164,13 @@ fn iris_rejects_a_split_of_other_sizes() {
     assert_eq!((split.train_y.len(), split.test_y.len()), (4, 2));
     let err = iris::train(&split, iris::Config::default(), |_, _| {}).unwrap_err().to_string();
     assert_eq!(err, "the graphs are built for a 120/30 split, this one is 4/2");
+}
+
+#[test]
+fn transformer_block_gradients_match_finite_differences() {
+    let report = transformer_block::run(1, false).unwrap();
+    assert!(report.fast_equals_dense);
+    assert_eq!(report.samples, 13);
+    assert!(report.worst_relative_error < 1e-5, "{:.2e}", report.worst_relative_error);
+    assert!(report.output.is_finite() && report.output != 0.0);
 }
