@@ -275,9 +275,40 @@ fn w4_heads(c: &mut Criterion) {
     group.finish();
 }
 
+#[path = "../examples/transformer_block.rs"]
+#[allow(dead_code)]
+mod transformer_block;
+
+/// W3: the attention block of `examples/transformer_block.rs` (sequence 32, model 64, 4 heads),
+/// f32: the saved forward plus the gradients of every input from one `backprop_from`.
+fn w3_attention(c: &mut Criterion) {
+    use exactgrad::typenum::U32;
+    let (g, h) = transformer_block::block::<f32>();
+    let mut init = Init::seeded(3);
+    let x: Tensor<f32, (U32, U64)> = init.normal(0.0, 1.0).expect("valid std");
+    let p: Tensor<f32, (U32, U64)> = init.uniform(-1.0, 1.0).expect("valid bounds");
+    let ones = Tensor::<f32, (U64,)>::full(1.0);
+    let zeros = Tensor::<f32, (U64,)>::zeros();
+    let w = |init: &mut Init| init.xavier_uniform::<f32, U64, U64>();
+    let (wq, wk, wv, wo) = (w(&mut init), w(&mut init), w(&mut init), w(&mut init));
+    let w1 = init.xavier_uniform::<f32, U64, U128>();
+    let w2 = init.xavier_uniform::<f32, U128, U64>();
+    let b1 = Tensor::<f32, (U128,)>::full(0.01);
+    let inputs = h.inputs(x, p, ones.clone(), zeros.clone(), wq, wk, wv, wo, ones, zeros.clone(), w1, b1, w2, zeros);
+    let mut group = c.benchmark_group("w3_attention");
+    group.sample_size(20);
+    group.bench_function("forward_backward", |b| {
+        b.iter(|| {
+            let saved = g.compile(inputs.clone(), ()).expect("compiles");
+            saved.backprop_from(h.output, Tensor::full(1.0)).expect("runs")
+        })
+    });
+    group.finish();
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default().warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(3));
-    targets = w1_mlp, w2_chain, w4_heads
+    targets = w1_mlp, w2_chain, w3_attention, w4_heads
 }
 criterion_main!(benches);

@@ -15,7 +15,7 @@ type Result<T> = core::result::Result<T, Box<dyn std::error::Error>>;
 graph! {
     /// A pre-LN block on a sequence of 32 tokens of width 64, 4 heads of width 16; the output is
     /// the sum of the block's output times a fixed probe `p` (a scalar to differentiate).
-    fn block(
+    pub(crate) fn block(
         x: [32, 64], p: [32, 64],
         ln1_g: [64], ln1_b: [64], wq: [64, 64], wk: [64, 64], wv: [64, 64], wo: [64, 64],
         ln2_g: [64], ln2_b: [64], w1: [64, 128], b1: [128], w2: [128, 64], b2: [64]
