@@ -16,8 +16,36 @@ use crate::tensor::RawTensor;
 /// assert_eq!(constant::<i64>("0.5"), None);
 /// assert_eq!(constant::<f64>("-0.0").map(f64::to_bits), Some((-0.0f64).to_bits()));
 /// ```
+///
+/// Types that parse only fractions (`num_rational::Ratio`) get the literal as an exact fraction:
+/// `0.25` becomes `25/100`, `3` becomes `3/1`.
 pub fn constant<A: Num>(literal: &str) -> Option<A> {
-    A::from_str_radix(literal, 10).ok()
+    A::from_str_radix(literal, 10).ok().or_else(|| A::from_str_radix(&as_fraction(literal)?, 10).ok())
+}
+
+/// A decimal literal `[-]digits[.digits][e[±]digits]` as the exact fraction `n/d` (for types such
+/// as rationals that parse only that form); `None` for anything else.
+fn as_fraction(literal: &str) -> Option<String> {
+    let (sign, rest) = match literal.strip_prefix('-') {
+        Some(r) => ("-", r),
+        None => ("", literal),
+    };
+    let (mantissa, exp) = match rest.split_once(['e', 'E']) {
+        Some((m, e)) => (m, e.parse::<i32>().ok()?),
+        None => (rest, 0),
+    };
+    let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    let digits: String = [int, frac].concat();
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let scale = i32::try_from(frac.len()).ok()? - exp;
+    let zeros = |n: i32| "0".repeat(usize::try_from(n).unwrap_or(0));
+    Some(if scale >= 0 {
+        format!("{sign}{digits}/1{}", zeros(scale))
+    } else {
+        format!("{sign}{digits}{}/1", zeros(-scale))
+    })
 }
 
 /// A constant computed in `f64` (e.g. `0.25 * 4.0`) in the scalar type: integral values as
@@ -64,4 +92,29 @@ pub fn opaque_pack<A: Scalar>(
         });
     }
     out.into_iter().zip(ctx).map(|(g, t)| g.unwrap_or_else(|| RawTensor::zeros(t.dims()))).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decimal_literals_become_exact_fractions() {
+        assert_eq!(as_fraction("3").as_deref(), Some("3/1"));
+        assert_eq!(as_fraction("-0.25").as_deref(), Some("-025/100"));
+        assert_eq!(as_fraction("1.5e2").as_deref(), Some("150/1"));
+        assert_eq!(as_fraction("2e-3").as_deref(), Some("2/1000"));
+        assert_eq!(as_fraction("x"), None);
+        assert_eq!(constant::<i64>("0.5"), None);
+        assert_eq!(constant::<i64>("3"), Some(3));
+    }
+
+    #[cfg(feature = "rational")]
+    #[test]
+    fn rationals_take_decimal_constants_exactly() {
+        use num_rational::Ratio;
+        assert_eq!(constant::<Ratio<i64>>("0.25"), Some(Ratio::new(1, 4)));
+        assert_eq!(constant::<Ratio<i64>>("-3"), Some(Ratio::from_integer(-3)));
+        assert_eq!(constant::<Ratio<i64>>("1e-2"), Some(Ratio::new(1, 100)));
+    }
 }
