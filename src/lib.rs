@@ -73,6 +73,7 @@
 //!   | `slice(x, axis, start, len)` (integer literals) | `axis` becomes `len` |
 //!   | `permute(x, [p0, p1, …])` | output axis `k` is input axis `p_k` |
 //!   | `let y: [d…] = reshape(x);` (the binding declares the shape) | same element count |
+//!   | `let e: [n, d] = gather_rows(table, ids);` with `ids` a data parameter (`Vec<usize>`, `n` ids; an id out of range is an error from `compile`) | `[vocab, d] → [n, d]` |
 //!   | `cross_entropy(logits, labels)` with `labels` a data parameter (`Vec<usize>`, one label per row; a label out of range is an error from `compile`) | `[m, c] → []` |
 //!
 //! * **Opaque nodes** wrap user closures: `let y: [3] = opaque(a, b, forward = |a, b| …, vjp =

@@ -46,3 +46,40 @@ fn macro_graph_equals_the_hand_built_one() {
     assert_eq!(mg.describe(), g.describe());
     assert_eq!(ms.value(mh.output).unwrap().dims().numel(), 1);
 }
+
+graph! {
+    /// An embedding lookup with a generic number of ids.
+    fn embed<N>(table: [4, 3], w: [3, 2], t: [N, 2]; ids: Vec<usize>) -> [] {
+        let e: [N, 3] = gather_rows(table, ids);
+        mse(e.matmul(w), t)
+    }
+}
+
+#[test]
+fn gather_rows_reads_ids_from_the_data() {
+    use exactgrad::typenum::U5;
+    let (g, h) = embed::<f64, U5>();
+    let table = || Tensor::from_fn(|i| i as f64 * 0.5 - 1.0);
+    let w = || Tensor::from_fn(|i| (i as f64 + 1.0) / 4.0);
+    let t = || Tensor::full(0.25);
+    let saved = g.compile(h.inputs(table(), w(), t()), EmbedData { ids: vec![3, 0, 3, 1, 2] }).unwrap();
+    let grads = saved.backprop_from(h.output, Tensor::full(1.0)).unwrap();
+    assert_eq!(grads.get(h.table).unwrap().dims().as_slice(), &[4, 3]);
+
+    // The same graph by hand.
+    let ids: fn(&Vec<usize>) -> &[usize] = |d| d;
+    let hg = GraphData::<f64, Vec<usize>>::new();
+    let (hg, ht) = hg.input::<(U4, U3)>();
+    let (hg, hw) = hg.input::<(U3, U2)>();
+    let (hg, htt) = hg.input::<(U5, U2)>();
+    let (hg, e) = hg.push(Node::<f64, Vec<usize>, (U5, U3)>::compact(ops::GatherRows::new(ht.index(), ids, 5), &[&ht]));
+    let (hg, m) = hg.push(ops::matmul(e, hw));
+    let (hg, out) = hg.push(ops::mse(m, htt));
+    let hs = hg.compile(Pack::new().push(table()).push(w()).push(t()), vec![3, 0, 3, 1, 2]).unwrap();
+    let by_hand = hs.backprop_from(out, Tensor::full(1.0)).unwrap();
+    assert_eq!(bits(grads.as_slice()), bits(by_hand.as_slice()));
+
+    // An id out of range is an error from compile, not a panic.
+    let err = g.compile(h.inputs(table(), w(), t()), EmbedData { ids: vec![3, 0, 4, 1, 2] }).err().unwrap();
+    assert!(err.to_string().contains("id 4 at row 2 is out of range"), "{err}");
+}

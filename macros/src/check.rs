@@ -171,7 +171,8 @@ fn is_special(call: &ExprCall) -> bool {
     match &*call.func {
         Expr::Path(p) => {
             let last = p.path.segments.last().map(|s| s.ident.to_string()).unwrap_or_default();
-            last == "opaque" || last == "reshape" || last.starts_with(|c: char| c.is_ascii_uppercase())
+            matches!(last.as_str(), "opaque" | "reshape" | "gather_rows")
+                || last.starts_with(|c: char| c.is_ascii_uppercase())
         }
         _ => false,
     }
@@ -514,6 +515,50 @@ impl Lowering<'_> {
         Some(self.push(NodeKind::Reshape, vec![x], shape, &site))
     }
 
+    /// `let e: [n, dim] = gather_rows(table, ids);` with `ids` a data parameter (one id per row;
+    /// `n` from the binding, `dim` the table's columns).
+    fn gather_rows(&mut self, call: &ExprCall, shape: Shape) -> Option<usize> {
+        let site = Site::new(call.func.span(), call);
+        let args: Vec<&Expr> = call.args.iter().collect();
+        if args.len() != 2 {
+            self.errors.at_site(
+                &site,
+                format!("gather_rows takes a table and a data parameter of ids, got {} arguments", args.len()),
+            );
+            return None;
+        }
+        let table = self.value(args[0])?;
+        let field = match args[1] {
+            Expr::Path(p) => p.path.get_ident().and_then(|n| self.data.iter().find(|d| **d == n)).map(|d| (*d).clone()),
+            _ => None,
+        };
+        let Some(field) = field else {
+            self.errors.at_site(
+                &Site::new(args[1].span(), args[1]),
+                "gather_rows's ids are a data parameter (declared after `;`, e.g. `; ids: Vec<usize>`), named here",
+            );
+            return None;
+        };
+        let t = self.graph.shape_of(table).clone();
+        match (&t.0[..], &shape.0[..]) {
+            ([_, dim], [_, out]) => {
+                let message =
+                    format!("gather_rows gives rows of the table's width {dim}, but the binding declares {shape}");
+                if !self.unify(out, dim, Rule::Declared, &site, &message) {
+                    return None;
+                }
+            }
+            _ => {
+                self.errors.at_site(
+                    &site,
+                    format!("gather_rows needs a table [vocab, dim] and a binding [rows, dim], got {t} and {shape}"),
+                );
+                return None;
+            }
+        }
+        Some(self.push(NodeKind::Gather(field), vec![table], shape, &site))
+    }
+
     fn int_literal(&mut self, e: &Expr, op: &str) -> Option<usize> {
         match e {
             Expr::Lit(syn::ExprLit { lit: syn::Lit::Int(i), .. }) => match i.base10_parse::<usize>() {
@@ -718,6 +763,9 @@ impl Lowering<'_> {
         let is_opaque = p.path.is_ident("opaque");
         if p.path.is_ident("reshape") {
             return self.reshape(call, shape);
+        }
+        if p.path.is_ident("gather_rows") {
+            return self.gather_rows(call, shape);
         }
         let mut reads = Vec::new();
         let (mut forward, mut vjp): (Option<ExprClosure>, Option<ExprClosure>) = (None, None);

@@ -341,6 +341,18 @@ fn full(def: &GraphDef, graph: &Graph, names: &Names) -> TokenStream {
                 })
             }
             NodeKind::Custom(path) => custom(path, &ty, &parents, span),
+            NodeKind::Gather(field) => {
+                let t = &parents[0];
+                let rows = dim_tokens(&node.shape.0[0], span);
+                quote_spanned!(span=> #ty::compact(
+                    #p::ops::GatherRows::new(
+                        #t.index(),
+                        |__d: &#data| -> &[usize] { ::core::convert::AsRef::<[usize]>::as_ref(&__d.#field) },
+                        <#rows as #p::typenum::Unsigned>::USIZE,
+                    ),
+                    &[&#t],
+                ))
+            }
             NodeKind::Reshape => {
                 let x = &parents[0];
                 quote_spanned!(span=> #ty::compact(#p::ops::Reshape::new(#x.index(), <#shape as #p::Shape>::dims()), &[&#x]))

@@ -81,6 +81,8 @@ pub(crate) enum NodeKind {
     Custom(Path),
     /// `reshape(x)` to the declared shape.
     Reshape,
+    /// `gather_rows(table, ids)` with the ids in the named data parameter.
+    Gather(Ident),
 }
 
 pub(crate) struct Node {

@@ -251,6 +251,6 @@ pub(crate) fn lookup(name: &str) -> Option<&'static OpInfo> {
 /// Names for the "unknown op" message.
 pub(crate) fn names() -> String {
     let mut v: Vec<&str> = OPS.iter().map(|o| o.name).collect();
-    v.extend(["scale", "reshape", "opaque"]);
+    v.extend(["scale", "reshape", "gather_rows", "opaque"]);
     v.join(", ")
 }
