@@ -157,6 +157,11 @@ impl<A: Scalar> GradientContext<A> {
         Ok(())
     }
 
+    /// The distinct support positions of the last `add_contributions`.
+    pub(crate) fn last_support(&self) -> &[usize] {
+        &self.distinct
+    }
+
     /// `add_dense(pack)`: materialises every position, adds `pack` (stored value left), and resets
     /// history, clock and epochs.
     ///

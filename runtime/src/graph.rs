@@ -176,15 +176,13 @@ impl<A: Scalar, D: 'static, S: Shape> Node<A, D, S> {
     /// A node that could not be built (e.g. a constant not representable in the scalar type):
     /// pushing it works, and `compile` reports `message` with the node index and `name`.
     pub fn failed(name: &str, reads: &[&dyn ErasedPosition], message: &str) -> Self {
-        let name = name.to_owned();
-        let mut node = Self::opaque(
-            name,
-            reads,
-            |_, _| unreachable!("compile rejects failed nodes before running them"),
-            |_, _, _| unreachable!("compile rejects failed nodes before running them"),
-        );
-        node.error = Some(message.to_owned());
-        node
+        let parents = reads.iter().map(|p| p.index()).collect();
+        Node {
+            data: NodeData { program: failed_program(name.to_owned(), parents), dims: S::dims() },
+            error: Some(message.to_owned()),
+            origins: reads.iter().map(|p| p.graph()).collect(),
+            shape: PhantomData,
+        }
     }
 
     /// An opaque node (see [`NodeData::opaque`]), of output shape `S`.
@@ -435,6 +433,8 @@ impl<A: Scalar, D: 'static, G, Ss, Br> GraphData<A, D, G, Ss, Br> {
         if let Some(other) = node.origins.iter().find(|&&o| o != self.raw.id) {
             self.build_errors.push((k, format!("reads a handle of another graph (graph id {other})")));
         }
+        // Kept for the placeholder if the push is refused (graph building, not a hot path).
+        let (name, parents) = (node.data.name().to_owned(), node.data.parents().to_vec());
         match self.raw.push(node.data) {
             Ok(_) if self.raw.dims[p] != S::dims() => {
                 self.build_errors
@@ -449,7 +449,9 @@ impl<A: Scalar, D: 'static, G, Ss, Br> GraphData<A, D, G, Ss, Br> {
                 };
                 self.build_errors.push((k, message));
                 self.raw.dims.push(S::dims());
-                self.raw.nodes.push(NodeData { program: failed_program(), dims: S::dims() });
+                // Parents at or above `p` are what made the push fail: keep only valid ones.
+                let parents = parents.into_iter().filter(|&q| q < p).collect();
+                self.raw.nodes.push(NodeData { program: failed_program(name, parents), dims: S::dims() });
             }
         }
         Position::new(self.raw.id, p)
@@ -482,12 +484,31 @@ impl<A: 'static, D: 'static, G, Ss, Br> fmt::Display for GraphData<A, D, G, Ss, 
     }
 }
 
-/// Placeholder program of a node that could not be built; `compile` reports its error first.
-fn failed_program<A: Scalar, D: 'static>() -> Program<A, D> {
+/// Placeholder program of a node that could not be built (keeping its name and valid parents for
+/// messages); `compile` reports the node's error before anything could run it.
+fn failed_program<A: Scalar, D: 'static>(name: String, parents: Vec<usize>) -> Program<A, D> {
     Program::Opaque {
-        name: "<invalid node>".into(),
-        parents: Vec::new(),
+        name,
+        parents,
         forward: Box::new(|_, _| unreachable!("compile rejects invalid nodes before running them")),
         vjp: Box::new(|_, _, _| unreachable!("compile rejects invalid nodes before running them")),
+    }
+}
+
+#[cfg(test)]
+mod build_error_tests {
+    use crate::ops;
+    use crate::typenum::{U2, U3};
+    use crate::{Error, GraphData, Pack, Tensor};
+
+    #[test]
+    fn a_node_refused_at_push_is_reported_by_compile_with_its_op_name() {
+        let (g, x) = GraphData::<f64, ()>::new().input::<(U2,)>();
+        // Declared [3], but reshape cannot turn 2 elements into 3.
+        let (g, _) = g.push(ops::reshape::<f64, (), (U2,), (U3,), ()>(x));
+        let err = g.compile(Pack::new().push(Tensor::zeros()), ()).err().unwrap();
+        let Error::Node { node, op, message, .. } = err else { panic!("a node error") };
+        assert_eq!((node, op.as_str()), (0, "reshape"));
+        assert!(message.contains("[2]") && message.contains("[3]"), "{message}");
     }
 }

@@ -107,13 +107,11 @@ impl<'s, A: Scalar, D: 'static> PreparedNode<'s, A, D> {
         ctx: &mut GradientContext<A>,
         g: &RawTensor<A>,
         c: &mut Contributions<A>,
-        mut reach: impl FnMut(&mut Contributions<A>, crate::contributions::Contrib),
     ) -> Result<bool, Error> {
         match self.node.program() {
             Program::Compact(op) => {
                 c.clear();
                 let root = op.contributions(&self.saved, g, c);
-                reach(c, root);
                 ctx.add_contributions(c, root, g).map_err(|m| self.vjp_error(m))?;
                 Ok(false)
             }
@@ -303,20 +301,18 @@ impl<'g, A: Scalar, D: 'static> RawSavedGraph<'g, A, D> {
         let mut ctx = GradientContext::of_slots(seeds);
         let mut node_grads = Vec::with_capacity(if keep { self.graph.nodes().len() } else { 0 });
         let mut c = Contributions::new();
-        let mut support = Vec::new();
         for (k, node) in self.graph.nodes().iter().enumerate().rev() {
             let prepared = self.prepared(k, node);
             let p = prepared.position();
             let g = ctx.pop();
             if reached.as_ref().is_none_or(|r| r.contains(p)) {
-                let whole_prefix = prepared.accumulate(&mut ctx, &g, &mut c, |c, root| {
-                    if reached.is_some() {
-                        support.clear();
-                        c.support_into(root, &mut support);
-                    }
-                })?;
+                let whole_prefix = prepared.accumulate(&mut ctx, &g, &mut c)?;
                 if let Some(r) = reached.as_mut() {
-                    r.record(p, if whole_prefix { Touched::WholePrefix } else { Touched::Support(&support) });
+                    // The support positions `add_contributions` just wrote (duplicates removed:
+                    // the reached set is a set).
+                    let touched =
+                        if whole_prefix { Touched::WholePrefix } else { Touched::Support(ctx.last_support()) };
+                    r.record(p, touched);
                 }
             }
             if keep {
