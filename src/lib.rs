@@ -36,7 +36,7 @@
 //! ```text
 //! graph! {
 //!     /// docs and attributes pass through
-//!     pub fn name<B, T>(input: [d0, d1], …; data: Type, …) -> [d0, …] {   // or -> ([…], […])
+//!     pub fn name<B, T>(input: [d0, d1], …; data: Type, x: [d0, …], …) -> [d0, …] {   // or -> ([…], […])
 //!         let a = expression;
 //!         let b: [d0, …] = expression;      // an annotation is checked (and required for opaque
 //!         …                                 // nodes and user ops)
@@ -46,10 +46,15 @@
 //! ```
 //!
 //! * **Dims** are integer literals of any size or generic dims declared in `<…>` (each must occur
-//!   in some input). Shapes have rank 0 to 4; `[]` is a scalar.
+//!   in some input or data tensor). Shapes have rank 0 to 4; `[]` is a scalar.
 //! * **Inputs** before the `;` are differentiable tensors. **Data** parameters after it
-//!   (labels, constants) become the graph's non-differentiable data Δ: a generated struct
+//!   (labels, constants, batches) become the graph's non-differentiable data Δ: a generated struct
 //!   `NameData { pub data: Type, … }` that [`GraphData::compile`] takes (`()` when there is none).
+//! * **Data tensors** are data parameters declared with a shape (`x: [B, 784]`): tensors of the
+//!   graph's scalar type that are data, not inputs — no gradient is computed for them (see
+//!   [Data tensors](#data-tensors)). A data parameter of any other type (`labels: Vec<usize>`)
+//!   only names labels or ids; using it as a tensor is an error, and so is naming a data tensor
+//!   as labels or ids.
 //! * **Expressions**: names of inputs and earlier bindings; `+`, `-`, `*` (elementwise) and unary
 //!   `-`; `matrix + row_vector` broadcasts (`add_row`); `x * 0.5` or `2 * x` scales by a constant
 //!   (the constant is converted to the scalar type; one that does not fit is reported by
@@ -93,7 +98,13 @@
 //! NameHandles<B>)`, where `Name` is an alias of [`GraphData`] with both shape lists spelled as
 //! typenum types (`NameInputs<B>`, `NameNodes<…>`) and a brand of its own, and `NameHandles` holds
 //! a typed [`Position`] per input (named after it) and per output (`output`, or `output0`,
-//! `output1`, …), plus `inputs(…)` to build the input pack in order. Passing inputs of the wrong
+//! `output1`, …), plus `inputs(…)` to build the input pack in order. Each generated type takes
+//! exactly the generic dims its shapes use: `NameInputs` those of the inputs, `NameHandles` those
+//! of the inputs and outputs (so with `fn mlp<B>(w: [784, 10]; x: [B, 784]) -> []` it is plain
+//! `MlpHandles`), `NameNodes` those of the nodes. The data struct is `NameData` (no generics)
+//! unless it holds a data tensor; then it is `NameData<Scalar, …>`, generic over the scalar and the
+//! dims its tensors use, with one typed field per data tensor (`pub x: Tensor<Scalar, (B, U784)>`),
+//! and `Name<Scalar, B>` names it so. Passing inputs of the wrong
 //! shapes to `compile`, a seed of the wrong shape, or a handle of another graph is a compile
 //! error at the call site. For every built-in op node the graph holds its compact VJP and static
 //! support; `describe()` (or `Display`) lists nodes with op, parents, shape, support and opaque
@@ -127,6 +138,48 @@
 //!     let v3 = b.push(Node::<S, AffineData, (U2, U4)>::compact(ops::Relu::new(v2.index()), &[&v2]));
 //!     (b.finish(), AffineHandles { x: v0, w: v1, output: v3 })
 //! }
+//! ```
+//!
+//! # Data tensors
+//!
+//! A data parameter declared with a shape is a **data tensor**: a typed field of `NameData`
+//! (`Tensor<Scalar, Shape>`, so its shape is checked by the compiler when the data is built, and
+//! its literal dims take part in the macro's shape inference and error messages like an input's).
+//! It is lowered by where it is used:
+//!
+//! * as the **left operand of `matmul`** (`x.matmul(w)` or `matmul(x, w)`): one
+//!   [`ops::MatMulData`] node reading `x` from the data — only `w`'s gradient is computed, with the
+//!   same kernel as `matmul`'s, so it has the same bits as when `x` is an input;
+//! * **anywhere else** (`x * w`, `h + x`, `w.matmul(x)`, `x.t()`, …): one [`ops::DataTensor`] leaf,
+//!   made at the first such use and shared by the later ones, whose value is a copy of the data's
+//!   tensor and which has no parents (its VJP is `fill(0)`, like any node's zero contribution).
+//!
+//! A typed field (rather than an untyped [`RawTensor`] checked by `compile`) keeps shapes
+//! compile-time checked end to end; `compile` still validates what it reads (an `Error::Node`
+//! naming the op and the shapes in decimal), which only a hand-built graph can get wrong.
+//!
+//! ```
+//! use exactgrad::typenum::U2;
+//! use exactgrad::{graph, Tensor};
+//!
+//! graph! {
+//!     /// A classifier whose batch `x` is data: the first layer computes no gradient for `x`.
+//!     pub fn mlp<B>(w1: [3, 4], b1: [4], w2: [4, 2]; x: [B, 3], labels: Vec<usize>) -> [] {
+//!         let h = relu(x.matmul(w1) + b1);
+//!         cross_entropy(h.matmul(w2), labels)
+//!     }
+//! }
+//!
+//! let (graph, h) = mlp::<f64, U2>();                 // `h: MlpHandles` (`B` only in the data)
+//! let data = MlpData {                                // `MlpData<f64, U2>`
+//!     x: Tensor::from_fn(|i| i as f64 / 6.0),          // [2, 3]
+//!     labels: vec![1, 0],
+//! };
+//! let inputs = h.inputs(Tensor::full(0.1), Tensor::zeros(), Tensor::full(-0.2));
+//! let saved = graph.compile(inputs, data).unwrap();
+//! let grads = saved.backprop_from(h.output, Tensor::full(1.0)).unwrap();
+//! assert_eq!(grads.get(h.w1).unwrap().dims().as_slice(), &[3, 4]);
+//! assert!(graph.describe().contains("matmul_data(%0)"));  // x · w1 reads x from the data
 //! ```
 //!
 //! # Shape errors

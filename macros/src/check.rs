@@ -65,7 +65,10 @@ enum Operand {
 
 struct Lowering<'d> {
     dims: &'d [Ident],
+    /// Data parameters that are not tensors (labels, ids, other values).
     data: Vec<&'d Ident>,
+    /// The leaf node of each data tensor used outside the left of a `matmul`, made at first use.
+    leaves: HashMap<String, usize>,
     graph: Graph,
     /// Names in scope; `None` for a binding whose value failed (its uses report nothing more).
     names: HashMap<String, Option<usize>>,
@@ -76,8 +79,15 @@ struct Lowering<'d> {
 pub(crate) fn lower(def: &GraphDef) -> Result<Graph, syn::Error> {
     let mut l = Lowering {
         dims: &def.dims,
-        data: def.data.iter().map(|d| &d.name).collect(),
-        graph: Graph { inputs: Vec::new(), nodes: Vec::new(), outputs: Vec::new(), checks: Vec::new() },
+        data: def.data.iter().filter(|d| d.tensor_shape().is_none()).map(|d| &d.name).collect(),
+        leaves: HashMap::new(),
+        graph: Graph {
+            inputs: Vec::new(),
+            data_tensors: Vec::new(),
+            nodes: Vec::new(),
+            outputs: Vec::new(),
+            checks: Vec::new(),
+        },
         names: HashMap::new(),
         errors: Errors(None),
     };
@@ -105,16 +115,34 @@ pub(crate) fn lower(def: &GraphDef) -> Result<Graph, syn::Error> {
         l.names.insert(key, Some(l.graph.inputs.len()));
         l.graph.inputs.push((input.name.clone(), shape));
     }
-    for d in &def.dims {
-        let used = l.graph.inputs.iter().any(|(_, s)| s.0.iter().any(|x| matches!(x, Dim::Sym(i) if i == d)));
-        if !used {
-            l.errors
-                .at(d.span(), format!("the dim `{d}` is not used by any input shape; remove it or use it in an input"));
+    for d in &def.data {
+        if let Some(decl) = d.tensor_shape() {
+            let shape = l.shape(decl);
+            l.graph.data_tensors.push((d.name.clone(), shape));
         }
     }
-    for d in &def.data {
+    for d in &def.dims {
+        let used = l
+            .graph
+            .inputs
+            .iter()
+            .chain(&l.graph.data_tensors)
+            .any(|(_, s)| s.0.iter().any(|x| matches!(x, Dim::Sym(i) if i == d)));
+        if !used {
+            l.errors.at(
+                d.span(),
+                format!("the dim `{d}` is not used by any input or data tensor shape; remove it or use it in an input"),
+            );
+        }
+    }
+    for (i, d) in def.data.iter().enumerate() {
         if l.names.contains_key(&d.name.to_string()) {
             l.errors.at(d.name.span(), format!("`{}` is both an input and a data parameter", d.name));
+        } else if def.data[..i].iter().any(|e| e.name == d.name) {
+            l.errors.at(
+                d.name.span(),
+                format!("the data parameter `{}` is declared twice; give each data parameter its own name", d.name),
+            );
         }
     }
     for stmt in &def.lets {
@@ -260,6 +288,18 @@ impl Lowering<'_> {
                 match self.names.get(&ident.to_string()) {
                     Some(&Some(v)) => Some(Operand::Value(v)),
                     Some(None) => None,
+                    None if self.data_tensor_index(ident).is_some() => {
+                        self.data_tensor_index(ident).map(|k| Operand::Value(self.data_leaf(k, ident.span())))
+                    }
+                    None if self.data.contains(&ident) => {
+                        self.errors.at(
+                            ident.span(),
+                            format!(
+                                "`{ident}` is a data parameter of a non-tensor type: it can only name labels or ids (`cross_entropy(z, {ident})`, `gather_rows(table, {ident})`); a data tensor is declared with its shape after `;`, e.g. `x: [B, 784]`"
+                            ),
+                        );
+                        None
+                    }
                     None => {
                         self.errors.at(
                             ident.span(),
@@ -467,6 +507,13 @@ impl Lowering<'_> {
                     Expr::Path(p) => p.path.get_ident(),
                     _ => None,
                 };
+                if let Some(n) = name.filter(|n| self.data_tensor_index(n).is_some()) {
+                    self.errors.at_site(
+                        &Site::new(arg.span(), arg),
+                        format!("`{n}` is a data tensor, but {}'s labels are a data parameter holding one `usize` per row (e.g. `; labels: Vec<usize>`)", op.name),
+                    );
+                    return None;
+                }
                 match name.and_then(|n| self.data.iter().find(|d| **d == n)) {
                     Some(d) => ExtraArg::Labels((*d).clone()),
                     None => {
@@ -479,6 +526,12 @@ impl Lowering<'_> {
                 }
             }
         };
+        if op.rule == Rule::MatMul {
+            if let Some(k) = self.data_tensor_ref(args[0]) {
+                let w = self.value(args[1])?;
+                return self.matmul_data(k, w, site);
+            }
+        }
         let values: Vec<Option<usize>> = args[..op.arity].iter().map(|a| self.value(a)).collect();
         let values: Vec<usize> = values.into_iter().collect::<Option<_>>()?;
         self.builtin_with(op, extra, &values, site)
@@ -528,6 +581,15 @@ impl Lowering<'_> {
             return None;
         }
         let table = self.value(args[0])?;
+        if let Expr::Path(p) = args[1] {
+            if let Some(n) = p.path.get_ident().filter(|n| self.data_tensor_index(n).is_some()) {
+                self.errors.at_site(
+                    &Site::new(args[1].span(), args[1]),
+                    format!("`{n}` is a data tensor, but gather_rows's ids are a data parameter holding one `usize` per row (e.g. `; ids: Vec<usize>`)"),
+                );
+                return None;
+            }
+        }
         let field = match args[1] {
             Expr::Path(p) => p.path.get_ident().and_then(|n| self.data.iter().find(|d| **d == n)).map(|d| (*d).clone()),
             _ => None,
@@ -557,6 +619,63 @@ impl Lowering<'_> {
             }
         }
         Some(self.push(NodeKind::Gather(field), vec![table], shape, &site))
+    }
+
+    /// The index in `graph.data_tensors` of the data tensor called `ident`.
+    fn data_tensor_index(&self, ident: &Ident) -> Option<usize> {
+        self.graph.data_tensors.iter().position(|(n, _)| n == ident)
+    }
+
+    /// The data tensor `expr` names: a bare name (possibly parenthesised) that no input or
+    /// binding shadows.
+    fn data_tensor_ref(&self, expr: &Expr) -> Option<usize> {
+        match expr {
+            Expr::Paren(p) => self.data_tensor_ref(&p.expr),
+            Expr::Group(g) => self.data_tensor_ref(&g.expr),
+            Expr::Path(p) => {
+                let ident = p.path.get_ident()?;
+                if self.names.contains_key(&ident.to_string()) {
+                    None
+                } else {
+                    self.data_tensor_index(ident)
+                }
+            }
+            _ => None,
+        }
+    }
+
+    /// The leaf node holding data tensor `k`: made at its first use, shared by later ones.
+    fn data_leaf(&mut self, k: usize, span: Span) -> usize {
+        let (name, shape) = self.graph.data_tensors[k].clone();
+        if let Some(&v) = self.leaves.get(&name.to_string()) {
+            return v;
+        }
+        let v = self.push(NodeKind::DataTensor(name.clone()), Vec::new(), shape, &Site::span_only(span));
+        self.leaves.insert(name.to_string(), v);
+        v
+    }
+
+    /// `x.matmul(w)` with `x` data tensor `k`: `w` is the only parent.
+    fn matmul_data(&mut self, k: usize, w: usize, site: &Site) -> Option<usize> {
+        let (name, x) = self.graph.data_tensors[k].clone();
+        let ws = self.graph.shape_of(w).clone();
+        let out = self.matmul_shape(&x, &ws, site)?;
+        Some(self.push(NodeKind::MatMulData(name), vec![w], out, site))
+    }
+
+    /// The shape rule of `matmul`: `[m, k] · [k, n] → [m, n]`.
+    fn matmul_shape(&mut self, a: &Shape, b: &Shape, site: &Site) -> Option<Shape> {
+        match (&a.0[..], &b.0[..]) {
+            ([m, k], [k2, n]) => {
+                let message =
+                    format!("matmul needs the left operand's columns ({k}) to equal the right operand's rows ({k2})");
+                self.unify(k, k2, Rule::MatMul, site, &message).then(|| Shape(vec![m.clone(), n.clone()]))
+            }
+            _ => {
+                self.errors.at_site(site, format!("matmul needs two matrices (rank 2), got shapes {a} and {b}"));
+                None
+            }
+        }
     }
 
     fn int_literal(&mut self, e: &Expr, op: &str) -> Option<usize> {
@@ -597,21 +716,7 @@ impl Lowering<'_> {
                     None
                 }
             },
-            Rule::MatMul => match (&shapes[0].0[..], &shapes[1].0[..]) {
-                ([m, k], [k2, n]) => {
-                    let message = format!(
-                        "matmul needs the left operand's columns ({k}) to equal the right operand's rows ({k2})"
-                    );
-                    self.unify(k, k2, Rule::MatMul, site, &message).then(|| Shape(vec![m.clone(), n.clone()]))
-                }
-                _ => {
-                    self.errors.at_site(
-                        site,
-                        format!("matmul needs two matrices (rank 2), got shapes {} and {}", shapes[0], shapes[1]),
-                    );
-                    None
-                }
-            },
+            Rule::MatMul => self.matmul_shape(&shapes[0], &shapes[1], site),
             Rule::AddRow => match (&shapes[0].0[..], &shapes[1].0[..]) {
                 ([_, c], [n]) => {
                     let message = format!(

@@ -8,7 +8,7 @@ use syn::{Ident, Path};
 use crate::check;
 use crate::ir::{Dim, ExtraArg, Graph, NodeKind, Shape};
 use crate::ops::Bound;
-use crate::parse::{DimDecl, GraphDef, ShapeDecl};
+use crate::parse::{DataType, DimDecl, GraphDef, ShapeDecl};
 use crate::typenum::unsigned;
 
 fn private() -> TokenStream {
@@ -106,6 +106,30 @@ fn used_dims<'d>(dims: &'d [Ident], shapes: &[&Shape]) -> Vec<&'d Ident> {
     dims.iter().filter(|d| shapes.iter().any(|s| s.0.iter().any(|x| matches!(x, Dim::Sym(i) if i == *d)))).collect()
 }
 
+/// The generic dims among `dims` that occur in the declared `shapes`, in declaration order.
+fn used_decl_dims<'d>(dims: &'d [Ident], shapes: &[&ShapeDecl]) -> Vec<&'d Ident> {
+    dims.iter()
+        .filter(|d| shapes.iter().any(|s| s.dims.iter().any(|x| matches!(x, DimDecl::Sym(i) if i == *d))))
+        .collect()
+}
+
+/// The declared shapes of the data tensors.
+fn data_tensor_decls(def: &GraphDef) -> Vec<&ShapeDecl> {
+    def.data.iter().filter_map(|d| d.tensor_shape()).collect()
+}
+
+/// Which generic dims each generated item takes (all of them are among the graph's `dims`).
+struct DimUse<'d> {
+    /// Dims of the input shapes (the `…Inputs` alias).
+    inputs: Vec<&'d Ident>,
+    /// Dims of the input and output shapes (the `…Handles` struct).
+    handles: Vec<&'d Ident>,
+    /// Dims of the data tensors' shapes (the `…Data` struct, generic when it holds a tensor).
+    data: Vec<&'d Ident>,
+    /// Dims of the node shapes (the `…Nodes` alias).
+    nodes: Vec<&'d Ident>,
+}
+
 fn bound_tokens(b: Bound, s: &Ident) -> TokenStream {
     let p = private();
     match b {
@@ -123,41 +147,70 @@ fn bound_tokens(b: Bound, s: &Ident) -> TokenStream {
 /// Items shared by the full expansion and the stub: data type, brand, handles struct, aliases.
 struct Common {
     items: TokenStream,
+    /// Every generic dim of the graph.
     generics: TokenStream,
     dim_bounds: TokenStream,
+    /// The generic dims of the handles struct.
+    handle_generics: TokenStream,
+    /// The data type Δ as used in the graph's types (`NameData<S, B>` when it holds tensors).
+    data_ty: TokenStream,
 }
 
 #[allow(clippy::too_many_arguments)]
 fn common(
     def: &GraphDef,
     dims: &[Ident],
+    used: &DimUse<'_>,
     names: &Names,
     input_names: &[&Ident],
     input_shapes: &[TokenStream],
     outputs: &[TokenStream],
     nodes: TokenStream,
-    node_dims: &[&Ident],
 ) -> Common {
     let p = private();
     let vis = &def.vis;
     let Names { alias, handles, data, brand, inputs, nodes: nodes_alias } = names;
+    let scalar = scalar_ident(def);
     let generics = quote!(#(#dims),*);
     let dim_bounds = quote!(#(#dims: #p::typenum::Unsigned + 'static),*);
+    let (input_dims, handle_dims, data_dims, node_dims) = (&used.inputs, &used.handles, &used.data, &used.nodes);
+    let handle_generics = quote!(#(#handle_dims),*);
+    let handle_bounds = quote!(#(#handle_dims: #p::typenum::Unsigned + 'static),*);
+    let has_tensors = def.data.iter().any(|d| d.tensor_shape().is_some());
+    let data_ty = if has_tensors { quote!(#data<#scalar, #(#data_dims),*>) } else { quote!(#data) };
     let data_item = if def.data.is_empty() {
         quote!(
             /// The graph's non-differentiable data (Δ): this graph has none.
             #vis type #data = ();
         )
     } else {
-        let fields = def.data.iter().map(|d| {
-            let (n, t) = (&d.name, &d.ty);
-            let doc = format!("The data parameter `{n}`.");
-            quote!(#[doc = #doc] pub #n: #t)
+        // The first of duplicate names only (a duplicate is reported; the stub must type-check).
+        let unique = def.data.iter().enumerate().filter(|(i, d)| !def.data[..*i].iter().any(|e| e.name == d.name));
+        let fields = unique.map(|(_, d)| {
+            let n = &d.name;
+            match &d.ty {
+                DataType::Other(t) => {
+                    let doc = format!("The data parameter `{n}`.");
+                    quote!(#[doc = #doc] pub #n: #t)
+                }
+                DataType::Tensor(shape) => {
+                    let doc = format!("The data tensor `{n}` (not differentiable).");
+                    let shape = decl_tokens(shape, dims);
+                    quote!(#[doc = #doc] pub #n: #p::Tensor<#scalar, #shape>)
+                }
+            }
         });
-        quote!(
-            /// The graph's non-differentiable data (Δ).
-            #vis struct #data { #(#fields,)* }
-        )
+        if has_tensors {
+            quote!(
+                /// The graph's non-differentiable data (Δ), with its data tensors in the scalar type.
+                #vis struct #data<#scalar, #(#data_dims),*> { #(#fields,)* }
+            )
+        } else {
+            quote!(
+                /// The graph's non-differentiable data (Δ).
+                #vis struct #data { #(#fields,)* }
+            )
+        }
     };
     let output_names: Vec<Ident> = if outputs.len() == 1 {
         vec![format_ident!("output")]
@@ -165,9 +218,6 @@ fn common(
         (0..outputs.len()).map(|k| format_ident!("output{k}")).collect()
     };
     let input_list = snoc(input_shapes.iter().cloned());
-    let scalar = scalar_ident(def);
-    let all_dims: Vec<&Ident> = dims.iter().collect();
-    let _ = def;
     let items = quote! {
         #data_item
 
@@ -176,17 +226,17 @@ fn common(
         #vis enum #brand {}
 
         /// The input shapes (Γ) of this graph.
-        #vis type #inputs<#(#all_dims),*> = #input_list;
+        #vis type #inputs<#(#input_dims),*> = #input_list;
 
         /// The node shapes (ss) of this graph.
         #vis type #nodes_alias<#(#node_dims),*> = #nodes;
 
         /// The typed graph.
-        #vis type #alias<#scalar, #generics> = #p::GraphData<#scalar, #data, #inputs<#generics>, #nodes_alias<#(#node_dims),*>, #brand>;
+        #vis type #alias<#scalar, #generics> = #p::GraphData<#scalar, #data_ty, #inputs<#(#input_dims),*>, #nodes_alias<#(#node_dims),*>, #brand>;
 
         /// Typed handles to the inputs and outputs of this graph.
         #[derive(Clone, Copy, Debug)]
-        #vis struct #handles<#dim_bounds> {
+        #vis struct #handles<#handle_bounds> {
             #(
                 #[doc = "Handle to an input."]
                 pub #input_names: #p::Position<#input_shapes, #brand>,
@@ -197,15 +247,15 @@ fn common(
             )*
         }
 
-        impl<#dim_bounds> #handles<#generics> {
+        impl<#handle_bounds> #handles<#handle_generics> {
             /// The input pack, in declaration order.
             #[allow(clippy::too_many_arguments, clippy::unused_self)]
-            #vis fn inputs<#scalar>(&self, #(#input_names: #p::Tensor<#scalar, #input_shapes>),*) -> #p::Pack<#scalar, #inputs<#generics>> {
+            #vis fn inputs<#scalar>(&self, #(#input_names: #p::Tensor<#scalar, #input_shapes>),*) -> #p::Pack<#scalar, #inputs<#(#input_dims),*>> {
                 #p::Pack::new()#(.push(#input_names))*
             }
         }
     };
-    Common { items, generics, dim_bounds }
+    Common { items, generics, dim_bounds, handle_generics, data_ty }
 }
 
 /// The scalar type parameter: the user's, or a hidden `__S`.
@@ -233,12 +283,20 @@ fn full(def: &GraphDef, graph: &Graph, names: &Names) -> TokenStream {
     let node_shapes: Vec<TokenStream> = graph.nodes.iter().map(|n| shape_tokens(&n.shape, n.span)).collect();
     let outputs: Vec<TokenStream> =
         graph.outputs.iter().map(|&o| shape_tokens(graph.shape_of(o), Span::call_site())).collect();
-    let node_dims = used_dims(&def.dims, &graph.nodes.iter().map(|n| &n.shape).collect::<Vec<_>>());
+    let input_shape_list: Vec<&Shape> = graph.inputs.iter().map(|(_, s)| s).collect();
+    let mut handle_shapes = input_shape_list.clone();
+    handle_shapes.extend(graph.outputs.iter().map(|&o| graph.shape_of(o)));
+    let used = DimUse {
+        inputs: used_dims(&def.dims, &input_shape_list),
+        handles: used_dims(&def.dims, &handle_shapes),
+        data: used_dims(&def.dims, &graph.data_tensors.iter().map(|(_, s)| s).collect::<Vec<_>>()),
+        nodes: used_dims(&def.dims, &graph.nodes.iter().map(|n| &n.shape).collect::<Vec<_>>()),
+    };
     let nodes_list = snoc(node_shapes.iter().cloned());
     let input_names: Vec<&Ident> = def.inputs.iter().map(|i| &i.name).collect();
-    let Common { items, generics, dim_bounds } =
-        common(def, &def.dims, names, &input_names, &input_shapes, &outputs, nodes_list, &node_dims);
-    let Names { alias, handles, data, brand, .. } = names;
+    let Common { items, generics, dim_bounds, handle_generics, data_ty: data } =
+        common(def, &def.dims, &used, names, &input_names, &input_shapes, &outputs, nodes_list);
+    let Names { alias, handles, brand, .. } = names;
 
     let mut bounds: Vec<Bound> = Vec::new();
     let mut body = TokenStream::new();
@@ -357,6 +415,26 @@ fn full(def: &GraphDef, graph: &Graph, names: &Names) -> TokenStream {
                 let x = &parents[0];
                 quote_spanned!(span=> #ty::compact(#p::ops::Reshape::new(#x.index(), <#shape as #p::Shape>::dims()), &[&#x]))
             }
+            NodeKind::DataTensor(field) => quote_spanned!(span=> #ty::compact(
+                #p::ops::DataTensor::new(
+                    |__d: &#data| -> &#p::RawTensor<#s> { #p::Tensor::raw(&__d.#field) },
+                    <#shape as #p::Shape>::dims(),
+                ),
+                &[],
+            )),
+            NodeKind::MatMulData(field) => {
+                bounds.push(Bound::Mul);
+                let w = &parents[0];
+                let rows = dim_tokens(&node.shape.0[0], span);
+                quote_spanned!(span=> #ty::compact(
+                    #p::ops::MatMulData::new(
+                        |__d: &#data| -> &#p::RawTensor<#s> { #p::Tensor::raw(&__d.#field) },
+                        <#rows as #p::typenum::Unsigned>::USIZE,
+                        #w.index(),
+                    ),
+                    &[&#w],
+                ))
+            }
         };
         body.extend(quote!(let #v = __builder.push(#expr);));
     }
@@ -380,7 +458,7 @@ fn full(def: &GraphDef, graph: &Graph, names: &Names) -> TokenStream {
         #items
 
         #(#attrs)*
-        #vis fn #name<#s, #generics>() -> (#alias<#s, #generics>, #handles<#generics>)
+        #vis fn #name<#s, #generics>() -> (#alias<#s, #generics>, #handles<#handle_generics>)
         where
             #s: #p::Scalar #(+ #scalar_bounds)* #user,
             #dim_bounds
@@ -458,24 +536,29 @@ fn stub(def: &GraphDef, names: &Names) -> TokenStream {
             inputs.push(i);
         }
     }
-    let dims: Vec<Ident> = def
-        .dims
-        .iter()
-        .filter(|d| inputs.iter().any(|i| i.shape.dims.iter().any(|x| matches!(x, DimDecl::Sym(s) if s == *d))))
-        .cloned()
-        .collect();
+    let input_decls: Vec<&ShapeDecl> = inputs.iter().map(|i| &i.shape).collect();
+    let data_decls = data_tensor_decls(def);
+    let dims: Vec<Ident> =
+        used_decl_dims(&def.dims, &[&input_decls[..], &data_decls[..]].concat()).into_iter().cloned().collect();
     let input_names: Vec<&Ident> = inputs.iter().map(|i| &i.name).collect();
-    let input_shapes: Vec<TokenStream> = inputs.iter().map(|i| decl_tokens(&i.shape, &dims)).collect();
+    let input_shapes: Vec<TokenStream> = input_decls.iter().map(|s| decl_tokens(s, &dims)).collect();
     let outputs: Vec<TokenStream> = def.outputs.iter().map(|o| decl_tokens(o, &dims)).collect();
-    let Common { items, generics, dim_bounds } =
-        common(def, &dims, names, &input_names, &input_shapes, &outputs, quote!(#p::Nil), &[]);
+    let output_decls: Vec<&ShapeDecl> = def.outputs.iter().collect();
+    let used = DimUse {
+        inputs: used_decl_dims(&dims, &input_decls),
+        handles: used_decl_dims(&dims, &[&input_decls[..], &output_decls[..]].concat()),
+        data: used_decl_dims(&dims, &data_decls),
+        nodes: Vec::new(),
+    };
+    let Common { items, generics, dim_bounds, handle_generics, .. } =
+        common(def, &dims, &used, names, &input_names, &input_shapes, &outputs, quote!(#p::Nil));
     let Names { alias, handles, .. } = names;
     let (attrs, vis, name) = (&def.attrs, &def.vis, &def.name);
     quote! {
         #items
 
         #(#attrs)*
-        #vis fn #name<#s, #generics>() -> (#alias<#s, #generics>, #handles<#generics>)
+        #vis fn #name<#s, #generics>() -> (#alias<#s, #generics>, #handles<#handle_generics>)
         where
             #s: #p::Scalar #user,
             #dim_bounds

@@ -83,6 +83,11 @@ pub(crate) enum NodeKind {
     Reshape,
     /// `gather_rows(table, ids)` with the ids in the named data parameter.
     Gather(Ident),
+    /// A parentless leaf whose value is the named data tensor (its first use outside the left of
+    /// a `matmul`).
+    DataTensor(Ident),
+    /// `x.matmul(w)` with `x` the named data tensor: the only parent is `w`.
+    MatMulData(Ident),
 }
 
 pub(crate) struct Node {
@@ -104,6 +109,8 @@ pub(crate) struct Check {
 
 pub(crate) struct Graph {
     pub(crate) inputs: Vec<(Ident, Shape)>,
+    /// Data tensors (data parameters declared with a shape), in declaration order.
+    pub(crate) data_tensors: Vec<(Ident, Shape)>,
     pub(crate) nodes: Vec<Node>,
     pub(crate) outputs: Vec<usize>,
     pub(crate) checks: Vec<Check>,

@@ -25,9 +25,26 @@ pub(crate) struct InputDecl {
     pub(crate) shape: ShapeDecl,
 }
 
+/// The type of a data parameter: a data tensor of the graph's scalar type (`x: [B, 784]`), or any
+/// Rust type (`labels: Vec<usize>`).
+pub(crate) enum DataType {
+    Tensor(ShapeDecl),
+    Other(Type),
+}
+
 pub(crate) struct DataDecl {
     pub(crate) name: Ident,
-    pub(crate) ty: Type,
+    pub(crate) ty: DataType,
+}
+
+impl DataDecl {
+    /// The declared shape, for a data tensor.
+    pub(crate) fn tensor_shape(&self) -> Option<&ShapeDecl> {
+        match &self.ty {
+            DataType::Tensor(s) => Some(s),
+            DataType::Other(_) => None,
+        }
+    }
 }
 
 pub(crate) struct LetStmt {
@@ -81,6 +98,14 @@ impl Parse for ShapeDecl {
         }
         Ok(ShapeDecl { dims, span: bracket.span.join() })
     }
+}
+
+/// Whether the bracketed tokens next are an array type `[T; N]` (a data parameter of that Rust
+/// type) rather than a shape.
+fn is_array_type(input: ParseStream<'_>) -> bool {
+    input.fork().parse::<proc_macro2::Group>().is_ok_and(|g| {
+        g.stream().into_iter().any(|t| matches!(t, proc_macro2::TokenTree::Punct(p) if p.as_char() == ';'))
+    })
 }
 
 impl Parse for GraphDef {
@@ -141,7 +166,11 @@ impl Parse for GraphDef {
             while !params.is_empty() {
                 let name: Ident = params.parse()?;
                 params.parse::<Token![:]>()?;
-                let ty: Type = params.parse()?;
+                let ty = if params.peek(syn::token::Bracket) && !is_array_type(&params) {
+                    DataType::Tensor(params.parse::<ShapeDecl>()?)
+                } else {
+                    DataType::Other(params.parse::<Type>()?)
+                };
                 data.push(DataDecl { name, ty });
                 if !params.is_empty() {
                     params.parse::<Token![,]>()?;
