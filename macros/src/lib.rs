@@ -1,5 +1,6 @@
 //! The `graph!` procedural macro of **exactgrad**. Use it through the `exactgrad` crate, which
 //! documents the syntax; this crate only parses, checks and expands.
+#![forbid(unsafe_code)]
 
 mod check;
 mod codegen;

@@ -36,7 +36,7 @@
 //! }
 //! # use exactgrad_runtime::typenum;
 //! ```
-#![forbid(unsafe_code)]
+#![deny(unsafe_code)] // `forbid` except in `ops::matmul::simd` (a run-time-checked AVX2 call)
 
 pub mod contributions;
 pub mod deferred;

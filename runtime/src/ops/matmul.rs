@@ -14,6 +14,9 @@ use crate::tensor::RawTensor;
 use typenum::Unsigned;
 
 mod fast;
+#[cfg(target_arch = "x86_64")]
+#[allow(unsafe_code)] // the one module with `unsafe`: see its docs
+mod simd;
 #[cfg(test)]
 mod gemm_tests;
 

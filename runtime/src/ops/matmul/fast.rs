@@ -32,7 +32,7 @@ const MIN_WORK: usize = 4 * 1024;
 const KC: usize = 256;
 
 /// The two lane types of the fast path.
-trait Lane: Copy + Add<Output = Self> + Mul<Output = Self> + 'static {
+pub(super) trait Lane: Copy + Add<Output = Self> + Mul<Output = Self> + 'static {
     const ZERO: Self;
     fn is_nan(self) -> bool;
     /// The NaN `self` with its quiet bit set (what IEEE operations return for a NaN operand).
@@ -150,9 +150,22 @@ pub(super) fn try_gemm<A: Scalar + Mul<Output = A>, const RHS_LEFT: bool>(
         && fast_gemm::<A, RHS_LEFT>(rows, inner, cols, lhs, rhs, out)
 }
 
-/// The fast kernel for any size when `A` is `f32` or `f64`; `false` (and `out` untouched) for
-/// other scalars.
+/// The fast kernel for any size when `A` is `f32` or `f64`, built for the best instruction set
+/// of the running CPU; `false` (and `out` untouched) for other scalars.
 pub(super) fn fast_gemm<A: Scalar + Mul<Output = A>, const RHS_LEFT: bool>(
+    rows: usize,
+    inner: usize,
+    cols: usize,
+    lhs: MatrixView<'_, A>,
+    rhs: MatrixView<'_, A>,
+    out: &mut dyn Any,
+) -> bool {
+    fast_gemm_on::<A, RHS_LEFT>(Isa::detect(), rows, inner, cols, lhs, rhs, out)
+}
+
+/// [`fast_gemm`] with the kernel built for `isa` (which must be one of [`Isa::available`]).
+pub(super) fn fast_gemm_on<A: Scalar + Mul<Output = A>, const RHS_LEFT: bool>(
+    isa: Isa,
     rows: usize,
     inner: usize,
     cols: usize,
@@ -162,11 +175,49 @@ pub(super) fn fast_gemm<A: Scalar + Mul<Output = A>, const RHS_LEFT: bool>(
 ) -> bool {
     let id = TypeId::of::<A>();
     if id == TypeId::of::<f32>() {
-        run::<A, f32, 6, 8, 4, RHS_LEFT>(rows, inner, cols, lhs, rhs, out)
+        match isa {
+            Isa::Baseline => run::<A, f32, 6, 8, 4, RHS_LEFT>(rows, inner, cols, lhs, rhs, out, isa),
+            Isa::Avx2 => run::<A, f32, 6, 16, 8, RHS_LEFT>(rows, inner, cols, lhs, rhs, out, isa),
+        }
     } else if id == TypeId::of::<f64>() {
-        run::<A, f64, 6, 4, 2, RHS_LEFT>(rows, inner, cols, lhs, rhs, out)
+        match isa {
+            Isa::Baseline => run::<A, f64, 6, 4, 2, RHS_LEFT>(rows, inner, cols, lhs, rhs, out, isa),
+            Isa::Avx2 => run::<A, f64, 6, 8, 4, RHS_LEFT>(rows, inner, cols, lhs, rhs, out, isa),
+        }
     } else {
         false
+    }
+}
+
+/// The instruction set the kernel is compiled for. Only the vector width differs: the same Rust
+/// code runs, each lane performs the same IEEE operations (no FMA is enabled), so every choice
+/// gives the same bits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Isa {
+    /// The target's baseline (SSE2 on x86-64): `NR` = one 16-byte vector pair.
+    Baseline,
+    /// AVX2, detected at run time: 32-byte vectors, twice the columns per register tile.
+    Avx2,
+}
+
+impl Isa {
+    /// Every instruction set the running CPU can run, baseline first (the tests compare them all).
+    #[cfg(test)]
+    pub(super) fn available() -> Vec<Isa> {
+        let mut v = vec![Isa::Baseline];
+        #[cfg(target_arch = "x86_64")]
+        if super::simd::has_avx2() {
+            v.push(Isa::Avx2);
+        }
+        v
+    }
+
+    fn detect() -> Isa {
+        #[cfg(target_arch = "x86_64")]
+        if super::simd::has_avx2() {
+            return Isa::Avx2;
+        }
+        Isa::Baseline
     }
 }
 
@@ -232,6 +283,7 @@ fn run<
     lhs: MatrixView<'_, A>,
     rhs: MatrixView<'_, A>,
     out: &mut dyn Any,
+    isa: Isa,
 ) -> bool {
     let mut pa = pack_lhs::<A, MR>(rows, inner, lhs);
     let mut pb = pack_rhs::<A, NR>(inner, cols, rhs);
@@ -240,13 +292,33 @@ fn run<
     };
     let start = out.len();
     out.resize(start + rows * cols, T::ZERO);
-    kernel::<T, MR, NR, HALF, RHS_LEFT>(rows, inner, cols, pa, pb, &mut out[start..]);
+    let out = &mut out[start..];
+    match isa {
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx2 => super::simd::kernel_avx2::<T, MR, NR, HALF, RHS_LEFT>(rows, inner, cols, pa, pb, out),
+        _ => kernel_baseline::<T, MR, NR, HALF, RHS_LEFT>(rows, inner, cols, pa, pb, out),
+    }
     true
 }
 
+/// [`kernel`] compiled for the target's baseline instruction set.
+#[inline(never)]
+fn kernel_baseline<T: Lane, const MR: usize, const NR: usize, const HALF: usize, const RHS_LEFT: bool>(
+    rows: usize,
+    inner: usize,
+    cols: usize,
+    pa: &[T],
+    pb: &[T],
+    out: &mut [T],
+) {
+    kernel::<T, MR, NR, HALF, RHS_LEFT>(rows, inner, cols, pa, pb, out);
+}
+
 /// `out` (`rows × cols`, row-major, holding the running sums) gets the products of the packed
-/// panels added, inner index ascending.
-fn kernel<T: Lane, const MR: usize, const NR: usize, const HALF: usize, const RHS_LEFT: bool>(
+/// panels added, inner index ascending. Always inlined into an entry point compiled for one
+/// instruction set ([`kernel_baseline`], `simd::kernel_avx2`).
+#[inline(always)]
+pub(super) fn kernel<T: Lane, const MR: usize, const NR: usize, const HALF: usize, const RHS_LEFT: bool>(
     rows: usize,
     inner: usize,
     cols: usize,
@@ -305,7 +377,7 @@ fn block<T: Lane, const MR: usize, const NR: usize, const W: usize, const RHS_LE
 
 /// The register tile: `acc[i][j] = acc[i][j] + a[t][i] * b[t][j]` for `t` ascending (operands
 /// swapped when `RHS_LEFT`), on a by-value copy the optimiser keeps in registers.
-#[inline(never)]
+#[inline(always)]
 fn tile<T: Lane, const MR: usize, const NR: usize, const W: usize, const RHS_LEFT: bool>(
     a: &[[T; MR]],
     b: &[[T; NR]],

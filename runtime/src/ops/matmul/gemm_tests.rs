@@ -7,7 +7,7 @@
 //! that applies the documented NaN rule at every operation. The raw kernels (without pinning) are
 //! also compared: bit-identical on every element that is not a NaN, NaN on the same elements.
 
-use super::fast::{fast_gemm, pin_nans};
+use super::fast::{fast_gemm, fast_gemm_on, pin_nans, Isa};
 use super::{gemm, gemm_portable, MatrixView};
 use proptest::prelude::*;
 
@@ -138,22 +138,25 @@ macro_rules! float_tests {
                 let (av, bv) = (a.view(), b.view());
                 let mut portable = prefix.to_vec();
                 gemm_portable::<$t, RHS_LEFT>(m, k, n, av, bv, &mut portable);
-                let mut fast = prefix.to_vec();
-                prop_assert!(fast_gemm::<$t, RHS_LEFT>(m, k, n, av, bv, &mut fast));
-                // Raw kernels: identical except possibly the payload of NaN elements.
-                prop_assert_eq!(portable.len(), fast.len());
-                for (i, (x, y)) in portable.iter().zip(&fast).enumerate() {
-                    prop_assert!(
-                        x.to_bits() == y.to_bits() || (x.is_nan() && y.is_nan()),
-                        "element {}: portable {:#x}, fast {:#x}", i, x.to_bits(), y.to_bits()
-                    );
-                }
-                // Pinned: bit for bit, NaN payloads included.
-                pin_nans::<$t, RHS_LEFT>(m, k, n, av, bv, &mut portable, prefix.len());
-                pin_nans::<$t, RHS_LEFT>(m, k, n, av, bv, &mut fast, prefix.len());
                 let want = bits(&strict_gemm::<RHS_LEFT>(m, k, n, a, b, prefix));
+                // The kernel of every instruction set this CPU runs (baseline, AVX2).
+                for isa in Isa::available() {
+                    let mut fast = prefix.to_vec();
+                    prop_assert!(fast_gemm_on::<$t, RHS_LEFT>(isa, m, k, n, av, bv, &mut fast));
+                    // Raw kernels: identical except possibly the payload of NaN elements.
+                    prop_assert_eq!(portable.len(), fast.len());
+                    for (i, (x, y)) in portable.iter().zip(&fast).enumerate() {
+                        prop_assert!(
+                            x.to_bits() == y.to_bits() || (x.is_nan() && y.is_nan()),
+                            "{:?} element {}: portable {:#x}, fast {:#x}", isa, i, x.to_bits(), y.to_bits()
+                        );
+                    }
+                    // Pinned: bit for bit, NaN payloads included.
+                    pin_nans::<$t, RHS_LEFT>(m, k, n, av, bv, &mut fast, prefix.len());
+                    prop_assert_eq!(bits(&fast), want.clone(), "{:?}", isa);
+                }
+                pin_nans::<$t, RHS_LEFT>(m, k, n, av, bv, &mut portable, prefix.len());
                 prop_assert_eq!(bits(&portable), want.clone());
-                prop_assert_eq!(bits(&fast), want.clone());
                 let mut public = prefix.to_vec();
                 gemm::<$t, RHS_LEFT>(m, k, n, av, bv, &mut public);
                 prop_assert_eq!(bits(&public), want);

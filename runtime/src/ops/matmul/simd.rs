@@ -1,0 +1,68 @@
+//! The one place this crate uses `unsafe`: calling the GEMM kernel compiled for AVX2 after
+//! checking at run time that the CPU has it.
+//!
+//! The kernel is the same Rust code as the baseline one ([`fast::kernel`](super::fast)); only
+//! LLVM's vector width changes (32-byte registers, so the register tile is twice as wide). Only
+//! `avx2` is enabled — not `fma` — and Rust never lets LLVM contract `a * b + c`, so each lane
+//! performs exactly the IEEE multiplications and additions of the portable loop, in the same
+//! order: the results are bit-identical (`gemm_tests.rs` compares every path bit for bit).
+//!
+//! Measured (`cargo bench --bench gemm`, the W1 shapes): see the crate README's benchmark table.
+
+use super::fast::{kernel, Lane};
+
+/// `true` when the running CPU supports AVX2 (cached by the standard library after the first
+/// call).
+pub(super) fn has_avx2() -> bool {
+    std::is_x86_feature_detected!("avx2")
+}
+
+/// The kernel compiled with AVX2, falling back to the baseline build when the CPU lacks it.
+pub(super) fn kernel_avx2<T: Lane, const MR: usize, const NR: usize, const HALF: usize, const RHS_LEFT: bool>(
+    rows: usize,
+    inner: usize,
+    cols: usize,
+    pa: &[T],
+    pb: &[T],
+    out: &mut [T],
+) {
+    if has_avx2() {
+        // SAFETY: `kernel_avx2_body` is a safe function whose only extra requirement is that the
+        // CPU supports AVX2 (`#[target_feature(enable = "avx2")]`), which was checked just above.
+        unsafe { kernel_avx2_body::<T, MR, NR, HALF, RHS_LEFT>(rows, inner, cols, pa, pb, out) }
+    } else {
+        kernel::<T, MR, NR, HALF, RHS_LEFT>(rows, inner, cols, pa, pb, out);
+    }
+}
+
+#[target_feature(enable = "avx2")]
+fn kernel_avx2_body<T: Lane, const MR: usize, const NR: usize, const HALF: usize, const RHS_LEFT: bool>(
+    rows: usize,
+    inner: usize,
+    cols: usize,
+    pa: &[T],
+    pb: &[T],
+    out: &mut [T],
+) {
+    kernel::<T, MR, NR, HALF, RHS_LEFT>(rows, inner, cols, pa, pb, out);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The AVX2 entry point gives the baseline kernel's bits (whichever path it takes on the
+    /// running CPU); `gemm_tests.rs` checks it against the definition on adversarial values.
+    #[test]
+    fn avx2_entry_matches_the_baseline_kernel() {
+        let (rows, inner, cols) = (6, 5, 16);
+        let pa: Vec<f32> = (0..rows * inner).map(|i| (i as f32 * 0.37).sin()).collect();
+        let pb: Vec<f32> = (0..inner * cols).map(|i| (i as f32 * 0.11).cos() * 1e-3).collect();
+        let mut base = vec![0.5f32; rows * cols];
+        let mut avx = base.clone();
+        kernel::<f32, 6, 16, 8, false>(rows, inner, cols, &pa, &pb, &mut base);
+        kernel_avx2::<f32, 6, 16, 8, false>(rows, inner, cols, &pa, &pb, &mut avx);
+        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&base), bits(&avx));
+    }
+}
