@@ -69,10 +69,16 @@ enum Read {
     Scratch(usize),
 }
 
-/// Where the reader writes: a new buffer, or `target[i] = target[i] + read[i]` (fused accumulation).
+/// Where the reader writes: a new buffer, `target[i] = target[i] + read[i]` (fused accumulation),
+/// or `stored + read[i]` for a position whose stored value is the uniform `stored`.
 pub(crate) enum Sink<'t, A> {
     New(&'t mut Vec<A>),
     Accumulate(&'t mut [A]),
+    /// `out[i] = stored + read[i]`, `out` empty on entry. When the read is one tensor the arena
+    /// owns (a `single` leaf, possibly beside a side that is uniform at this position), that
+    /// tensor's buffer is updated in place and swapped into `out` (the leaf is read only once, at
+    /// its own position): no buffer is filled with `stored` first, none is allocated.
+    OntoUniform(&'t A, &'t mut Vec<A>),
 }
 
 /// An arena of contribution descriptions; see the [module docs](self).
@@ -278,10 +284,10 @@ impl<A: Scalar> Contributions<A> {
         c: Contrib,
         q: usize,
         cotangent: &RawTensor<A>,
-        sink: Sink<'_, A>,
+        mut sink: Sink<'_, A>,
     ) -> Result<(), String> {
         let n = match &sink {
-            Sink::New(_) => self.dims_at(c, q, cotangent).map_or(0, |d| d.numel()),
+            Sink::New(_) | Sink::OntoUniform(..) => self.dims_at(c, q, cotangent).map_or(0, |d| d.numel()),
             Sink::Accumulate(t) => t.len(),
         };
         self.reads.clear();
@@ -323,19 +329,58 @@ impl<A: Scalar> Contributions<A> {
                 if *position != q {
                     return Err(format!("position {q} is not in the support"));
                 }
-                let t = self.leaf(*leaf, cotangent);
-                emit_copy(sink, n, t)
+                let leaf = *leaf;
+                if let (Sink::OntoUniform(stored, out), Leaf::Owned(i)) = (&mut sink, leaf) {
+                    let mut buf = self.adopt(i, n)?;
+                    for x in buf.iter_mut() {
+                        *x = A::pinned_add((*stored).clone(), x.clone());
+                    }
+                    core::mem::swap(&mut **out, &mut buf);
+                    self.pool.push(buf);
+                    return Ok(());
+                }
+                emit_copy(sink, n, self.leaf(leaf, cotangent))
             }
             Description::Add { left, right, .. } => {
                 let (l, r) = (self.reads[*left], self.reads[*right]);
                 if matches!((l, r), (Read::Outside, Read::Outside)) {
                     return Err(format!("position {q} is not in the support"));
                 }
-                let lo = self.operand(*left, l, cotangent);
-                let ro = self.operand(*right, r, cotangent);
+                let (left, right) = (*left, *right);
+                if let Sink::OntoUniform(stored, out) = &mut sink {
+                    // `stored + (u + t[i])` or `stored + (t[i] + u)` in `t`'s own buffer.
+                    let adoptable = match (l, r) {
+                        (Read::Outside, Read::Leaf(Leaf::Owned(i))) => Some((i, self.uniform(Contrib(left)), true)),
+                        (Read::Leaf(Leaf::Owned(i)), Read::Outside) => Some((i, self.uniform(Contrib(right)), false)),
+                        _ => None,
+                    };
+                    if let Some((i, u, uniform_left)) = adoptable {
+                        let mut buf = self.adopt(i, n)?;
+                        for x in buf.iter_mut() {
+                            let read =
+                                if uniform_left { A::pinned_add(u.clone(), x.clone()) } else { A::pinned_add(x.clone(), u.clone()) };
+                            *x = A::pinned_add((*stored).clone(), read);
+                        }
+                        core::mem::swap(&mut **out, &mut buf);
+                        self.pool.push(buf);
+                        return Ok(());
+                    }
+                }
+                let lo = self.operand(left, l, cotangent);
+                let ro = self.operand(right, r, cotangent);
                 emit_add(sink, n, lo, ro)
             }
         }
+    }
+
+    /// Takes the buffer of owned tensor `i` (`n` elements) for an in-place update. The tensor is
+    /// left with an empty buffer: a `single` leaf is read only at its own position, once per
+    /// `add_contributions`, and a second read would fail the length check instead of reading
+    /// stale values.
+    fn adopt(&mut self, i: usize, n: usize) -> Result<Vec<A>, String> {
+        let t = &mut self.owned[i];
+        check_len(n, t.data())?;
+        Ok(t.take_data())
     }
 
     fn leaf<'x>(&'x self, leaf: Leaf, cotangent: &'x RawTensor<A>) -> &'x [A] {
@@ -375,6 +420,7 @@ fn emit<A: Scalar>(sink: Sink<'_, A>, n: usize, f: impl Fn(usize) -> A) {
                 *x = A::pinned_add(x.clone(), f(i));
             }
         }
+        Sink::OntoUniform(stored, v) => v.extend((0..n).map(|i| A::pinned_add(stored.clone(), f(i)))),
     }
 }
 
@@ -387,6 +433,7 @@ fn emit_copy<A: Scalar>(sink: Sink<'_, A>, n: usize, t: &[A]) -> Result<(), Stri
                 *x = A::pinned_add(x.clone(), y.clone());
             }
         }
+        Sink::OntoUniform(stored, v) => v.extend(t.iter().map(|y| A::pinned_add(stored.clone(), y.clone()))),
     }
     Ok(())
 }

@@ -151,8 +151,16 @@ impl<A: Scalar> GradientContext<A> {
             }
             c.check_dims(root, q, cotangent, self.slots[q].dims())?;
             self.materialise(q);
-            let target = self.slots[q].make_dense(&mut self.spare);
-            c.read_into(root, q, cotangent, Sink::Accumulate(target))?;
+            match &mut self.slots[q] {
+                Slot::Dense(t) => c.read_into(root, q, cotangent, Sink::Accumulate(t.data_mut()))?,
+                Slot::Full(v, d) => {
+                    // `full(v) + read`, written once (no buffer filled with `v` first).
+                    let mut out = self.spare.pop().unwrap_or_default();
+                    out.clear();
+                    c.read_into(root, q, cotangent, Sink::OntoUniform(v, &mut out))?;
+                    self.slots[q] = Slot::Dense(RawTensor::from_parts(*d, out));
+                }
+            }
         }
         Ok(())
     }

@@ -46,6 +46,12 @@ impl<A> RawTensor<A> {
         RawTensor { dims, data }
     }
 
+    /// Moves the elements out, leaving an empty buffer (the engine's in-place reuse of a
+    /// contribution; the tensor is not read again).
+    pub(crate) fn take_data(&mut self) -> Vec<A> {
+        core::mem::take(&mut self.data)
+    }
+
     /// The dims.
     pub fn dims(&self) -> Dims {
         self.dims
