@@ -357,8 +357,11 @@ impl<A: Scalar> Contributions<A> {
                     if let Some((i, u, uniform_left)) = adoptable {
                         let mut buf = self.adopt(i, n)?;
                         for x in buf.iter_mut() {
-                            let read =
-                                if uniform_left { A::pinned_add(u.clone(), x.clone()) } else { A::pinned_add(x.clone(), u.clone()) };
+                            let read = if uniform_left {
+                                A::pinned_add(u.clone(), x.clone())
+                            } else {
+                                A::pinned_add(x.clone(), u.clone())
+                            };
                             *x = A::pinned_add((*stored).clone(), read);
                         }
                         core::mem::swap(&mut **out, &mut buf);

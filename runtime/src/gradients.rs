@@ -279,6 +279,52 @@ mod tests {
         assert_eq!(out[1].data()[0].to_bits(), 0);
     }
 
+    /// The writes onto a uniform slot (`stored + read` without a filled buffer, and an owned
+    /// contribution updated in place) against `add(full(stored), dense read)` computed by the
+    /// dense form, bit for bit, on `-0.0`, NaN payloads and infinities.
+    #[test]
+    fn writes_onto_uniform_slots_equal_the_dense_sum() {
+        let nan = |payload: u64| f64::from_bits(0x7FF8_0000_0000_0000 | payload);
+        let stored_values = [-0.0, 0.0, nan(7), f64::INFINITY];
+        let own = [-0.0, nan(3), f64::NEG_INFINITY, 2.5];
+        let g = t(&[nan(11), -0.0, 1.0, f64::INFINITY]);
+        type Build = fn(&mut Contributions<f64>, RawTensor<f64>) -> Contrib;
+        let shapes: [Build; 5] = [
+            |c, x| c.single(0, x),
+            |c, x| {
+                let (l, r) = (c.fill(-0.0), c.single(0, x));
+                c.add(l, r)
+            },
+            |c, x| {
+                let (l, r) = (c.single(0, x), c.fill(f64::from_bits(0x7FF8_0000_0000_0005)));
+                c.add(l, r)
+            },
+            |c, _| c.single_cotangent(0),
+            |c, x| {
+                let (l, r) = (c.single(0, x), c.single_cotangent(0));
+                c.add(l, r)
+            },
+        ];
+        for stored in stored_values {
+            for build in shapes {
+                let mut c = Contributions::new();
+                let own = c.tensor(Dims::vector(4), |i| own[i]);
+                let root = build(&mut c, own);
+                let dense = c.dense(root, &[Dims::vector(4)], &g).unwrap();
+                let want: Vec<u64> = RawTensor::full(Dims::vector(4), stored)
+                    .add(&dense[0])
+                    .data()
+                    .iter()
+                    .map(|x| x.to_bits())
+                    .collect();
+                let mut ctx = GradientContext::of_slots(vec![Slot::Full(stored, Dims::vector(4))]);
+                ctx.add_contributions(&mut c, root, &g).unwrap();
+                let got: Vec<u64> = ctx.pop().data().iter().map(|x| x.to_bits()).collect();
+                assert_eq!(got, want, "stored {stored:?}");
+            }
+        }
+    }
+
     #[test]
     fn wrong_shape_is_an_error() {
         let mut ctx = GradientContext::of_pack(vec![t(&[1.0, 2.0])]);

@@ -14,11 +14,11 @@ use crate::tensor::RawTensor;
 use typenum::Unsigned;
 
 mod fast;
+#[cfg(test)]
+mod gemm_tests;
 #[cfg(target_arch = "x86_64")]
 #[allow(unsafe_code)] // the one module with `unsafe`: see its docs
 mod simd;
-#[cfg(test)]
-mod gemm_tests;
 
 /// A strided view of a matrix: element `(r, c)` is `data[r * row_stride + c * col_stride]`.
 #[derive(Debug)]
