@@ -1,11 +1,12 @@
 //! The "show" workloads of issue 4, each next to the figure it is judged against.
 //!
 //! * **W1** — one MLP training step, 784-256-128-10, batch 64, `relu`, softmax cross-entropy
-//!   (labels from the data), `f32`: forward (`compile`) + `backprop_inputs_array` for the six
-//!   parameters. The image batch `x` and the labels are data, and the first layer is
-//!   [`ops::matmul_data`], so no gradient of `x` is computed. Compared with `gemm_only`: the GEMMs
-//!   that step needs (3 forward products, 5 VJP products: `xᵀ·δ1`, `r1ᵀ·δ2`, `δ2·w2ᵀ`, `r2ᵀ·δ3`,
-//!   `δ3·w3ᵀ`), run with the same kernel on same-sized buffers. Target: step / gemm_only ≤ 1.3.
+//!   (labels from the data), `f32`, written with `graph!`: forward (`compile`) +
+//!   `backprop_inputs_array` for the six parameters. The image batch is a data tensor
+//!   (`; x: [64, 784]`) and the labels are data, so the first layer lowers to `ops::MatMulData`
+//!   and no gradient of `x` is computed. Compared with `gemm_only`: the GEMMs that step needs
+//!   (3 forward products, 5 VJP products: `xᵀ·δ1`, `r1ᵀ·δ2`, `δ2·w2ᵀ`, `r2ᵀ·δ3`, `δ3·w3ᵀ`), run
+//!   with the same kernel on same-sized buffers. Target: step / gemm_only ≤ 1.3.
 //! * **W2** — 2 000 layers `x = tanh(x * a_i + b_i)` on 16 elements (`a_i`, `b_i` distinct inputs
 //!   per layer), loss `sum(x)`: forward + array pass (all seeds, seeded with 1 at the loss) per
 //!   graph node (throughput elements = nodes; also with the inputs-only array pass, and the array
@@ -19,13 +20,12 @@
 //! the printed times (criterion prints each group's benchmarks one after the other).
 #![allow(missing_docs)] // criterion_group! generates undocumented items
 
-use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion, Throughput};
-use exactgrad::ops::{self, gemm, Add, MatMul, MatrixView, Mul, Sum, Tanh};
-use exactgrad::typenum::{U10, U128, U16, U256, U64, U784};
-use exactgrad::{Dims, GraphData, Init, NodeData, Pack, RawGraph, RawSavedGraph, RawSeeds, RawTensor, Seeds, Tensor};
+use exactgrad::ops::{gemm, Add, MatMul, MatrixView, Mul, Sum, Tanh};
+use exactgrad::typenum::{U128, U16, U64, U784};
+use exactgrad::{graph, Dims, Init, NodeData, RawGraph, RawSavedGraph, RawSeeds, RawTensor, Seeds, Tensor};
 
 // ---------------------------------------------------------------------------------------------
 // W1: MLP training step.
@@ -36,55 +36,38 @@ const H1: usize = 256;
 const H2: usize = 128;
 const OUT: usize = 10;
 
-/// The non-differentiable data of one step: the image batch and its labels.
-struct Batch {
-    x: RawTensor<f32>,
-    labels: Vec<usize>,
-}
-
-fn batch_x(d: &Rc<Batch>) -> &RawTensor<f32> {
-    &d.x
-}
-
-fn batch_labels(d: &Rc<Batch>) -> &[usize] {
-    &d.labels
+graph! {
+    /// W1's MLP, 784-256-128-10 at batch 64: the image batch `x` and the labels are data, so the
+    /// first layer is `matmul_data` (no gradient of `x`).
+    fn mlp(w1: [784, 256], b1: [256], w2: [256, 128], b2: [128], w3: [128, 10], b3: [10];
+           x: [64, 784], labels: Vec<usize>) -> [] {
+        let r1 = relu(x.matmul(w1) + b1);
+        let r2 = relu(r1.matmul(w2) + b2);
+        cross_entropy(r2.matmul(w3) + b3, labels)
+    }
 }
 
 fn w1_mlp(c: &mut Criterion) {
-    // The graph, typed (shapes checked by the compiler).
-    let g = GraphData::<f32, Rc<Batch>>::new();
-    let (g, w1) = g.input::<(U784, U256)>();
-    let (g, b1) = g.input::<(U256,)>();
-    let (g, w2) = g.input::<(U256, U128)>();
-    let (g, b2) = g.input::<(U128,)>();
-    let (g, w3) = g.input::<(U128, U10)>();
-    let (g, b3) = g.input::<(U10,)>();
-    let (g, h1) = g.push(ops::matmul_data::<_, _, U64, _, _, _>(batch_x, w1));
-    let (g, a1) = g.push(ops::add_row(h1, b1));
-    let (g, r1) = g.push(ops::relu(a1));
-    let (g, h2) = g.push(ops::matmul(r1, w2));
-    let (g, a2) = g.push(ops::add_row(h2, b2));
-    let (g, r2) = g.push(ops::relu(a2));
-    let (g, h3) = g.push(ops::matmul(r2, w3));
-    let (g, a3) = g.push(ops::add_row(h3, b3));
-    let (g, loss) = g.push(ops::cross_entropy(a3, batch_labels));
-
+    let (g, h) = mlp::<f32>();
     let mut init = Init::seeded(4);
-    let inputs = Pack::new()
-        .push(init.kaiming_uniform::<f32, U784, U256>())
-        .push(init.uniform::<f32, (U256,)>(-0.1, 0.1).expect("valid range"))
-        .push(init.kaiming_uniform::<f32, U256, U128>())
-        .push(init.uniform::<f32, (U128,)>(-0.1, 0.1).expect("valid range"))
-        .push(init.kaiming_uniform::<f32, U128, U10>())
-        .push(init.uniform::<f32, (U10,)>(-0.1, 0.1).expect("valid range"));
-    let x = init.uniform::<f32, (U64, U784)>(0.0, 1.0).expect("valid range").into_raw();
-    let data = Rc::new(Batch { x, labels: (0..BATCH).map(|i| (i * 7 + 3) % OUT).collect() });
-    let seeds = Seeds::single(&g, loss, Tensor::full(1.0)).expect("seed of this graph");
+    let inputs = h.inputs(
+        init.kaiming_uniform(),
+        init.uniform(-0.1, 0.1).expect("valid range"),
+        init.kaiming_uniform(),
+        init.uniform(-0.1, 0.1).expect("valid range"),
+        init.kaiming_uniform(),
+        init.uniform(-0.1, 0.1).expect("valid range"),
+    );
+    let x: Tensor<f32, (U64, U784)> = init.uniform(0.0, 1.0).expect("valid range");
+    let labels: Vec<usize> = (0..BATCH).map(|i| (i * 7 + 3) % OUT).collect();
+    // `compile` owns its data: the benchmarks build a copy in their (untimed) set-up.
+    let data = || MlpData { x: x.clone(), labels: labels.clone() };
+    let seeds = Seeds::single(&g, h.output, Tensor::full(1.0)).expect("seed of this graph");
 
     // One step, checked once: a finite loss and six finite parameter gradients.
     {
-        let saved = g.compile(inputs.clone(), data.clone()).expect("the MLP compiles");
-        let l = saved.value(loss).expect("loss of this graph").data()[0];
+        let saved = g.compile(inputs.clone(), data()).expect("the MLP compiles");
+        let l = saved.value(h.output).expect("loss of this graph").data()[0];
         let grads = saved.backprop_inputs_array(seeds.clone()).expect("array pass");
         assert!(l.is_finite() && grads.len() == 6, "loss {l}");
         assert!(grads.as_slice().iter().all(|t| t.data().iter().all(|v| v.is_finite())));
@@ -94,27 +77,27 @@ fn w1_mlp(c: &mut Criterion) {
     group.sample_size(15);
     group.bench_function("compile+backprop_inputs_array", |b| {
         b.iter_batched(
-            || (inputs.clone(), seeds.clone()),
-            |(i, s)| {
-                let saved = g.compile(i, data.clone()).expect("the MLP compiles");
+            || (inputs.clone(), data(), seeds.clone()),
+            |(i, d, s)| {
+                let saved = g.compile(i, d).expect("the MLP compiles");
                 saved.backprop_inputs_array(s).expect("array pass")
             },
             BatchSize::LargeInput,
         )
     });
-    let saved = g.compile(inputs.clone(), data.clone()).expect("the MLP compiles");
+    let saved = g.compile(inputs.clone(), data()).expect("the MLP compiles");
     group.bench_function("backprop_inputs_array", |b| {
         b.iter_batched(|| seeds.clone(), |s| saved.backprop_inputs_array(s), BatchSize::LargeInput)
     });
     group.bench_function("compile", |b| {
-        b.iter_batched(|| inputs.clone(), |i| g.compile(i, data.clone()).is_ok(), BatchSize::LargeInput)
+        b.iter_batched(|| (inputs.clone(), data()), |(i, d)| g.compile(i, d).is_ok(), BatchSize::LargeInput)
     });
 
     // The GEMMs alone: same shapes, same kernel, same views and operand order as the pass.
     let v = |n: usize, seed: usize| -> Vec<f32> {
         (0..n).map(|i| ((i * 7919 + seed * 104_729) % 2003) as f32 / 1001.0 - 1.0).collect()
     };
-    let (xb, w1b, w2b, w3b) = (data.x.data().to_vec(), v(IN * H1, 11), v(H1 * H2, 12), v(H2 * OUT, 13));
+    let (xb, w1b, w2b, w3b) = (x.data().to_vec(), v(IN * H1, 11), v(H1 * H2, 12), v(H2 * OUT, 13));
     let (r1b, r2b) = (v(BATCH * H1, 14), v(BATCH * H2, 15));
     let (d1, d2, d3) = (v(BATCH * H1, 16), v(BATCH * H2, 17), v(BATCH * OUT, 18));
     let mut outs: Vec<Vec<f32>> = vec![Vec::new(); 8];

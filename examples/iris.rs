@@ -5,10 +5,12 @@
 //!   `f0,f1,f2,f3,label` lines) and report a malformed line by its number, never by a panic;
 //! * `split` makes a stratified 120/30 train/test split (40/10 per class) from a fixed seed, and
 //!   standardises the features with the training split's mean and standard deviation;
-//! * `train` fits the model with Adam (only the weights and biases are trainable: the features
-//!   are an input of the graph, left untouched by `step_only`), evaluates the test split with the
-//!   same graph built at the test batch size, and returns a `Report`; the same seed gives the
-//!   same bits on every run;
+//! * `train` fits the model with Adam, evaluates the test split with the same graph built at the
+//!   test batch size, and returns a `Report`; the same seed gives the same bits on every run. The
+//!   features are a data tensor (`; x: [B, 4]`), not an input: no gradient is computed for them
+//!   (the first layer is `matmul_data`), so every input is a parameter and Adam steps them all.
+//!   The inputs do not mention the batch dim, so the training and test graphs take the same
+//!   parameter pack; only their data (features and labels) differ;
 //! * `plot_losses` draws the train and test loss curves as a PNG with a title, axis labels, tick
 //!   numbers and a legend, in the DejaVu Sans font bundled in `examples/data/fonts/` (so no system
 //!   font is needed).
@@ -21,16 +23,16 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use exactgrad::typenum::U4;
-use exactgrad::typenum::{U120, U30};
-use exactgrad::{graph, Adam, Init, Optimizer, Pack, RawTensor, Seeds, Tensor, Trainable};
+use exactgrad::typenum::{U120, U30, U4};
+use exactgrad::{graph, Adam, Init, Optimizer, RawTensor, Seeds, Tensor};
 use indicatif::{ProgressBar, ProgressStyle};
 use plotters::prelude::*;
 
 graph! {
     /// A 4-16-3 perceptron with a batch dim `B`: the mean softmax cross-entropy against the
-    /// labels (data) and the class probabilities.
-    fn mlp<B>(x: [B, 4], w1: [4, 16], b1: [16], w2: [16, 3], b2: [3]; labels: Vec<usize>) -> ([], [B, 3]) {
+    /// labels and the class probabilities. The features `x` and the labels are data: only the
+    /// weights and biases get gradients.
+    fn mlp<B>(w1: [4, 16], b1: [16], w2: [16, 3], b2: [3]; x: [B, 4], labels: Vec<usize>) -> ([], [B, 3]) {
         let h = relu(x.matmul(w1) + b1);
         let logits = h.matmul(w2) + b2;
         (cross_entropy(logits, labels), softmax(logits))
@@ -312,31 +314,13 @@ pub(crate) fn train(
     let (test_g, test_h) = mlp::<f64, U30>();
 
     let mut init = Init::seeded(config.seed);
-    let mut params = h.inputs(
-        Tensor::from_vec(split.train_x.clone())?,
-        init.kaiming_uniform(),
-        init.zeros(),
-        init.xavier_uniform(),
-        init.zeros(),
-    );
+    let mut params = h.inputs(init.kaiming_uniform(), init.zeros(), init.xavier_uniform(), init.zeros());
+    let train_x: Tensor<f64, (U120, U4)> = Tensor::from_vec(split.train_x.clone())?;
     let test_x: Tensor<f64, (U30, U4)> = Tensor::from_vec(split.test_x.clone())?;
-    let train_data = || MlpData { labels: split.train_y.clone() };
-    let test_data = || MlpData { labels: split.test_y.clone() };
+    let train_data = || MlpData { x: train_x.clone(), labels: split.train_y.clone() };
     // The test split goes through the same graph at batch size 30, with the current parameters.
-    let test_pack = |params: &Pack<f64, _>| -> Result<_, Box<dyn Error>> {
-        let p = params.as_slice();
-        Ok(test_h.inputs(
-            test_x.clone(),
-            Tensor::try_from_raw(p[1].clone())?,
-            Tensor::try_from_raw(p[2].clone())?,
-            Tensor::try_from_raw(p[3].clone())?,
-            Tensor::try_from_raw(p[4].clone())?,
-        ))
-    };
+    let test_data = || MlpData { x: test_x.clone(), labels: split.test_y.clone() };
 
-    // The features are an input of the graph but not a parameter: only the weights and biases
-    // are trained.
-    let trainable = Trainable::new().with(h.w1).with(h.b1).with(h.w2).with(h.b2);
     let mut adam = Adam::with_lr(config.lr)?;
     let mut train_losses = Vec::with_capacity(config.epochs + 1);
     let mut test_losses = Vec::with_capacity(config.epochs + 1);
@@ -344,23 +328,23 @@ pub(crate) fn train(
         let saved = g.compile(params.clone(), train_data())?;
         let loss = saved.value(h.output0)?.data()[0];
         train_losses.push(loss);
-        let test = test_g.eval(test_pack(&params)?, test_data())?;
+        let test = test_g.eval(params.clone(), test_data())?;
         test_losses.push(test.get(test_h.output0)?.data()[0]);
         on_epoch(epoch, loss);
         let grads = saved.backprop_inputs_stored(Seeds::single(&g, h.output0, Tensor::full(1.0))?)?;
-        adam.step_only(&mut params, &grads, &trainable)?;
+        adam.step(&mut params, &grads)?;
     }
 
     let final_train = g.eval(params.clone(), train_data())?;
     train_losses.push(final_train.get(h.output0)?.data()[0]);
-    let final_test = test_g.eval(test_pack(&params)?, test_data())?;
+    let final_test = test_g.eval(params.clone(), test_data())?;
     test_losses.push(final_test.get(test_h.output0)?.data()[0]);
     Ok(Report {
         train_losses,
         test_losses,
         train_accuracy: accuracy(final_train.get(h.output1)?, &split.train_y),
         test_accuracy: accuracy(final_test.get(test_h.output1)?, &split.test_y),
-        params: params.as_slice()[1..].iter().map(|t| t.data().iter().map(|v| v.to_bits()).collect()).collect(),
+        params: params.as_slice().iter().map(|t| t.data().iter().map(|v| v.to_bits()).collect()).collect(),
     })
 }
 
