@@ -125,7 +125,7 @@ pub(crate) fn run(verbose: bool) -> Result<Report, Error> {
 
     // The fast single-output pass equals its dense reference bit for bit.
     let reference = saved.backprop_from_dense(h.output0, Tensor::full(1.0))?;
-    for (f, r) in grads.as_slice().iter().zip(reference.as_slice()) {
+    for (f, r) in grads.iter().zip(reference.iter()) {
         assert!(f.data().iter().zip(r.data()).all(|(u, v)| u.to_bits() == v.to_bits()));
     }
     if verbose {

@@ -82,13 +82,20 @@ fn doubling_chain(nodes: usize) -> (RawGraph<f32, ()>, Vec<RawTensor<f32>>) {
     (g, vec![RawTensor::from_fn(d(), |i| f32::from_bits(1 + i as u32))])
 }
 
-fn bits(pack: &[RawTensor<f32>]) -> Vec<Vec<u32>> {
+fn bits<'t>(pack: impl IntoIterator<Item = &'t RawTensor<f32>>) -> Vec<Vec<u32>> {
+    let pack: Vec<&RawTensor<f32>> = pack.into_iter().collect();
     pack.iter().map(|t| t.data().iter().map(|x| x.to_bits()).collect()).collect()
 }
 
-fn assert_bits(what: &str, a: &[RawTensor<f32>], b: &[RawTensor<f32>]) {
+fn assert_bits<'t>(
+    what: &str,
+    a: impl IntoIterator<Item = &'t RawTensor<f32>>,
+    b: impl IntoIterator<Item = &'t RawTensor<f32>>,
+) {
+    let a: Vec<&RawTensor<f32>> = a.into_iter().collect();
+    let b: Vec<&RawTensor<f32>> = b.into_iter().collect();
     assert_eq!(a.len(), b.len(), "{what}: lengths");
-    if let Some(p) = bits(a).iter().zip(bits(b)).position(|(x, y)| *x != y) {
+    if let Some(p) = bits(a.iter().copied()).iter().zip(bits(b.iter().copied())).position(|(x, y)| *x != y) {
         panic!("{what}: position {p} differs: {:?} vs {:?}", a[p], b[p]);
     }
 }
@@ -127,7 +134,7 @@ fn fast_passes(g: &RawGraph<f32, ()>, inputs: Vec<RawTensor<f32>>) -> (Vec<RawTe
 
     let from = saved.backprop_from(len - 1, RawTensor::full(d(), 1.0)).unwrap();
     assert_eq!(from.len(), len);
-    (array, from)
+    (array, from.into_vec())
 }
 
 /// Every pass, fast and dense, bit-compared.

@@ -157,8 +157,9 @@ fn bits<A: TestFloat>(t: &RawTensor<A>) -> Bits {
     (t.dims().as_slice().to_vec(), t.data().iter().map(|x| x.bits()).collect())
 }
 
-fn all_bits<A: TestFloat>(ts: &[RawTensor<A>]) -> Vec<Bits> {
-    ts.iter().map(bits).collect()
+fn all_bits<'t, A: TestFloat>(ts: impl IntoIterator<Item = &'t RawTensor<A>>) -> Vec<Bits> {
+    let ts: Vec<&RawTensor<A>> = ts.into_iter().collect();
+    ts.into_iter().map(bits).collect()
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -235,9 +236,9 @@ fn outcome<A: TestFloat, D: 'static, G, Ss, Br, S: Shape>(
             let seed: Tensor<A, S> = Tensor::try_from_raw(seed_at(o.index(), 7)).unwrap();
             let single = Seeds::single(g, o, seed.clone()).unwrap();
             let all = [
-                all_bits(saved.backprop_all_dense(single.clone()).unwrap().as_slice()),
-                all_bits(saved.backprop_all_array(single.clone()).unwrap().as_slice()),
-                all_bits(saved.backprop_all_stored(single.clone()).unwrap().as_slice()),
+                all_bits(saved.backprop_all_dense(single.clone()).unwrap().iter()),
+                all_bits(saved.backprop_all_array(single.clone()).unwrap().iter()),
+                all_bits(saved.backprop_all_stored(single.clone()).unwrap().iter()),
             ];
             assert_all_eq("typed backprop_all", &all);
             let inputs = [
@@ -247,8 +248,8 @@ fn outcome<A: TestFloat, D: 'static, G, Ss, Br, S: Shape>(
             ];
             assert_all_eq("typed backprop_inputs", &inputs);
             let from = [
-                all_bits(saved.backprop_from_dense(o, seed.clone()).unwrap().as_slice()),
-                all_bits(saved.backprop_from(o, seed).unwrap().as_slice()),
+                all_bits(saved.backprop_from_dense(o, seed.clone()).unwrap().iter()),
+                all_bits(saved.backprop_from(o, seed).unwrap().iter()),
             ];
             assert_all_eq("typed backprop_from", &from);
             let [all, ..] = all;
@@ -359,25 +360,25 @@ fn data_vs_input<A: TestFloat, B: Unsigned + 'static>(salt: u64) {
         ig.compile(ih.inputs(adv(salt, 0), w1, b1, w2), MlpInputData { labels: mlp_labels(B::USIZE, salt) }).unwrap();
     assert_eq!(all_bits(&ds.raw().values()[3..]), all_bits(&is.raw().values()[4..]), "values (salt {salt})");
 
-    let weights = |d: &[RawTensor<A>], i: &[RawTensor<A>]| (all_bits(&d[..3]), all_bits(&i[1..4]));
+    let weights = |d: Vec<RawTensor<A>>, i: Vec<RawTensor<A>>| (all_bits(&d[..3]), all_bits(&i[1..4]));
     let (d, i) = weights(
-        ds.backprop_from(dh.output, seed.clone()).unwrap().as_slice(),
-        is.backprop_from(ih.output, seed.clone()).unwrap().as_slice(),
+        ds.backprop_from(dh.output, seed.clone()).unwrap().into_vec(),
+        is.backprop_from(ih.output, seed.clone()).unwrap().into_vec(),
     );
     assert_eq!(d, i, "backprop_from (salt {salt})");
     let (d, i) = weights(
-        ds.backprop_all_dense(Seeds::single(&dg, dh.output, seed.clone()).unwrap()).unwrap().as_slice(),
-        is.backprop_all_dense(Seeds::single(&ig, ih.output, seed.clone()).unwrap()).unwrap().as_slice(),
+        ds.backprop_all_dense(Seeds::single(&dg, dh.output, seed.clone()).unwrap()).unwrap().into_vec(),
+        is.backprop_all_dense(Seeds::single(&ig, ih.output, seed.clone()).unwrap()).unwrap().into_vec(),
     );
     assert_eq!(d, i, "backprop_all_dense (salt {salt})");
     let (d, i) = weights(
-        ds.backprop_all_array(Seeds::single(&dg, dh.output, seed.clone()).unwrap()).unwrap().as_slice(),
-        is.backprop_all_array(Seeds::single(&ig, ih.output, seed.clone()).unwrap()).unwrap().as_slice(),
+        ds.backprop_all_array(Seeds::single(&dg, dh.output, seed.clone()).unwrap()).unwrap().into_vec(),
+        is.backprop_all_array(Seeds::single(&ig, ih.output, seed.clone()).unwrap()).unwrap().into_vec(),
     );
     assert_eq!(d, i, "backprop_all_array (salt {salt})");
     let (d, i) = weights(
-        ds.backprop_inputs_array(Seeds::single(&dg, dh.output, seed.clone()).unwrap()).unwrap().as_slice(),
-        is.backprop_inputs_array(Seeds::single(&ig, ih.output, seed).unwrap()).unwrap().as_slice(),
+        ds.backprop_inputs_array(Seeds::single(&dg, dh.output, seed.clone()).unwrap()).unwrap().into_vec(),
+        is.backprop_inputs_array(Seeds::single(&ig, ih.output, seed).unwrap()).unwrap().into_vec(),
     );
     assert_eq!(d, i, "backprop_inputs_array (salt {salt})");
 }

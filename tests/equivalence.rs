@@ -287,7 +287,13 @@ impl TestScalar for Int {
 
 /// Compares two packs element by element on their encodings; the error names the first position
 /// and element that differ.
-fn compare_bits<T: TestScalar>(what: &str, a: &[RawTensor<T>], b: &[RawTensor<T>]) -> Result<(), String> {
+fn compare_bits<'t, T: TestScalar>(
+    what: &str,
+    a: impl IntoIterator<Item = &'t RawTensor<T>>,
+    b: impl IntoIterator<Item = &'t RawTensor<T>>,
+) -> Result<(), String> {
+    let a: Vec<&RawTensor<T>> = a.into_iter().collect();
+    let b: Vec<&RawTensor<T>> = b.into_iter().collect();
     if a.len() != b.len() {
         return Err(format!("{what}: packs of {} and {} positions", a.len(), b.len()));
     }
@@ -310,7 +316,12 @@ fn compare_bits<T: TestScalar>(what: &str, a: &[RawTensor<T>], b: &[RawTensor<T>
 
 /// Panics unless `a` and `b` have the same number of positions, the same shapes and the same
 /// encoding (`to_bits`) at every element; the message gives the position and element.
-fn assert_bits_eq<T: TestScalar>(a: &[RawTensor<T>], b: &[RawTensor<T>]) {
+fn assert_bits_eq<'t, T: TestScalar>(
+    a: impl IntoIterator<Item = &'t RawTensor<T>>,
+    b: impl IntoIterator<Item = &'t RawTensor<T>>,
+) {
+    let a: Vec<&RawTensor<T>> = a.into_iter().collect();
+    let b: Vec<&RawTensor<T>> = b.into_iter().collect();
     if let Err(m) = compare_bits("packs differ", a, b) {
         panic!("{m}");
     }
@@ -841,8 +852,8 @@ fn check_passes<T: TestScalar>(r: &Recipe) -> Result<(), TestCaseError> {
 
     let p = usize::from(r.output) % dims.len();
     let seed = draw.tensor(dims[p]);
-    let from = saved.backprop_from(p, seed.clone()).unwrap();
-    let from_dense = saved.backprop_from_dense(p, seed.clone()).unwrap();
+    let from = saved.backprop_from(p, seed.clone()).unwrap().into_vec();
+    let from_dense = saved.backprop_from_dense(p, seed.clone()).unwrap().into_vec();
     check(&format!("backprop_from({p}, {seed:?}) vs backprop_from_dense"), &from, &from_dense)?;
     Ok(())
 }
@@ -863,9 +874,9 @@ fn check_exact_single_output(r: &Recipe) -> Result<(), TestCaseError> {
         compare_bits(&format!("{what}, output {p}, seed {seed:?}"), a, b).map_err(|m| fail(&graph, m))
     };
     let all_dense = saved.backprop_all_dense(single.clone()).unwrap();
-    let from = saved.backprop_from(p, seed.clone()).unwrap();
+    let from = saved.backprop_from(p, seed.clone()).unwrap().into_vec();
     check("backprop_from vs backprop_all_dense(single)", &from, &all_dense)?;
-    let from_dense = saved.backprop_from_dense(p, seed.clone()).unwrap();
+    let from_dense = saved.backprop_from_dense(p, seed.clone()).unwrap().into_vec();
     check("backprop_from_dense vs backprop_all_dense(single)", &from_dense, &all_dense)?;
     let array = saved.backprop_all_array(single).unwrap();
     check("backprop_all_array vs backprop_all_dense(single)", &array, &all_dense)?;
@@ -957,8 +968,8 @@ fn square_plus_x_adds_both_parent_terms_first() {
         ("backprop_inputs_array", saved.backprop_inputs_array(seeds.clone()).unwrap()),
         ("backprop_inputs_stored", saved.backprop_inputs_stored(seeds.clone()).unwrap()),
         ("backprop_inputs_dense", saved.backprop_inputs_dense(seeds).unwrap()),
-        ("backprop_from", saved.backprop_from(p2, scalar(1.0)).unwrap()),
-        ("backprop_from_dense", saved.backprop_from_dense(p2, scalar(1.0)).unwrap()),
+        ("backprop_from", saved.backprop_from(p2, scalar(1.0)).unwrap().into_vec()),
+        ("backprop_from_dense", saved.backprop_from_dense(p2, scalar(1.0)).unwrap().into_vec()),
     ];
     for (name, grads) in &passes {
         assert_eq!(bits_of(&grads[0]), [expected], "{name}");

@@ -64,7 +64,13 @@ fn values(t: &RawTensor<W>) -> Vec<i64> {
     t.data().iter().map(|w| w.0).collect()
 }
 
-fn assert_equal(what: &str, a: &[RawTensor<W>], b: &[RawTensor<W>]) {
+fn assert_equal<'t>(
+    what: &str,
+    a: impl IntoIterator<Item = &'t RawTensor<W>>,
+    b: impl IntoIterator<Item = &'t RawTensor<W>>,
+) {
+    let a: Vec<&RawTensor<W>> = a.into_iter().collect();
+    let b: Vec<&RawTensor<W>> = b.into_iter().collect();
     assert_eq!(a.len(), b.len(), "{what}: pack lengths differ");
     for (p, (x, y)) in a.iter().zip(b).enumerate() {
         assert_eq!(x.dims(), y.dims(), "{what}: dims at position {p}");

@@ -149,8 +149,9 @@ fn bits<A: TestFloat>(t: &RawTensor<A>) -> Bits {
     (t.dims().as_slice().to_vec(), t.data().iter().map(|x| x.bits()).collect())
 }
 
-fn all_bits<A: TestFloat>(ts: &[RawTensor<A>]) -> Vec<Bits> {
-    ts.iter().map(bits).collect()
+fn all_bits<'t, A: TestFloat>(ts: impl IntoIterator<Item = &'t RawTensor<A>>) -> Vec<Bits> {
+    let ts: Vec<&RawTensor<A>> = ts.into_iter().collect();
+    ts.into_iter().map(bits).collect()
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -206,9 +207,9 @@ fn outcome<A: TestFloat, D: 'static, G, Ss, Br, S: Shape>(
     let out_seed: Tensor<A, S> = Tensor::try_from_raw(seed_at(output.index(), 7)).unwrap();
     let typed = Seeds::single(g, output, out_seed.clone()).unwrap();
     let typed_all = [
-        all_bits(saved.backprop_all_dense(typed.clone()).unwrap().as_slice()),
-        all_bits(saved.backprop_all_array(typed.clone()).unwrap().as_slice()),
-        all_bits(saved.backprop_all_stored(typed.clone()).unwrap().as_slice()),
+        all_bits(saved.backprop_all_dense(typed.clone()).unwrap().iter()),
+        all_bits(saved.backprop_all_array(typed.clone()).unwrap().iter()),
+        all_bits(saved.backprop_all_stored(typed.clone()).unwrap().iter()),
     ];
     assert_all_eq("typed backprop_all", &typed_all);
     let mut single_raw = RawSeeds::zeros(&dims);
@@ -222,8 +223,8 @@ fn outcome<A: TestFloat, D: 'static, G, Ss, Br, S: Shape>(
     assert_all_eq("typed backprop_inputs", &typed_inputs);
     assert_eq!(typed_inputs[0][..], typed_all[0][..n_in], "typed inputs-only == inputs of all-seeds");
     let typed_from = [
-        all_bits(saved.backprop_from_dense(output, out_seed.clone()).unwrap().as_slice()),
-        all_bits(saved.backprop_from(output, out_seed).unwrap().as_slice()),
+        all_bits(saved.backprop_from_dense(output, out_seed.clone()).unwrap().iter()),
+        all_bits(saved.backprop_from(output, out_seed).unwrap().iter()),
     ];
     assert_all_eq("typed backprop_from", &typed_from);
 
@@ -1114,7 +1115,13 @@ fn scalar_strategy<A: TestFloat>() -> impl Strategy<Value = A> {
     ]
 }
 
-fn prop_eq<A: TestFloat>(what: &str, a: &[RawTensor<A>], b: &[RawTensor<A>]) -> Result<(), TestCaseError> {
+fn prop_eq<'t, A: TestFloat>(
+    what: &str,
+    a: impl IntoIterator<Item = &'t RawTensor<A>>,
+    b: impl IntoIterator<Item = &'t RawTensor<A>>,
+) -> Result<(), TestCaseError> {
+    let a: Vec<&RawTensor<A>> = a.into_iter().collect();
+    let b: Vec<&RawTensor<A>> = b.into_iter().collect();
     let (a, b) = (all_bits(a), all_bits(b));
     prop_assert_eq!(a, b, "{}", what);
     Ok(())
@@ -1181,8 +1188,8 @@ fn check_mlp<A: TestFloat, B: Unsigned + 'static>(vals: &[A], mask: u64) -> Resu
     let seed: Tensor<A, ()> = draw.tensor();
     prop_eq(
         "typed backprop_from",
-        saved.backprop_from(h.output, seed.clone()).unwrap().as_slice(),
-        saved.backprop_from_dense(h.output, seed).unwrap().as_slice(),
+        saved.backprop_from(h.output, seed.clone()).unwrap().iter(),
+        saved.backprop_from_dense(h.output, seed).unwrap().iter(),
     )
 }
 

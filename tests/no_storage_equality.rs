@@ -88,11 +88,18 @@ impl Storage for F {
     }
 }
 
-fn bits(pack: &[RawTensor<F>]) -> Vec<(Dims, Vec<u64>)> {
+fn bits<'t>(pack: impl IntoIterator<Item = &'t RawTensor<F>>) -> Vec<(Dims, Vec<u64>)> {
+    let pack: Vec<&RawTensor<F>> = pack.into_iter().collect();
     pack.iter().map(|t| (t.dims(), t.data().iter().map(|x| x.bits()).collect())).collect()
 }
 
-fn assert_bits(what: &str, a: &[RawTensor<F>], b: &[RawTensor<F>]) {
+fn assert_bits<'t>(
+    what: &str,
+    a: impl IntoIterator<Item = &'t RawTensor<F>>,
+    b: impl IntoIterator<Item = &'t RawTensor<F>>,
+) {
+    let a: Vec<&RawTensor<F>> = a.into_iter().collect();
+    let b: Vec<&RawTensor<F>> = b.into_iter().collect();
     assert_eq!(a.len(), b.len(), "{what}: pack lengths differ");
     for (p, (x, y)) in bits(a).iter().zip(bits(b)).enumerate() {
         assert_eq!(*x, y, "{what}: position {p} differs");
@@ -266,7 +273,7 @@ fn from_runs_every_node_without_storage_equality() {
     let from = saved.backprop_from(x, seed()).unwrap();
     assert_eq!(from.get(x).unwrap().data().iter().map(|v| v.bits()).collect::<Vec<_>>(), [0, 0]);
     let all = saved.backprop_all_dense(Seeds::single(&g, x, seed()).unwrap()).unwrap();
-    assert_bits("typed from vs dense", from.as_slice(), all.as_slice());
+    assert_bits("typed from vs dense", from.iter(), all.iter());
     let pruned = saved.backprop_from_dense(x, seed()).unwrap();
     assert_eq!(pruned.get(x).unwrap().data()[0].bits(), (-0.0f64).to_bits());
 

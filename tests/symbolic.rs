@@ -159,7 +159,13 @@ fn leaves(dims: Dims, prefix: &str) -> RawTensor<Sym> {
 }
 
 /// Asserts two packs are the same trees (same interned ids), position by position.
-fn assert_same(what: &str, fast: &[RawTensor<Sym>], reference: &[RawTensor<Sym>]) {
+fn assert_same<'t>(
+    what: &str,
+    fast: impl IntoIterator<Item = &'t RawTensor<Sym>>,
+    reference: impl IntoIterator<Item = &'t RawTensor<Sym>>,
+) {
+    let fast: Vec<&RawTensor<Sym>> = fast.into_iter().collect();
+    let reference: Vec<&RawTensor<Sym>> = reference.into_iter().collect();
     assert_eq!(fast.len(), reference.len(), "{what}: pack lengths differ");
     for (p, (a, b)) in fast.iter().zip(reference).enumerate() {
         assert_eq!(a.dims(), b.dims(), "{what}: dims differ at position {p}");

@@ -213,6 +213,34 @@ impl<A: Scalar> GradientContext<A> {
         }
     }
 
+    /// `pop()` without building a tensor: the last position's slot, up to date (a uniform stays
+    /// one scalar).
+    pub(crate) fn pop_slot(&mut self) -> Slot<A> {
+        let q = self.slots.len() - 1;
+        self.materialise(q);
+        self.epochs.pop();
+        match self.slots.pop() {
+            Some(slot) => slot,
+            None => unreachable!("checked non-empty above"),
+        }
+    }
+
+    /// The tensor of a popped slot (a uniform filled into a recycled buffer).
+    pub(crate) fn build(&mut self, slot: Slot<A>) -> RawTensor<A> {
+        match slot {
+            Slot::Full(v, d) => full_in(&mut self.spare, d, &v),
+            Slot::Dense(t) => t,
+        }
+    }
+
+    /// Every position held, up to date, uniforms kept as one scalar.
+    pub(crate) fn into_slots(mut self) -> Vec<Slot<A>> {
+        for q in 0..self.slots.len() {
+            self.materialise(q);
+        }
+        self.slots
+    }
+
     /// Gives back the buffer of a gradient that is no longer needed, for reuse by later
     /// positions (the inputs-only pass frees each finished gradient this way).
     pub fn recycle(&mut self, t: RawTensor<A>) {

@@ -31,7 +31,7 @@
 //! let saved = g.compile(inputs, ()).unwrap();
 //! let fast = saved.backprop_from(y, Tensor::full(1.0)).unwrap();
 //! let reference = saved.backprop_from_dense(y, Tensor::full(1.0)).unwrap();
-//! for (a, b) in fast.as_slice().iter().zip(reference.as_slice()) {
+//! for (a, b) in fast.iter().zip(reference.iter()) {
 //!     assert!(a.data().iter().zip(b.data()).all(|(a, b)| a.to_bits() == b.to_bits()));
 //! }
 //! # use exactgrad_runtime::typenum;
@@ -64,7 +64,7 @@ pub use graph::{
 };
 pub use init::Init;
 pub use optim::{Adam, InvalidHyperparameter, Optimizer, Sgd, Trainable};
-pub use pack::{ContextPack, Pack, RawSeeds, Seeds};
+pub use pack::{ContextPack, Gradients, GradientsIter, Pack, RawSeeds, Seeds};
 pub use saved::{InputPack, PreparedNode, RawSavedGraph, SavedGraph};
 pub use scalar::{Scalar, Storage};
 pub use shape::{rules, Dims, Nil, Position, Shape, ShapeList, Snoc, MAX_RANK};

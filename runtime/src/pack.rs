@@ -6,6 +6,7 @@
 //!   no buffer.
 
 use core::marker::PhantomData;
+use std::sync::OnceLock;
 
 use crate::error::Error;
 use crate::gradients::Slot;
@@ -131,16 +132,188 @@ impl<A: Clone, L> Clone for Pack<A, L> {
     }
 }
 
-/// A pack over the whole context Γ ++ ss of a graph: one tensor per input and per node.
+/// The gradients of every position (Γ ++ ss) returned by a pass over the whole context.
+///
+/// A position the pass never wrote element by element — a node the single-output pass skipped, an
+/// input no reached node contributes to, a zero seed nobody added to — holds `full(dims, v)` as
+/// the one scalar `v` ([`uniform`](Self::uniform)); its tensor is built on first access
+/// ([`get`](Self::get), indexing, [`iter`](Self::iter)) and kept. The values are the same either
+/// way: this only saves building, say, 63 zero weight gradients when one head of 64 is
+/// differentiated.
+///
+/// ```
+/// use exactgrad_runtime::{ops::{Mul, Sum}, Dims, NodeData, RawGraph, RawSavedGraph, RawTensor};
+///
+/// // Two heads `sum(a * a)` and `sum(b * b)`; differentiate the first only.
+/// let mut g = RawGraph::<f64, ()>::new(vec![Dims::vector(2), Dims::vector(2)]);
+/// let sq_a = g.push(NodeData::compact(Mul::new(0, 0))).unwrap();
+/// let head_a = g.push(NodeData::compact(Sum::new(sq_a))).unwrap();
+/// let sq_b = g.push(NodeData::compact(Mul::new(1, 1))).unwrap();
+/// let _head_b = g.push(NodeData::compact(Sum::new(sq_b))).unwrap();
+/// let x = |v: [f64; 2]| RawTensor::from_vec(Dims::vector(2), v.to_vec()).unwrap();
+/// let saved = RawSavedGraph::compile(&g, vec![x([1.0, 2.0]), x([3.0, 4.0])], ()).unwrap();
+/// let grads = saved.backprop_from(head_a, RawTensor::full(Dims::scalar(), 1.0)).unwrap();
+/// assert_eq!(grads[0].data(), &[2.0, 4.0]);
+/// assert_eq!(grads.uniform(1), Some(&0.0)); // b: never written, no buffer built yet
+/// assert_eq!(grads[1].data(), &[0.0, 0.0]); // built on access
+/// ```
+#[derive(Clone, Debug)]
+pub struct Gradients<A> {
+    entries: Vec<Entry<A>>,
+}
+
+#[derive(Clone, Debug)]
+pub(crate) enum Entry<A> {
+    Tensor(RawTensor<A>),
+    Uniform { value: A, dims: Dims, built: OnceLock<RawTensor<A>> },
+}
+
+impl<A: Clone> Entry<A> {
+    fn tensor(&self) -> &RawTensor<A> {
+        match self {
+            Entry::Tensor(t) => t,
+            Entry::Uniform { value, dims, built } => built.get_or_init(|| RawTensor::full(*dims, value.clone())),
+        }
+    }
+
+    fn into_tensor(self) -> RawTensor<A> {
+        match self {
+            Entry::Tensor(t) => t,
+            Entry::Uniform { value, dims, built } => built.into_inner().unwrap_or_else(|| RawTensor::full(dims, value)),
+        }
+    }
+}
+
+impl<A: Clone> Gradients<A> {
+    pub(crate) fn from_tensors(tensors: Vec<RawTensor<A>>) -> Self {
+        Gradients { entries: tensors.into_iter().map(Entry::Tensor).collect() }
+    }
+
+    pub(crate) fn from_slots(slots: impl IntoIterator<Item = Slot<A>>) -> Self {
+        let entries = slots
+            .into_iter()
+            .map(|s| match s {
+                Slot::Dense(t) => Entry::Tensor(t),
+                Slot::Full(value, dims) => Entry::Uniform { value, dims, built: OnceLock::new() },
+            })
+            .collect();
+        Gradients { entries }
+    }
+
+    pub(crate) fn into_slots(self) -> Vec<Slot<A>> {
+        self.entries
+            .into_iter()
+            .map(|e| match e {
+                Entry::Tensor(t) => Slot::Dense(t),
+                Entry::Uniform { value, dims, .. } => Slot::Full(value, dims),
+            })
+            .collect()
+    }
+
+    /// Number of positions.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// `true` for a graph without positions.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// The gradient at position `i` (built on first access if it is a uniform), or `None` past
+    /// the end.
+    pub fn get(&self, i: usize) -> Option<&RawTensor<A>> {
+        self.entries.get(i).map(Entry::tensor)
+    }
+
+    /// `Some(v)` when the gradient at `i` is `full(v)` and was never written element by element
+    /// (no tensor is built by asking); `None` otherwise or past the end.
+    pub fn uniform(&self, i: usize) -> Option<&A> {
+        match self.entries.get(i) {
+            Some(Entry::Uniform { value, .. }) => Some(value),
+            _ => None,
+        }
+    }
+
+    /// The shape of the gradient at `i`, without building it.
+    pub fn dims(&self, i: usize) -> Option<Dims> {
+        self.entries.get(i).map(|e| match e {
+            Entry::Tensor(t) => t.dims(),
+            Entry::Uniform { dims, .. } => *dims,
+        })
+    }
+
+    /// The gradients in context order (uniform ones built as they are reached).
+    pub fn iter(&self) -> GradientsIter<'_, A> {
+        self.into_iter()
+    }
+
+    /// Every gradient as a tensor, consuming the list.
+    pub fn into_vec(self) -> Vec<RawTensor<A>> {
+        self.entries.into_iter().map(Entry::into_tensor).collect()
+    }
+}
+
+impl<A: Clone> core::ops::Index<usize> for Gradients<A> {
+    type Output = RawTensor<A>;
+
+    /// The gradient at `i`.
+    ///
+    /// # Panics
+    /// When `i` is out of range, as for a slice.
+    fn index(&self, i: usize) -> &RawTensor<A> {
+        self.entries[i].tensor()
+    }
+}
+
+impl<'a, A: Clone> IntoIterator for &'a Gradients<A> {
+    type Item = &'a RawTensor<A>;
+    type IntoIter = GradientsIter<'a, A>;
+
+    fn into_iter(self) -> GradientsIter<'a, A> {
+        GradientsIter(self.entries.iter())
+    }
+}
+
+/// Iterator over the tensors of a [`Gradients`] (uniform positions built as they are reached).
+#[derive(Debug)]
+pub struct GradientsIter<'a, A>(core::slice::Iter<'a, Entry<A>>);
+
+impl<'a, A: Clone> Iterator for GradientsIter<'a, A> {
+    type Item = &'a RawTensor<A>;
+
+    fn next(&mut self) -> Option<&'a RawTensor<A>> {
+        self.0.next().map(Entry::tensor)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.0.size_hint()
+    }
+}
+
+impl<A: Clone> ExactSizeIterator for GradientsIter<'_, A> {}
+
+impl<'a, A: Clone, G, Ss, Br> IntoIterator for &'a ContextPack<A, G, Ss, Br> {
+    type Item = &'a RawTensor<A>;
+    type IntoIter = GradientsIter<'a, A>;
+
+    fn into_iter(self) -> GradientsIter<'a, A> {
+        self.gradients.into_iter()
+    }
+}
+
+/// A pack over the whole context Γ ++ ss of a graph: one tensor per input and per node — values
+/// ([`GraphData::eval`]) or gradients (see [`Gradients`] for positions kept as a uniform until
+/// read).
 pub struct ContextPack<A, G, Ss, Br = ()> {
     graph: u64,
-    tensors: Vec<RawTensor<A>>,
+    gradients: Gradients<A>,
     marker: PhantomData<fn() -> (G, Ss, Br)>,
 }
 
-impl<A, G, Ss, Br> ContextPack<A, G, Ss, Br> {
-    pub(crate) fn from_raw(graph: u64, tensors: Vec<RawTensor<A>>) -> Self {
-        ContextPack { graph, tensors, marker: PhantomData }
+impl<A: Clone, G, Ss, Br> ContextPack<A, G, Ss, Br> {
+    pub(crate) fn from_gradients(graph: u64, gradients: Gradients<A>) -> Self {
+        ContextPack { graph, gradients, marker: PhantomData }
     }
 
     /// The tensor at `pos` (an input or a node).
@@ -148,17 +321,35 @@ impl<A, G, Ss, Br> ContextPack<A, G, Ss, Br> {
     /// # Errors
     /// [`Error::ForeignPosition`] for a handle of another graph.
     pub fn get<S: Shape>(&self, pos: Position<S, Br>) -> Result<&RawTensor<A>, Error> {
-        lookup(Some(self.graph), &self.tensors, pos)
+        let foreign = Error::ForeignPosition { index: pos.index(), len: self.gradients.len() };
+        if self.graph != pos.graph_id() {
+            return Err(foreign);
+        }
+        let t = self.gradients.get(pos.index()).ok_or(foreign)?;
+        if t.dims() != S::dims() {
+            return Err(Error::ShapeMismatch { expected: S::dims(), actual: t.dims() });
+        }
+        Ok(t)
     }
 
-    /// The tensors in context order.
-    pub fn as_slice(&self) -> &[RawTensor<A>] {
-        &self.tensors
+    /// The gradients, untyped, in context order.
+    pub fn gradients(&self) -> &Gradients<A> {
+        &self.gradients
+    }
+
+    /// The tensors in context order (uniform positions built as they are reached).
+    pub fn iter(&self) -> GradientsIter<'_, A> {
+        self.gradients.iter()
     }
 
     /// The tensors, consuming the pack.
     pub fn into_vec(self) -> Vec<RawTensor<A>> {
-        self.tensors
+        self.gradients.into_vec()
+    }
+
+    /// The untyped gradients, consuming the pack.
+    pub fn into_gradients(self) -> Gradients<A> {
+        self.gradients
     }
 }
 
@@ -276,7 +467,7 @@ impl<A: Scalar, G, Ss, Br> Seeds<A, G, Ss, Br> {
 
     /// Seeds from a dense pack over the context.
     pub fn from_context_pack(p: ContextPack<A, G, Ss, Br>) -> Self {
-        Seeds { graph: p.graph, slots: p.tensors.into_iter().map(Slot::Dense).collect(), marker: PhantomData }
+        Seeds { graph: p.graph, slots: p.gradients.into_slots(), marker: PhantomData }
     }
 
     pub(crate) fn graph(&self) -> u64 {

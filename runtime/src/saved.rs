@@ -17,7 +17,7 @@ use crate::contributions::Contributions;
 use crate::error::Error;
 use crate::gradients::{GradientContext, Slot};
 use crate::graph::{GraphData, NodeData, Program, RawGraph, SavedValues};
-use crate::pack::{ContextPack, Pack, RawSeeds, Seeds};
+use crate::pack::{ContextPack, Gradients, Pack, RawSeeds, Seeds};
 use crate::scalar::Scalar;
 use crate::shape::{Dims, Position, Shape};
 use crate::tensor::{RawTensor, Tensor};
@@ -289,13 +289,10 @@ impl<'g, A: Scalar, D: 'static> RawSavedGraph<'g, A, D> {
         Ok(acc)
     }
 
-    /// The indexed loop (SEMANTICS §6–7) on a [`GradientContext`].
-    fn array_loop(
-        &self,
-        seeds: Vec<Slot<A>>,
-        mut reached: Option<Reached>,
-        keep: bool,
-    ) -> Result<Vec<RawTensor<A>>, Error> {
+    /// The indexed loop (SEMANTICS §6–7) on a [`GradientContext`]. A position nobody wrote
+    /// element by element stays a uniform in the result ([`Gradients`]); a node whose VJP runs
+    /// gets its gradient built first.
+    fn array_loop(&self, seeds: Vec<Slot<A>>, mut reached: Option<Reached>, keep: bool) -> Result<Gradients<A>, Error> {
         Self::storage_check()?;
         self.check_seeds(&seeds)?;
         let mut ctx = GradientContext::of_slots(seeds);
@@ -304,8 +301,9 @@ impl<'g, A: Scalar, D: 'static> RawSavedGraph<'g, A, D> {
         for (k, node) in self.graph.nodes().iter().enumerate().rev() {
             let prepared = self.prepared(k, node);
             let p = prepared.position();
-            let g = ctx.pop();
-            if reached.as_ref().is_none_or(|r| r.contains(p)) {
+            let slot = ctx.pop_slot();
+            let slot = if reached.as_ref().is_none_or(|r| r.contains(p)) {
+                let g = ctx.build(slot);
                 let whole_prefix = prepared.accumulate(&mut ctx, &g, &mut c)?;
                 if let Some(r) = reached.as_mut() {
                     // The support positions `add_contributions` just wrote (duplicates removed:
@@ -314,17 +312,20 @@ impl<'g, A: Scalar, D: 'static> RawSavedGraph<'g, A, D> {
                         if whole_prefix { Touched::WholePrefix } else { Touched::Support(ctx.last_support()) };
                     r.record(p, touched);
                 }
-            }
-            if keep {
-                node_grads.push(g);
+                Slot::Dense(g)
             } else {
+                slot
+            };
+            if keep {
+                node_grads.push(slot);
+            } else if let Slot::Dense(g) = slot {
                 ctx.recycle(g);
             }
         }
-        let mut out = ctx.into_tensors();
+        let mut out = ctx.into_slots();
         node_grads.reverse();
         out.extend(node_grads);
-        Ok(out)
+        Ok(Gradients::from_slots(out))
     }
 
     /// §3 `backprop_all_dense`: the reference. `seeds` has one tensor per position (Γ ++ ss).
@@ -348,7 +349,7 @@ impl<'g, A: Scalar, D: 'static> RawSavedGraph<'g, A, D> {
     /// # Errors
     /// [`Error::NoStorageEquality`] for a scalar without storage equality, else as the dense pass.
     pub fn backprop_all_array(&self, seeds: impl Into<RawSeeds<A>>) -> Result<Vec<RawTensor<A>>, Error> {
-        self.array_loop(seeds.into().into_slots(), None, true)
+        Ok(self.array_loop(seeds.into().into_slots(), None, true)?.into_vec())
     }
 
     /// §6 `backprop_inputs_array`: as the array pass, freeing each intermediate gradient as soon
@@ -357,7 +358,7 @@ impl<'g, A: Scalar, D: 'static> RawSavedGraph<'g, A, D> {
     /// # Errors
     /// As [`backprop_all_array`](Self::backprop_all_array).
     pub fn backprop_inputs_array(&self, seeds: impl Into<RawSeeds<A>>) -> Result<Vec<RawTensor<A>>, Error> {
-        self.array_loop(seeds.into().into_slots(), None, false)
+        Ok(self.array_loop(seeds.into().into_slots(), None, false)?.into_vec())
     }
 
     /// §6 `backprop_stored`: the array pass when the scalar has storage equality, else the dense one.
@@ -365,7 +366,7 @@ impl<'g, A: Scalar, D: 'static> RawSavedGraph<'g, A, D> {
     /// # Errors
     /// As [`backprop_all_dense`](Self::backprop_all_dense).
     pub fn backprop_all_stored(&self, seeds: impl Into<RawSeeds<A>>) -> Result<Vec<RawTensor<A>>, Error> {
-        self.all_stored(seeds.into().into_slots(), true)
+        Ok(self.all_stored(seeds.into().into_slots(), true)?.into_vec())
     }
 
     /// §6 `backprop_inputs_stored`.
@@ -373,14 +374,14 @@ impl<'g, A: Scalar, D: 'static> RawSavedGraph<'g, A, D> {
     /// # Errors
     /// As [`backprop_all_dense`](Self::backprop_all_dense).
     pub fn backprop_inputs_stored(&self, seeds: impl Into<RawSeeds<A>>) -> Result<Vec<RawTensor<A>>, Error> {
-        self.all_stored(seeds.into().into_slots(), false)
+        Ok(self.all_stored(seeds.into().into_slots(), false)?.into_vec())
     }
 
-    fn all_stored(&self, seeds: Vec<Slot<A>>, keep: bool) -> Result<Vec<RawTensor<A>>, Error> {
+    fn all_stored(&self, seeds: Vec<Slot<A>>, keep: bool) -> Result<Gradients<A>, Error> {
         if A::HAS_STORAGE_EQUALITY {
             self.array_loop(seeds, None, keep)
         } else {
-            self.dense_loop(seeds, None, keep)
+            Ok(Gradients::from_tensors(self.dense_loop(seeds, None, keep)?))
         }
     }
 
@@ -400,14 +401,17 @@ impl<'g, A: Scalar, D: 'static> RawSavedGraph<'g, A, D> {
     /// §7 `backprop_from(output, seed)`: visits only what `output` depends on (an opaque node
     /// makes its whole prefix reachable). Without storage equality it is the dense all-seeds pass.
     ///
+    /// The positions it never writes (skipped nodes, inputs no reached node contributes to) are
+    /// returned as uniforms, built only when read ([`Gradients`]).
+    ///
     /// # Errors
     /// [`Error::ForeignPosition`] / [`Error::ShapeMismatch`] for a bad output or seed.
-    pub fn backprop_from(&self, output: usize, seed: RawTensor<A>) -> Result<Vec<RawTensor<A>>, Error> {
+    pub fn backprop_from(&self, output: usize, seed: RawTensor<A>) -> Result<Gradients<A>, Error> {
         let slots = self.single_seed(output, seed)?;
         if A::HAS_STORAGE_EQUALITY {
             self.array_loop(slots, Some(Reached::new(self.graph.dims().len(), output)), true)
         } else {
-            self.dense_loop(slots, None, true)
+            Ok(Gradients::from_tensors(self.dense_loop(slots, None, true)?))
         }
     }
 
@@ -416,9 +420,13 @@ impl<'g, A: Scalar, D: 'static> RawSavedGraph<'g, A, D> {
     ///
     /// # Errors
     /// As [`backprop_from`](Self::backprop_from).
-    pub fn backprop_from_dense(&self, output: usize, seed: RawTensor<A>) -> Result<Vec<RawTensor<A>>, Error> {
+    pub fn backprop_from_dense(&self, output: usize, seed: RawTensor<A>) -> Result<Gradients<A>, Error> {
         let slots = self.single_seed(output, seed)?;
-        self.dense_loop(slots, Some(Reached::new(self.graph.dims().len(), output)), true)
+        Ok(Gradients::from_tensors(self.dense_loop(
+            slots,
+            Some(Reached::new(self.graph.dims().len(), output)),
+            true,
+        )?))
     }
 
     /// Which positions [`backprop_from(output, …)`](Self::backprop_from) reaches: one flag per
@@ -566,7 +574,7 @@ impl<A: Scalar, D: 'static, G, Ss, Br> GraphData<A, D, G, Ss, Br> {
     /// As [`compile`](Self::compile).
     pub fn eval(&self, inputs: impl InputPack<A, G>, data: D) -> Result<ContextPack<A, G, Ss, Br>, Error> {
         let saved = self.compile(inputs, data)?;
-        Ok(ContextPack::from_raw(self.raw().id(), saved.raw.into_values()))
+        Ok(ContextPack::from_gradients(self.raw().id(), Gradients::from_tensors(saved.raw.into_values())))
     }
 }
 
@@ -594,8 +602,8 @@ impl<'g, A: Scalar, D: 'static, G, Ss, Br> SavedGraph<'g, A, D, G, Ss, Br> {
         Ok(seeds.into_slots())
     }
 
-    fn all(&self, v: Vec<RawTensor<A>>) -> ContextPack<A, G, Ss, Br> {
-        ContextPack::from_raw(self.graph.raw().id(), v)
+    fn all(&self, v: Gradients<A>) -> ContextPack<A, G, Ss, Br> {
+        ContextPack::from_gradients(self.graph.raw().id(), v)
     }
 
     fn inputs(&self, v: Vec<RawTensor<A>>) -> Pack<A, G> {
@@ -607,7 +615,7 @@ impl<'g, A: Scalar, D: 'static, G, Ss, Br> SavedGraph<'g, A, D, G, Ss, Br> {
     /// # Errors
     /// [`Error::Vjp`] for a malformed opaque VJP; [`Error::ForeignPosition`] for seeds of another graph.
     pub fn backprop_all_dense(&self, seeds: Seeds<A, G, Ss, Br>) -> Result<ContextPack<A, G, Ss, Br>, Error> {
-        Ok(self.all(self.raw.dense_loop(self.seeds(seeds)?, None, true)?))
+        Ok(self.all(Gradients::from_tensors(self.raw.dense_loop(self.seeds(seeds)?, None, true)?)))
     }
 
     /// §6 array pass, all seeds.
@@ -639,7 +647,7 @@ impl<'g, A: Scalar, D: 'static, G, Ss, Br> SavedGraph<'g, A, D, G, Ss, Br> {
     /// # Errors
     /// As [`backprop_all_array`](Self::backprop_all_array).
     pub fn backprop_inputs_array(&self, seeds: Seeds<A, G, Ss, Br>) -> Result<Pack<A, G>, Error> {
-        Ok(self.inputs(self.raw.array_loop(self.seeds(seeds)?, None, false)?))
+        Ok(self.inputs(self.raw.array_loop(self.seeds(seeds)?, None, false)?.into_vec()))
     }
 
     /// §6 stored pass, input gradients only.
@@ -647,7 +655,7 @@ impl<'g, A: Scalar, D: 'static, G, Ss, Br> SavedGraph<'g, A, D, G, Ss, Br> {
     /// # Errors
     /// As [`backprop_all_dense`](Self::backprop_all_dense).
     pub fn backprop_inputs_stored(&self, seeds: Seeds<A, G, Ss, Br>) -> Result<Pack<A, G>, Error> {
-        Ok(self.inputs(self.raw.all_stored(self.seeds(seeds)?, false)?))
+        Ok(self.inputs(self.raw.all_stored(self.seeds(seeds)?, false)?.into_vec()))
     }
 
     /// §7 single-output pass from `output` with cotangent `seed`.

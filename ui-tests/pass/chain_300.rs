@@ -162,7 +162,7 @@ fn main() {
     let saved = g.compile(h.inputs(Tensor::full(0.5), Tensor::full(0.9)), ()).unwrap();
     let fast = saved.backprop_from(h.output, Tensor::full(1.0)).unwrap();
     let reference = saved.backprop_from_dense(h.output, Tensor::full(1.0)).unwrap();
-    for (f, r) in fast.as_slice().iter().zip(reference.as_slice()) {
+    for (f, r) in fast.iter().zip(reference.iter()) {
         assert!(f.data().iter().zip(r.data()).all(|(a, b)| a.to_bits() == b.to_bits()));
     }
 }
