@@ -83,8 +83,7 @@ fn doubling_chain(nodes: usize) -> (RawGraph<f32, ()>, Vec<RawTensor<f32>>) {
 }
 
 fn bits<'t>(pack: impl IntoIterator<Item = &'t RawTensor<f32>>) -> Vec<Vec<u32>> {
-    let pack: Vec<&RawTensor<f32>> = pack.into_iter().collect();
-    pack.iter().map(|t| t.data().iter().map(|x| x.to_bits()).collect()).collect()
+    pack.into_iter().map(|t| t.data().iter().map(|x| x.to_bits()).collect()).collect()
 }
 
 fn assert_bits<'t>(

@@ -158,7 +158,6 @@ fn bits<A: TestFloat>(t: &RawTensor<A>) -> Bits {
 }
 
 fn all_bits<'t, A: TestFloat>(ts: impl IntoIterator<Item = &'t RawTensor<A>>) -> Vec<Bits> {
-    let ts: Vec<&RawTensor<A>> = ts.into_iter().collect();
     ts.into_iter().map(bits).collect()
 }
 

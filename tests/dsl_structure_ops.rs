@@ -18,8 +18,7 @@ graph! {
 }
 
 fn bits<'t>(ts: impl IntoIterator<Item = &'t RawTensor<f64>>) -> Vec<Vec<u64>> {
-    let ts: Vec<&RawTensor<f64>> = ts.into_iter().collect();
-    ts.iter().map(|t| t.data().iter().map(|v| v.to_bits()).collect()).collect()
+    ts.into_iter().map(|t| t.data().iter().map(|v| v.to_bits()).collect()).collect()
 }
 
 #[test]

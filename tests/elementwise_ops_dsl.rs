@@ -117,8 +117,7 @@ fn tensor<A: TestFloat>(salt: u64, adversarial: bool) -> Tensor<A, (U2, U3)> {
 }
 
 fn bits<'t, A: TestFloat>(ts: impl IntoIterator<Item = &'t RawTensor<A>>) -> Vec<Vec<u64>> {
-    let ts: Vec<&RawTensor<A>> = ts.into_iter().collect();
-    ts.iter().map(|t| t.data().iter().map(|v| v.bits()).collect()).collect()
+    ts.into_iter().map(|t| t.data().iter().map(|v| v.bits()).collect()).collect()
 }
 
 /// `describe()`, values and the results of the passes, as bits.

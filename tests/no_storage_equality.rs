@@ -89,8 +89,7 @@ impl Storage for F {
 }
 
 fn bits<'t>(pack: impl IntoIterator<Item = &'t RawTensor<F>>) -> Vec<(Dims, Vec<u64>)> {
-    let pack: Vec<&RawTensor<F>> = pack.into_iter().collect();
-    pack.iter().map(|t| (t.dims(), t.data().iter().map(|x| x.bits()).collect())).collect()
+    pack.into_iter().map(|t| (t.dims(), t.data().iter().map(|x| x.bits()).collect())).collect()
 }
 
 fn assert_bits<'t>(
