@@ -70,16 +70,11 @@ macro_rules! float_storage {
             }
             #[inline]
             fn pinned_add(a: Self, b: Self) -> Self {
+                // Two selects, no branch, so loops of additions vectorise: when neither operand
+                // is a NaN the hardware sum stands (its NaN for `inf + -inf` included).
                 let r = a + b;
-                if !r.is_nan() {
-                    r
-                } else if a.is_nan() {
-                    <$t>::from_bits(a.to_bits() | $quiet)
-                } else if b.is_nan() {
-                    <$t>::from_bits(b.to_bits() | $quiet)
-                } else {
-                    r
-                }
+                let r = if b.is_nan() { <$t>::from_bits(b.to_bits() | $quiet) } else { r };
+                if a.is_nan() { <$t>::from_bits(a.to_bits() | $quiet) } else { r }
             }
         }
     )*};

@@ -44,8 +44,12 @@ impl<A: Scalar, D> CompactOp<A, D> for AddRow {
     }
     fn forward(&self, ctx: &[RawTensor<A>], _: &D) -> RawTensor<A> {
         let (x, b) = (&ctx[self.parents[0]], ctx[self.parents[1]].data());
-        let cols = b.len();
-        RawTensor::from_fn(x.dims(), |i| x.data()[i].clone() + b[i % cols].clone())
+        // Row by row (no index arithmetic per element): `y[r, c] = x[r, c] + b[c]`.
+        let mut y = Vec::with_capacity(x.numel());
+        for row in x.data().chunks_exact(b.len().max(1)) {
+            y.extend(row.iter().zip(b).map(|(v, w)| v.clone() + w.clone()));
+        }
+        RawTensor::from_parts(x.dims(), y)
     }
     fn contributions(&self, saved: &SavedValues<'_, A, D>, g: &RawTensor<A>, c: &mut Contributions<A>) -> Contrib {
         let bd = saved.prefix[self.parents[1]].dims();

@@ -39,7 +39,9 @@ impl<A: Scalar + PartialOrd, D> CompactOp<A, D> for Relu {
     fn contributions(&self, saved: &SavedValues<'_, A, D>, g: &RawTensor<A>, c: &mut Contributions<A>) -> Contrib {
         let zero = A::zero();
         let (x, gd) = (saved.prefix[self.parents[0]].data(), g.data());
-        let t = c.tensor(g.dims(), |i| if x[i] > zero { gd[i].clone() } else { zero.clone() });
+        let mut t = c.buffer();
+        t.extend(x.iter().zip(gd).map(|(x, g)| if *x > zero { g.clone() } else { zero.clone() }));
+        let t = RawTensor::from_parts(g.dims(), t);
         c.single(self.parents[0], t)
     }
 }
