@@ -217,6 +217,13 @@ impl<'g, A: Scalar, D: 'static> RawSavedGraph<'g, A, D> {
         self.values
     }
 
+    /// The inputs and the data, consuming the saved graph (node values are dropped): a training
+    /// loop hands them to the next `compile` without copying them.
+    pub fn into_inputs_and_data(mut self) -> (Vec<RawTensor<A>>, D) {
+        self.values.truncate(self.graph.num_inputs());
+        (self.values, self.data)
+    }
+
     /// The prepared nodes, first to last.
     pub fn prepared_nodes(&self) -> impl DoubleEndedIterator<Item = PreparedNode<'_, A, D>> + '_ {
         self.graph.nodes().iter().enumerate().map(|(k, node)| self.prepared(k, node))
@@ -582,6 +589,31 @@ impl<'g, A: Scalar, D: 'static, G, Ss, Br> SavedGraph<'g, A, D, G, Ss, Br> {
     /// The untyped saved graph.
     pub fn raw(&self) -> &RawSavedGraph<'g, A, D> {
         &self.raw
+    }
+
+    /// The input pack and the data, consuming the saved graph: a training loop moves them into the
+    /// next step's `compile` instead of cloning the parameters every step.
+    ///
+    /// ```
+    /// use exactgrad_runtime::{ops, GraphData, Pack, Seeds, Sgd, Optimizer, Tensor, typenum::U2};
+    /// let g = GraphData::<f64, ()>::new();
+    /// let (g, w) = g.input::<(U2,)>();
+    /// let (g, sq) = g.push(ops::mul(w, w));
+    /// let (g, loss) = g.push(ops::sum(sq));
+    /// let mut params = Pack::new().push(Tensor::from_vec(vec![1.0, -2.0]).unwrap());
+    /// let mut sgd = Sgd::new(0.25, 0.0).unwrap();
+    /// for _ in 0..3 {
+    ///     let saved = g.compile(params, ()).unwrap();
+    ///     let grads = saved.backprop_inputs_array(Seeds::single(&g, loss, Tensor::full(1.0)).unwrap()).unwrap();
+    ///     (params, ()) = saved.into_inputs_and_data();
+    ///     sgd.step(&mut params, &grads).unwrap();
+    /// }
+    /// assert_eq!(params.get(w).unwrap().data(), &[0.125, -0.25]); // w ← w/2 each step
+    /// ```
+    pub fn into_inputs_and_data(self) -> (Pack<A, G>, D) {
+        let id = self.graph.raw().id();
+        let (inputs, data) = self.raw.into_inputs_and_data();
+        (Pack::from_raw(Some(id), inputs), data)
     }
 
     /// The saved value at `pos`.
