@@ -3,84 +3,59 @@
 //!
 //! The kernel is the same Rust code as the baseline one ([`fast::kernel`](super::fast)); only
 //! LLVM's vector width changes (32- or 64-byte registers, so the register tile is wider). Only
-//! `avx2` or `avx512f` is enabled — not `fma` — and Rust never lets LLVM contract `a * b + c`, so each lane
-//! performs exactly the IEEE multiplications and additions of the portable loop, in the same
-//! order: the results are bit-identical (`gemm_tests.rs` compares every path bit for bit).
+//! `avx2` or `avx512f` is enabled — not `fma` — and Rust never lets LLVM contract `a * b + c`, so
+//! each lane performs exactly the IEEE multiplications and additions of the portable loop, in the
+//! same order: the results are bit-identical (`gemm_tests.rs` compares every path bit for bit).
 //!
 //! Measured (`cargo bench --bench gemm`, the W1 shapes): see the crate README's benchmark table.
 
 use super::fast::{kernel, Lane};
 
-/// `true` when the running CPU supports AVX2 (cached by the standard library after the first
-/// call).
-pub(super) fn has_avx2() -> bool {
-    std::is_x86_feature_detected!("avx2")
+/// Defines, for one instruction set: `$has()` (run-time detection, cached by the standard
+/// library), `$entry` (the kernel built for it, or the baseline build when the CPU lacks it) and
+/// the `#[target_feature]` body they call.
+macro_rules! isa_entry {
+    ($has:ident, $entry:ident, $body:ident, $feature:tt) => {
+        #[doc = concat!("`true` when the running CPU supports `", $feature, "`.")]
+        pub(super) fn $has() -> bool {
+            std::is_x86_feature_detected!($feature)
+        }
+
+        #[doc = concat!("The kernel compiled with `", $feature, "`; the baseline build when the CPU lacks it.")]
+        pub(super) fn $entry<T: Lane, const MR: usize, const NR: usize, const HALF: usize, const RHS_LEFT: bool>(
+            rows: usize,
+            inner: usize,
+            cols: usize,
+            pa: &[T],
+            pb: &[T],
+            out: &mut [T],
+        ) {
+            if $has() {
+                // SAFETY: the body is a safe function whose only extra requirement is that the
+                // CPU supports the feature it is compiled with (`#[target_feature]`), which was
+                // checked just above.
+                unsafe { $body::<T, MR, NR, HALF, RHS_LEFT>(rows, inner, cols, pa, pb, out) }
+            } else {
+                kernel::<T, MR, NR, HALF, RHS_LEFT>(rows, inner, cols, pa, pb, out);
+            }
+        }
+
+        #[target_feature(enable = $feature)]
+        fn $body<T: Lane, const MR: usize, const NR: usize, const HALF: usize, const RHS_LEFT: bool>(
+            rows: usize,
+            inner: usize,
+            cols: usize,
+            pa: &[T],
+            pb: &[T],
+            out: &mut [T],
+        ) {
+            kernel::<T, MR, NR, HALF, RHS_LEFT>(rows, inner, cols, pa, pb, out);
+        }
+    };
 }
 
-/// The kernel compiled with AVX2, falling back to the baseline build when the CPU lacks it.
-pub(super) fn kernel_avx2<T: Lane, const MR: usize, const NR: usize, const HALF: usize, const RHS_LEFT: bool>(
-    rows: usize,
-    inner: usize,
-    cols: usize,
-    pa: &[T],
-    pb: &[T],
-    out: &mut [T],
-) {
-    if has_avx2() {
-        // SAFETY: `kernel_avx2_body` is a safe function whose only extra requirement is that the
-        // CPU supports AVX2 (`#[target_feature(enable = "avx2")]`), which was checked just above.
-        unsafe { kernel_avx2_body::<T, MR, NR, HALF, RHS_LEFT>(rows, inner, cols, pa, pb, out) }
-    } else {
-        kernel::<T, MR, NR, HALF, RHS_LEFT>(rows, inner, cols, pa, pb, out);
-    }
-}
-
-#[target_feature(enable = "avx2")]
-fn kernel_avx2_body<T: Lane, const MR: usize, const NR: usize, const HALF: usize, const RHS_LEFT: bool>(
-    rows: usize,
-    inner: usize,
-    cols: usize,
-    pa: &[T],
-    pb: &[T],
-    out: &mut [T],
-) {
-    kernel::<T, MR, NR, HALF, RHS_LEFT>(rows, inner, cols, pa, pb, out);
-}
-
-/// `true` when the running CPU supports AVX-512F.
-pub(super) fn has_avx512() -> bool {
-    std::is_x86_feature_detected!("avx512f")
-}
-
-/// The kernel compiled with AVX-512F, falling back to the baseline build when the CPU lacks it.
-pub(super) fn kernel_avx512<T: Lane, const MR: usize, const NR: usize, const HALF: usize, const RHS_LEFT: bool>(
-    rows: usize,
-    inner: usize,
-    cols: usize,
-    pa: &[T],
-    pb: &[T],
-    out: &mut [T],
-) {
-    if has_avx512() {
-        // SAFETY: `kernel_avx512_body`'s only extra requirement is a CPU with AVX-512F
-        // (`#[target_feature(enable = "avx512f")]`), which was checked just above.
-        unsafe { kernel_avx512_body::<T, MR, NR, HALF, RHS_LEFT>(rows, inner, cols, pa, pb, out) }
-    } else {
-        kernel::<T, MR, NR, HALF, RHS_LEFT>(rows, inner, cols, pa, pb, out);
-    }
-}
-
-#[target_feature(enable = "avx512f")]
-fn kernel_avx512_body<T: Lane, const MR: usize, const NR: usize, const HALF: usize, const RHS_LEFT: bool>(
-    rows: usize,
-    inner: usize,
-    cols: usize,
-    pa: &[T],
-    pb: &[T],
-    out: &mut [T],
-) {
-    kernel::<T, MR, NR, HALF, RHS_LEFT>(rows, inner, cols, pa, pb, out);
-}
+isa_entry!(has_avx2, kernel_avx2, kernel_avx2_body, "avx2");
+isa_entry!(has_avx512, kernel_avx512, kernel_avx512_body, "avx512f");
 
 #[cfg(test)]
 mod tests {
