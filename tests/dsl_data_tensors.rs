@@ -9,18 +9,19 @@
 //!    `backprop_inputs_{dense,array,stored}` (adversarial seeds on every position, `-0.0` seeds on
 //!    every position, typed single seeds on each output) and `backprop_from` / `backprop_from_dense`
 //!    from every position. Within each graph every fast pass equals its dense reference. Inputs,
-//!    data and seeds mix `±0`, NaNs with payloads, `±inf`, subnormals and ordinary values; `f64`
-//!    and `f32`; all comparisons on `to_bits`.
+//!    data and seeds mix `±0`, NaNs with payloads (quiet, signalling, negative), `±inf`,
+//!    subnormals and ordinary values (every mix of `floats::adversarial` twice: ordinary values
+//!    only, mixed, adversarial values only); `f64` and `f32`; all comparisons on `to_bits`.
 //! 2. **Data vs input.** The same MLP with `x` an input instead of data gives the same bits for the
 //!    gradients of `w1`, `b1` and `w2` (seeded at the output), on every pass.
 //! 3. **Proptest** over random values, seeds, batch sizes and labels.
 #![allow(clippy::unwrap_used)]
 
-use core::fmt::Debug;
+mod floats;
 
 use exactgrad::typenum::{Unsigned, U2, U3, U4, U5};
-use exactgrad::{graph, ops, Dims, GraphData, Pack, Position, RawSeeds, RawTensor, Scalar, Seeds, Shape, Tensor};
-use num_traits::{Float, FromPrimitive};
+use exactgrad::{graph, ops, GraphData, Pack, Position, RawSeeds, RawTensor, Scalar, Seeds, Shape, Tensor};
+use floats::{adv, adversarial, all_bits, assert_all_eq, splitmix, Bits, TestFloat, MODES};
 use proptest::prelude::*;
 use proptest::test_runner::Config as ProptestConfig;
 
@@ -65,103 +66,6 @@ graph! {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Scalars and adversarial values
-// ---------------------------------------------------------------------------------------------
-
-/// The float scalars under test.
-trait TestFloat: Scalar + Float + FromPrimitive + Debug {
-    /// The encoding (storage equality is equality of this).
-    fn bits(self) -> u64;
-    /// Adversarial values: signed zeros, NaN payloads, infinities, subnormals, extremes.
-    fn specials() -> Vec<Self>;
-}
-
-impl TestFloat for f64 {
-    fn bits(self) -> u64 {
-        self.to_bits()
-    }
-    fn specials() -> Vec<Self> {
-        vec![
-            0.0,
-            -0.0,
-            f64::from_bits(0x7ff8_0000_0000_0001), // quiet NaN, payload 1
-            f64::from_bits(0xfff8_0000_dead_beef), // negative quiet NaN
-            f64::INFINITY,
-            f64::NEG_INFINITY,
-            f64::from_bits(1), // smallest subnormal
-            f64::MAX,
-            -f64::MAX,
-            f64::powi(2.0, -53),
-            1.0,
-            -1.0,
-        ]
-    }
-}
-
-impl TestFloat for f32 {
-    fn bits(self) -> u64 {
-        u64::from(self.to_bits())
-    }
-    fn specials() -> Vec<Self> {
-        vec![
-            0.0,
-            -0.0,
-            f32::from_bits(0x7fc0_0001), // quiet NaN, payload 1
-            f32::from_bits(0xffc0_beef), // negative quiet NaN
-            f32::INFINITY,
-            f32::NEG_INFINITY,
-            f32::from_bits(1), // smallest subnormal
-            f32::MAX,
-            -f32::MAX,
-            f32::powi(2.0, -24),
-            1.0,
-            -1.0,
-        ]
-    }
-}
-
-fn splitmix(mut x: u64) -> u64 {
-    x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    x ^ (x >> 31)
-}
-
-const MODES: u64 = 4;
-
-/// A deterministic tensor of `dims`. The salt's residue mod [`MODES`] picks the mix: 0 ordinary
-/// values in `[-3, 3)` only, 1 and 2 about a third adversarial values, 3 adversarial values only.
-fn adversarial<A: TestFloat>(dims: Dims, salt: u64) -> RawTensor<A> {
-    let specials = A::specials();
-    let mode = salt % MODES;
-    RawTensor::from_fn(dims, |i| {
-        let h = splitmix(salt.wrapping_mul(0x1_0000_0001).wrapping_add(i as u64));
-        if mode == 3 || (mode != 0 && h.is_multiple_of(3)) {
-            specials[(h / 3) as usize % specials.len()]
-        } else {
-            let unit = (h >> 11) as f64 / (1u64 << 53) as f64;
-            A::from_f64(unit * 6.0 - 3.0).unwrap()
-        }
-    })
-}
-
-/// A typed adversarial tensor; `k` tells apart the tensors of one run.
-fn adv<A: TestFloat, S: Shape>(salt: u64, k: u64) -> Tensor<A, S> {
-    Tensor::try_from_raw(adversarial(S::dims(), salt + MODES * (k + 1) * 1009)).unwrap()
-}
-
-/// Dims and element bits of a tensor.
-type Bits = (Vec<usize>, Vec<u64>);
-
-fn bits<A: TestFloat>(t: &RawTensor<A>) -> Bits {
-    (t.dims().as_slice().to_vec(), t.data().iter().map(|x| x.bits()).collect())
-}
-
-fn all_bits<'t, A: TestFloat>(ts: impl IntoIterator<Item = &'t RawTensor<A>>) -> Vec<Bits> {
-    ts.into_iter().map(bits).collect()
-}
-
-// ---------------------------------------------------------------------------------------------
 // What a graph computes, as bits
 // ---------------------------------------------------------------------------------------------
 
@@ -178,12 +82,6 @@ struct Outcome {
     neg_zero: [Vec<Bits>; 2],
     /// `backprop_from_dense` from every position, with an adversarial and with a `-0.0` seed.
     from: Vec<[Vec<Bits>; 2]>,
-}
-
-fn assert_all_eq(what: &str, xs: &[Vec<Bits>]) {
-    for (k, x) in xs.iter().enumerate().skip(1) {
-        assert_eq!(x, &xs[0], "{what}: variant {k} differs from the dense reference (variant 0)");
-    }
 }
 
 /// The dense all-seeds and inputs-only passes on `seeds`, after checking that the array and stored

@@ -2,8 +2,11 @@
 //! with the runtime builder gives bit-identical values and gradients.
 #![allow(clippy::unwrap_used)]
 
+mod floats;
+
 use exactgrad::typenum::{U1, U2, U3, U4, U6};
-use exactgrad::{graph, ops, GraphData, Node, Pack, RawTensor, Tensor};
+use exactgrad::{graph, ops, GraphData, Node, Pack, Tensor};
+use floats::all_bits;
 
 graph! {
     /// Concat, slice, permute and reshape in one graph.
@@ -17,17 +20,13 @@ graph! {
     }
 }
 
-fn bits<'t>(ts: impl IntoIterator<Item = &'t RawTensor<f64>>) -> Vec<Vec<u64>> {
-    ts.into_iter().map(|t| t.data().iter().map(|v| v.to_bits()).collect()).collect()
-}
-
 #[test]
 fn macro_graph_equals_the_hand_built_one() {
     let a = || Tensor::<f64, (U2, U3)>::from_vec(vec![0.5, -0.0, 1.5, f64::from_bits(1), -2.0, 3.0]).unwrap();
     let b = || Tensor::<f64, (U2, U1)>::from_vec(vec![0.25, -1.0]).unwrap();
     let (mg, mh) = shuffle::<f64>();
     let ms = mg.compile(mh.inputs(a(), b()), ()).unwrap();
-    let m = (bits(ms.raw().values()), bits(ms.backprop_from(mh.output, Tensor::full(1.0)).unwrap().iter()));
+    let m = (all_bits(ms.raw().values()), all_bits(ms.backprop_from(mh.output, Tensor::full(1.0)).unwrap().iter()));
 
     let g = GraphData::<f64, ()>::new();
     let (g, xa) = g.input::<(U2, U3)>();
@@ -41,7 +40,7 @@ fn macro_graph_equals_the_hand_built_one() {
     let (g, qp) = g.push(ops::mul(q, p));
     let (g, out) = g.push(ops::sum(qp));
     let hs = g.compile(Pack::new().push(a()).push(b()), ()).unwrap();
-    let h = (bits(hs.raw().values()), bits(hs.backprop_from(out, Tensor::full(1.0)).unwrap().iter()));
+    let h = (all_bits(hs.raw().values()), all_bits(hs.backprop_from(out, Tensor::full(1.0)).unwrap().iter()));
     assert_eq!(m, h);
     assert_eq!(mg.describe(), g.describe());
     assert_eq!(ms.value(mh.output).unwrap().dims().numel(), 1);
@@ -77,7 +76,7 @@ fn gather_rows_reads_ids_from_the_data() {
     let (hg, out) = hg.push(ops::mse(m, htt));
     let hs = hg.compile(Pack::new().push(table()).push(w()).push(t()), vec![3, 0, 3, 1, 2]).unwrap();
     let by_hand = hs.backprop_from(out, Tensor::full(1.0)).unwrap();
-    assert_eq!(bits(grads.iter()), bits(by_hand.iter()));
+    assert_eq!(all_bits(grads.iter()), all_bits(by_hand.iter()));
 
     // An id out of range is an error from compile, not a panic.
     let err = g.compile(h.inputs(table(), w(), t()), EmbedData { ids: vec![3, 0, 4, 1, 2] }).err().unwrap();

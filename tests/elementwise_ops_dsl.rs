@@ -10,11 +10,11 @@
 //!   graph of them runs over `i64`.
 #![allow(clippy::unwrap_used)]
 
-use core::fmt::Debug;
+mod floats;
 
 use exactgrad::typenum::{U2, U3};
-use exactgrad::{graph, ops, GraphData, Pack, RawSeeds, RawTensor, Scalar, Tensor};
-use num_traits::{Float, FromPrimitive};
+use exactgrad::{graph, ops, Dims, GraphData, Pack, RawSeeds, RawTensor, Tensor};
+use floats::{adv, adversarial, all_bits, Bits, TestFloat, MODES};
 
 graph! {
     /// Every new op in function form.
@@ -57,106 +57,39 @@ graph! {
     }
 }
 
-trait TestFloat: Scalar + Float + FromPrimitive + Debug {
-    fn bits(self) -> u64;
-    fn specials() -> Vec<Self>;
-}
-
-impl TestFloat for f64 {
-    fn bits(self) -> u64 {
-        self.to_bits()
-    }
-    fn specials() -> Vec<Self> {
-        vec![
-            0.0,
-            -0.0,
-            f64::from_bits(0x7ff8_0000_0000_0001),
-            f64::from_bits(0xfff8_0000_dead_beef),
-            f64::INFINITY,
-            f64::NEG_INFINITY,
-            f64::from_bits(1),
-            f64::MAX,
-            -1e200,
-            1.0,
-        ]
-    }
-}
-
-impl TestFloat for f32 {
-    fn bits(self) -> u64 {
-        u64::from(self.to_bits())
-    }
-    fn specials() -> Vec<Self> {
-        vec![
-            0.0,
-            -0.0,
-            f32::from_bits(0x7fc0_0001),
-            f32::from_bits(0xffc0_beef),
-            f32::INFINITY,
-            f32::NEG_INFINITY,
-            f32::from_bits(1),
-            f32::MAX,
-            -1e30,
-            1.0,
-        ]
-    }
-}
-
-/// A deterministic tensor: ordinary values in `[-3, 3)`, with every third element special when
-/// `adversarial`.
-fn tensor<A: TestFloat>(salt: u64, adversarial: bool) -> Tensor<A, (U2, U3)> {
-    let specials = A::specials();
-    Tensor::from_fn(|i| {
-        let h = (salt * 31 + i as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        if adversarial && h.is_multiple_of(3) {
-            specials[(h >> 7) as usize % specials.len()]
-        } else {
-            A::from_f64(((h >> 11) as f64 / (1u64 << 53) as f64) * 6.0 - 3.0).unwrap()
-        }
-    })
-}
-
-fn bits<'t, A: TestFloat>(ts: impl IntoIterator<Item = &'t RawTensor<A>>) -> Vec<Vec<u64>> {
-    ts.into_iter().map(|t| t.data().iter().map(|v| v.bits()).collect()).collect()
-}
-
 /// `describe()`, values and the results of the passes, as bits.
-type Outcome = (String, Vec<Vec<Vec<u64>>>);
+type Outcome = (String, Vec<Vec<Bits>>);
 
 fn outcome<A: TestFloat, G, Ss, Br>(g: &GraphData<A, (), G, Ss, Br>, inputs: Pack<A, G>, salt: u64) -> Outcome {
     let saved = g.compile(inputs, ()).unwrap();
     let raw = saved.raw();
     let dims = g.raw().dims().to_vec();
-    let seeds: Vec<RawTensor<A>> = dims
-        .iter()
-        .enumerate()
-        .map(|(p, &d)| {
-            let t = tensor::<A>(salt + 100 + p as u64, salt % 2 == 1);
-            RawTensor::from_fn(d, |i| t.raw().data()[i % 6])
-        })
-        .collect();
+    let seeds: Vec<RawTensor<A>> = (0..dims.len()).map(|p| seed_at(&dims, p, salt + MODES * 100)).collect();
     let mut sparse = RawSeeds::zeros(&dims);
     sparse.set(dims.len() - 1, seeds[dims.len() - 1].clone()).unwrap();
-    let mut results = vec![bits(raw.values())];
+    let mut results = vec![all_bits(raw.values())];
     let dense = raw.backprop_all_dense(seeds.clone()).unwrap();
-    assert_eq!(bits(&raw.backprop_all_array(seeds.clone()).unwrap()), bits(&dense), "array == dense");
-    assert_eq!(bits(&raw.backprop_all_stored(seeds.clone()).unwrap()), bits(&dense), "stored == dense");
+    assert_eq!(all_bits(&raw.backprop_all_array(seeds.clone()).unwrap()), all_bits(&dense), "array == dense");
+    assert_eq!(all_bits(&raw.backprop_all_stored(seeds.clone()).unwrap()), all_bits(&dense), "stored == dense");
     let inputs = raw.backprop_inputs_dense(seeds.clone()).unwrap();
-    assert_eq!(bits(&raw.backprop_inputs_array(seeds).unwrap()), bits(&inputs), "inputs array == dense");
-    assert_eq!(bits(&raw.backprop_all_array(sparse.clone()).unwrap()), bits(&raw.backprop_all_dense(sparse).unwrap()));
-    results.extend([bits(&dense), bits(&inputs)]);
+    assert_eq!(all_bits(&raw.backprop_inputs_array(seeds).unwrap()), all_bits(&inputs), "inputs array == dense");
+    assert_eq!(
+        all_bits(&raw.backprop_all_array(sparse.clone()).unwrap()),
+        all_bits(&raw.backprop_all_dense(sparse).unwrap())
+    );
+    results.extend([all_bits(&dense), all_bits(&inputs)]);
     for p in 0..dims.len() {
-        let from = raw.backprop_from(p, seeds_at(&dims, p, salt)).unwrap();
-        let from_dense = raw.backprop_from_dense(p, seeds_at(&dims, p, salt)).unwrap();
-        assert_eq!(bits(&from), bits(&from_dense), "backprop_from({p}) == dense");
-        results.push(bits(&from));
+        let from = raw.backprop_from(p, seed_at(&dims, p, salt + MODES * 200)).unwrap();
+        let from_dense = raw.backprop_from_dense(p, seed_at(&dims, p, salt + MODES * 200)).unwrap();
+        assert_eq!(all_bits(&from), all_bits(&from_dense), "backprop_from({p}) == dense");
+        results.push(all_bits(&from));
     }
     (g.describe(), results)
 }
 
-fn seeds_at<A: TestFloat>(dims: &[exactgrad::Dims], p: usize, salt: u64) -> RawTensor<A> {
-    let t = tensor::<A>(salt + 200 + p as u64, salt % 2 == 1);
-    RawTensor::from_fn(dims[p], |i| t.raw().data()[i % 6])
+/// A seed for position `p` with the mix of `salt` (so ordinary inputs get ordinary seeds).
+fn seed_at<A: TestFloat>(dims: &[Dims], p: usize, salt: u64) -> RawTensor<A> {
+    adversarial(dims[p], salt + MODES * (p as u64 + 1))
 }
 
 /// The graph of `dsl_functions`, pushed by hand with the typed constructors.
@@ -181,9 +114,9 @@ fn hand_built<A: TestFloat>(x: Tensor<A, (U2, U3)>, y: Tensor<A, (U2, U3)>, salt
 #[test]
 fn both_forms_match_the_hand_built_graph() {
     fn check<A: TestFloat>() {
-        for salt in 0..8 {
-            let adversarial = salt % 2 == 1;
-            let (x, y) = (tensor::<A>(salt, adversarial), tensor::<A>(salt + 50, adversarial));
+        // Every mix of `adversarial` twice: ordinary values only, mixed, adversarial values only.
+        for salt in 0..2 * MODES {
+            let (x, y): (Tensor<A, (U2, U3)>, _) = (adv(salt, 0), adv(salt, 1));
             let h = hand_built(x.clone(), y.clone(), salt);
             let (fg, fh) = dsl_functions::<A>();
             let f = outcome(&fg, fh.inputs(x.clone(), y.clone()), salt);
@@ -211,8 +144,9 @@ fn describe_names_the_new_ops() {
 #[test]
 fn gradient_of_the_macro_graph_matches_finite_differences() {
     let (g, h) = dsl_methods::<f64>();
-    let x = tensor::<f64>(3, false);
-    let y = tensor::<f64>(4, false);
+    // Salt 0: ordinary values in `[-3, 3)` only.
+    let x: Tensor<f64, (U2, U3)> = adv(0, 3);
+    let y: Tensor<f64, (U2, U3)> = adv(0, 4);
     let f = |x: &Tensor<f64, (U2, U3)>, y: &Tensor<f64, (U2, U3)>| {
         let saved = g.compile(h.inputs(x.clone(), y.clone()), ()).unwrap();
         saved.value(h.output).unwrap().data()[0]

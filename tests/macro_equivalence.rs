@@ -30,128 +30,17 @@
 //! does not fit an integer scalar is truncated instead of reported).
 #![allow(clippy::unwrap_used)]
 
-use core::fmt::Debug;
+mod floats;
 
 use exactgrad::typenum::{Unsigned, U2, U3, U4, U5, U6};
 use exactgrad::{
     graph, ops, CompactOp, Contrib, Contributions, Dims, FromParents, GraphData, Node, Pack, Position, RawSeeds,
     RawTensor, SavedValues, Scalar, Seeds, Shape, Tensor,
 };
-use num_traits::{Float, FromPrimitive};
+use floats::{adv, adversarial, all_bits, assert_all_eq, Bits, TestFloat, MODES};
+use num_traits::Float;
 use proptest::prelude::*;
 use proptest::test_runner::Config as ProptestConfig;
-
-// ---------------------------------------------------------------------------------------------
-// Scalars and adversarial values
-// ---------------------------------------------------------------------------------------------
-
-/// The float scalars under test.
-trait TestFloat: Scalar + Float + FromPrimitive + Debug {
-    /// The encoding (storage equality is equality of this).
-    fn bits(self) -> u64;
-    /// Adversarial values: signed zeros, NaN payloads, infinities, subnormals, extremes.
-    fn specials() -> Vec<Self>;
-    /// An arbitrary encoding.
-    fn from_raw_bits(b: u64) -> Self;
-}
-
-impl TestFloat for f64 {
-    fn bits(self) -> u64 {
-        self.to_bits()
-    }
-    fn specials() -> Vec<Self> {
-        vec![
-            0.0,
-            -0.0,
-            f64::from_bits(0x7ff8_0000_0000_0001), // quiet NaN, payload 1
-            f64::from_bits(0xfff8_0000_dead_beef), // negative quiet NaN
-            f64::from_bits(0x7ff0_0000_0000_0002), // signalling NaN
-            f64::INFINITY,
-            f64::NEG_INFINITY,
-            f64::from_bits(1),                      // smallest subnormal
-            -f64::from_bits(0x000f_ffff_ffff_ffff), // largest subnormal, negative
-            f64::MIN_POSITIVE,
-            f64::MAX,
-            -f64::MAX,
-            f64::powi(2.0, -53),
-            1.0,
-            -1.0,
-        ]
-    }
-    fn from_raw_bits(b: u64) -> Self {
-        f64::from_bits(b)
-    }
-}
-
-impl TestFloat for f32 {
-    fn bits(self) -> u64 {
-        u64::from(self.to_bits())
-    }
-    fn specials() -> Vec<Self> {
-        vec![
-            0.0,
-            -0.0,
-            f32::from_bits(0x7fc0_0001), // quiet NaN, payload 1
-            f32::from_bits(0xffc0_beef), // negative quiet NaN
-            f32::from_bits(0x7f80_0002), // signalling NaN
-            f32::INFINITY,
-            f32::NEG_INFINITY,
-            f32::from_bits(1),            // smallest subnormal
-            -f32::from_bits(0x007f_ffff), // largest subnormal, negative
-            f32::MIN_POSITIVE,
-            f32::MAX,
-            -f32::MAX,
-            f32::powi(2.0, -24),
-            1.0,
-            -1.0,
-        ]
-    }
-    fn from_raw_bits(b: u64) -> Self {
-        f32::from_bits(b as u32)
-    }
-}
-
-fn splitmix(mut x: u64) -> u64 {
-    x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    x ^ (x >> 31)
-}
-
-/// A deterministic tensor of `dims`. The salt's residue mod [`MODES`] picks the mix: 0 ordinary
-/// values in `[-3, 3)` only (no NaN, no infinity), 1 to 5 about a third adversarial values, 6 and
-/// 7 adversarial values only (so NaNs with different payloads meet in one operation).
-fn adversarial<A: TestFloat>(dims: Dims, salt: u64) -> RawTensor<A> {
-    let specials = A::specials();
-    let mode = salt % MODES;
-    RawTensor::from_fn(dims, |i| {
-        let h = splitmix(salt.wrapping_mul(0x1_0000_0001).wrapping_add(i as u64));
-        if mode >= 6 || (mode != 0 && h.is_multiple_of(3)) {
-            specials[(h / 3) as usize % specials.len()]
-        } else {
-            let unit = (h >> 11) as f64 / (1u64 << 53) as f64;
-            A::from_f64(unit * 6.0 - 3.0).unwrap()
-        }
-    })
-}
-
-const MODES: u64 = 8;
-
-/// A typed adversarial tensor; `k` tells apart the tensors of one run.
-fn adv<A: TestFloat, S: Shape>(salt: u64, k: u64) -> Tensor<A, S> {
-    Tensor::try_from_raw(adversarial(S::dims(), salt + MODES * (k + 1) * 1009)).unwrap()
-}
-
-/// Dims and element bits of a tensor.
-type Bits = (Vec<usize>, Vec<u64>);
-
-fn bits<A: TestFloat>(t: &RawTensor<A>) -> Bits {
-    (t.dims().as_slice().to_vec(), t.data().iter().map(|x| x.bits()).collect())
-}
-
-fn all_bits<'t, A: TestFloat>(ts: impl IntoIterator<Item = &'t RawTensor<A>>) -> Vec<Bits> {
-    ts.into_iter().map(bits).collect()
-}
 
 // ---------------------------------------------------------------------------------------------
 // What a graph computes, as bits
@@ -180,12 +69,6 @@ struct Outcome {
     neg_zero_all: [Vec<Bits>; 3],
     neg_zero_inputs: [Vec<Bits>; 3],
     neg_zero_from: Vec<[Vec<Bits>; 2]>,
-}
-
-fn assert_all_eq(what: &str, xs: &[Vec<Bits>]) {
-    for (k, x) in xs.iter().enumerate().skip(1) {
-        assert_eq!(x, &xs[0], "{what}: variant {k} differs from the dense reference (variant 0)");
-    }
 }
 
 /// Runs every pass of `g` and checks each fast pass against its dense reference on the way.
