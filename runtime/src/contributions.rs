@@ -332,8 +332,9 @@ impl<A: Scalar> Contributions<A> {
                 let leaf = *leaf;
                 if let (Sink::OntoUniform(stored, out), Leaf::Owned(i)) = (&mut sink, leaf) {
                     let mut buf = self.adopt(i, n)?;
+                    let stored: A = (**stored).clone();
                     for x in buf.iter_mut() {
-                        *x = A::pinned_add((*stored).clone(), x.clone());
+                        *x = A::pinned_add(stored.clone(), x.clone());
                     }
                     core::mem::swap(&mut **out, &mut buf);
                     self.pool.push(buf);
@@ -356,13 +357,15 @@ impl<A: Scalar> Contributions<A> {
                     };
                     if let Some((i, u, uniform_left)) = adoptable {
                         let mut buf = self.adopt(i, n)?;
-                        for x in buf.iter_mut() {
-                            let read = if uniform_left {
-                                A::pinned_add(u.clone(), x.clone())
-                            } else {
-                                A::pinned_add(x.clone(), u.clone())
-                            };
-                            *x = A::pinned_add((*stored).clone(), read);
+                        let stored: A = (**stored).clone();
+                        if uniform_left {
+                            for x in buf.iter_mut() {
+                                *x = A::pinned_add(stored.clone(), A::pinned_add(u.clone(), x.clone()));
+                            }
+                        } else {
+                            for x in buf.iter_mut() {
+                                *x = A::pinned_add(stored.clone(), A::pinned_add(x.clone(), u.clone()));
+                            }
                         }
                         core::mem::swap(&mut **out, &mut buf);
                         self.pool.push(buf);
