@@ -271,30 +271,11 @@ fn pack_lhs<A: Scalar, const MR: usize>(rows: usize, inner: usize, lhs: MatrixVi
 }
 
 /// Packs `rhs` (`inner × cols`) into `v` as panels of `NR` columns: panel `q` holds, for each
-/// inner index `t`, the `NR` values `rhs[t, q·NR + j]` (zero past the last column).
+/// inner index `t`, the `NR` values `rhs[t, q·NR + j]` (zero past the last column) — exactly the
+/// row panels of `rhsᵀ`.
 fn pack_rhs<A: Scalar, const NR: usize>(inner: usize, cols: usize, rhs: MatrixView<'_, A>, v: &mut Vec<A>) {
-    let panel_len = NR * inner;
-    v.clear();
-    v.resize(cols.div_ceil(NR) * panel_len, A::zero());
-    let (rs, cs) = (rhs.row_stride, rhs.col_stride);
-    for (q, panel) in v.chunks_exact_mut(panel_len.max(1)).enumerate() {
-        let c0 = q * NR;
-        let live = NR.min(cols - c0);
-        if cs == 1 {
-            // Row-major: the panel's `live` values at each `t` are contiguous.
-            for (t, lanes) in panel.chunks_exact_mut(NR).enumerate() {
-                let base = t * rs + c0;
-                lanes[..live].clone_from_slice(&rhs.data[base..base + live]);
-            }
-        } else {
-            for j in 0..live {
-                let base = (c0 + j) * cs;
-                for (t, x) in (0..inner).map(|t| &rhs.data[base + t * rs]).enumerate() {
-                    panel[t * NR + j] = x.clone();
-                }
-            }
-        }
-    }
+    let transposed = MatrixView { data: rhs.data, row_stride: rhs.col_stride, col_stride: rhs.row_stride };
+    pack_lhs::<A, NR>(cols, inner, transposed, v);
 }
 
 /// The packing buffers of the running thread, reused from product to product (a W1 step packs
