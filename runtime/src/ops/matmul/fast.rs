@@ -20,6 +20,7 @@
 use core::any::{Any, TypeId};
 use core::cell::RefCell;
 use core::ops::{Add, Mul};
+use std::thread::LocalKey;
 
 use super::MatrixView;
 use crate::scalar::Scalar;
@@ -38,6 +39,8 @@ pub(super) trait Lane: Copy + Add<Output = Self> + Mul<Output = Self> + 'static 
     fn is_nan(self) -> bool;
     /// The NaN `self` with its quiet bit set (what IEEE operations return for a NaN operand).
     fn quiet(self) -> Self;
+    /// This thread's two packing buffers for this lane type ([`with_packs`]).
+    fn packs() -> &'static LocalKey<RefCell<(Vec<Self>, Vec<Self>)>>;
 }
 impl Lane for f32 {
     const ZERO: Self = 0.0;
@@ -49,6 +52,10 @@ impl Lane for f32 {
     fn quiet(self) -> Self {
         f32::from_bits(self.to_bits() | 1 << 22)
     }
+    fn packs() -> &'static LocalKey<RefCell<(Vec<Self>, Vec<Self>)>> {
+        thread_local!(static PACKS: RefCell<(Vec<f32>, Vec<f32>)> = const { RefCell::new((Vec::new(), Vec::new())) });
+        &PACKS
+    }
 }
 impl Lane for f64 {
     const ZERO: Self = 0.0;
@@ -59,6 +66,10 @@ impl Lane for f64 {
     #[inline]
     fn quiet(self) -> Self {
         f64::from_bits(self.to_bits() | 1 << 51)
+    }
+    fn packs() -> &'static LocalKey<RefCell<(Vec<Self>, Vec<Self>)>> {
+        thread_local!(static PACKS: RefCell<(Vec<f64>, Vec<f64>)> = const { RefCell::new((Vec::new(), Vec::new())) });
+        &PACKS
     }
 }
 
@@ -282,31 +293,14 @@ fn pack_rhs<A: Scalar, const NR: usize>(inner: usize, cols: usize, rhs: MatrixVi
 /// 800 KB of weights; allocating and faulting that in on every call cost more than the copy). They
 /// keep the largest packs seen so far.
 fn with_packs<T: Lane, R>(f: impl FnOnce(&mut Vec<T>, &mut Vec<T>) -> R) -> R {
-    thread_local! {
-        static PACKS_F32: RefCell<(Vec<f32>, Vec<f32>)> = const { RefCell::new((Vec::new(), Vec::new())) };
-        static PACKS_F64: RefCell<(Vec<f64>, Vec<f64>)> = const { RefCell::new((Vec::new(), Vec::new())) };
-    }
-    let mut f = Some(f);
-    let mut result = None;
-    let mut attempt = |cell: &RefCell<(Vec<T>, Vec<T>)>| {
-        if let (Ok(mut packs), Some(f)) = (cell.try_borrow_mut(), f.take()) {
+    T::packs().with(|cell| match cell.try_borrow_mut() {
+        Ok(mut packs) => {
             let (pa, pb) = &mut *packs;
-            result = Some(f(pa, pb));
+            f(pa, pb)
         }
-    };
-    if let Some(cell) = (&PACKS_F32 as &dyn Any).downcast_ref::<std::thread::LocalKey<RefCell<(Vec<T>, Vec<T>)>>>() {
-        cell.with(|c| attempt(c));
-    } else if let Some(cell) =
-        (&PACKS_F64 as &dyn Any).downcast_ref::<std::thread::LocalKey<RefCell<(Vec<T>, Vec<T>)>>>()
-    {
-        cell.with(|c| attempt(c));
-    }
-    match (result, f) {
-        (Some(r), _) => r,
-        // Another product of this thread holds the buffers (not reachable today): use fresh ones.
-        (None, Some(f)) => f(&mut Vec::new(), &mut Vec::new()),
-        (None, None) => unreachable!("`f` runs once"),
-    }
+        // Another product of this thread holds them (not reachable today): fresh buffers.
+        Err(_) => f(&mut Vec::new(), &mut Vec::new()),
+    })
 }
 
 /// `MR × NR` register tile; `HALF = NR / 2` columns for a last panel that narrow.
