@@ -42,36 +42,28 @@ pub(super) trait Lane: Copy + Add<Output = Self> + Mul<Output = Self> + 'static 
     /// This thread's two packing buffers for this lane type ([`with_packs`]).
     fn packs() -> &'static LocalKey<RefCell<(Vec<Self>, Vec<Self>)>>;
 }
-impl Lane for f32 {
-    const ZERO: Self = 0.0;
-    #[inline]
-    fn is_nan(self) -> bool {
-        f32::is_nan(self)
-    }
-    #[inline]
-    fn quiet(self) -> Self {
-        f32::from_bits(self.to_bits() | 1 << 22)
-    }
-    fn packs() -> &'static LocalKey<RefCell<(Vec<Self>, Vec<Self>)>> {
-        thread_local!(static PACKS: RefCell<(Vec<f32>, Vec<f32>)> = const { RefCell::new((Vec::new(), Vec::new())) });
-        &PACKS
-    }
+/// `Lane` for a float type whose quiet-NaN bit is `$quiet`, with its own thread's pack buffers.
+macro_rules! lane {
+    ($t:ty, $quiet:expr) => {
+        impl Lane for $t {
+            const ZERO: Self = 0.0;
+            #[inline]
+            fn is_nan(self) -> bool {
+                <$t>::is_nan(self)
+            }
+            #[inline]
+            fn quiet(self) -> Self {
+                <$t>::from_bits(self.to_bits() | $quiet)
+            }
+            fn packs() -> &'static LocalKey<RefCell<(Vec<Self>, Vec<Self>)>> {
+                thread_local!(static PACKS: RefCell<(Vec<$t>, Vec<$t>)> = const { RefCell::new((Vec::new(), Vec::new())) });
+                &PACKS
+            }
+        }
+    };
 }
-impl Lane for f64 {
-    const ZERO: Self = 0.0;
-    #[inline]
-    fn is_nan(self) -> bool {
-        f64::is_nan(self)
-    }
-    #[inline]
-    fn quiet(self) -> Self {
-        f64::from_bits(self.to_bits() | 1 << 51)
-    }
-    fn packs() -> &'static LocalKey<RefCell<(Vec<Self>, Vec<Self>)>> {
-        thread_local!(static PACKS: RefCell<(Vec<f64>, Vec<f64>)> = const { RefCell::new((Vec::new(), Vec::new())) });
-        &PACKS
-    }
-}
+lane!(f32, 1 << 22);
+lane!(f64, 1 << 51);
 
 /// `a + b` or `a * b` with the NaN payload fixed: `a`'s if `a` is a NaN, else `b`'s (quieted);
 /// otherwise the hardware operation (which yields the platform's default NaN for `∞ - ∞`, `0 · ∞`).
