@@ -6,7 +6,7 @@
 
 mod floats;
 
-use exactgrad::typenum::{U2, U3, U4};
+use exactgrad::typenum::{U0, U1, U2, U3, U4};
 use exactgrad::{graph, ops, GraphData, Node, Pack, Tensor};
 use floats::all_bits;
 
@@ -72,8 +72,8 @@ fn macro_graph_equals_the_hand_built_one() {
     let (g, p) = g.push(ops::softmax(z));
     let (g, l) = g.push(ops::log_softmax(z));
     let (g, pl) = g.push(ops::mul(p, l));
-    let (g, rows) = g.push(ops::sum_axis::<_, _, _, (U2,), _>(pl, 1));
-    let (g, cols) = g.push(ops::mean_axis::<_, _, _, (U3,), _>(l, 0));
+    let (g, rows) = g.push(ops::sum_axis(pl, U1::new()));
+    let (g, cols) = g.push(ops::mean_axis(l, U0::new()));
     let (g, m) = g.push(ops::mse(rows, t));
     let (g, c1) = g.push(ops::add(ce, m));
     let (g, sc) = g.push(ops::sum(cols));

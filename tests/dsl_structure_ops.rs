@@ -34,9 +34,9 @@ fn macro_graph_equals_the_hand_built_one() {
     let (g, c) = g.push(Node::<f64, (), (U2, U4)>::compact(ops::Concat::new(xa.index(), xb.index(), 1), &[&xa, &xb]));
     let (g, s) = g.push(Node::<f64, (), (U2, U3)>::compact(ops::Slice::new(c.index(), 1, 1, 3), &[&c]));
     let (g, p) = g.push(Node::<f64, (), (U3, U2)>::compact(ops::Permute::new(s.index(), &[1, 0]), &[&s]));
-    let (g, r) = g.push(ops::reshape::<f64, (), (U3, U2), (U6,), ()>(p));
+    let (g, r) = g.push(ops::reshape::<(U6,), _, _, _, _>(p));
     let (g, t) = g.push(ops::tanh(r));
-    let (g, q) = g.push(ops::reshape::<f64, (), (U6,), (U3, U2), ()>(t));
+    let (g, q) = g.push(ops::reshape::<(U3, U2), _, _, _, _>(t));
     let (g, qp) = g.push(ops::mul(q, p));
     let (g, out) = g.push(ops::sum(qp));
     let hs = g.compile(Pack::new().push(a()).push(b()), ()).unwrap();

@@ -498,17 +498,17 @@ fn failed_program<A: Scalar, D: 'static>(name: String, parents: Vec<usize>) -> P
 #[cfg(test)]
 mod build_error_tests {
     use crate::ops;
-    use crate::typenum::{U2, U3};
+    use crate::typenum::{U0, U1, U2};
     use crate::{Error, GraphData, Pack, Tensor};
 
     #[test]
     fn a_node_refused_at_push_is_reported_by_compile_with_its_op_name() {
         let (g, x) = GraphData::<f64, ()>::new().input::<(U2,)>();
-        // Declared [3], but reshape cannot turn 2 elements into 3.
-        let (g, _) = g.push(ops::reshape::<f64, (), (U2,), (U3,), ()>(x));
+        // The type is right ([1]), but the range 5..6 is not inside the axis of size 2.
+        let (g, _) = g.push(ops::slice(x, U0::new(), 5, U1::new()));
         let err = g.compile(Pack::new().push(Tensor::zeros()), ()).err().unwrap();
         let Error::Node { node, op, message, .. } = err else { panic!("a node error") };
-        assert_eq!((node, op.as_str()), (0, "reshape"));
-        assert!(message.contains("[2]") && message.contains("[3]"), "{message}");
+        assert_eq!((node, op.as_str()), (0, "slice"));
+        assert!(message.contains("[2]") && message.contains("from 5"), "{message}");
     }
 }

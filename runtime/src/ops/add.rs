@@ -6,7 +6,8 @@
 use crate::contributions::{Contrib, Contributions};
 use crate::graph::{CompactOp, Node, SavedValues};
 use crate::scalar::Scalar;
-use crate::shape::{Dims, Position, Shape};
+use crate::shape::rules::ElementwiseShape;
+use crate::shape::{Dims, Position};
 use crate::tensor::RawTensor;
 
 /// Elementwise sum of two positions of the same shape.
@@ -42,8 +43,11 @@ impl<A: Scalar, D> CompactOp<A, D> for Add {
     }
 }
 
-/// Typed `a + b`.
-pub fn add<A: Scalar, D: 'static, S: Shape, Br>(a: Position<S, Br>, b: Position<S, Br>) -> Node<A, D, S> {
+/// Typed `a + b` (elementwise): both operands of one shape ([`ElementwiseShape`]).
+pub fn add<A: Scalar, D: 'static, L: ElementwiseShape<R>, R, Br>(
+    a: Position<L, Br>,
+    b: Position<R, Br>,
+) -> Node<A, D, L::Output> {
     Node::compact(Add::new(a.index(), b.index()), &[&a, &b])
 }
 

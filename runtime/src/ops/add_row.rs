@@ -7,9 +7,9 @@
 use crate::contributions::{Contrib, Contributions};
 use crate::graph::{CompactOp, Node, SavedValues};
 use crate::scalar::Scalar;
+use crate::shape::rules::AddRowShape;
 use crate::shape::{Dims, Position};
 use crate::tensor::RawTensor;
-use typenum::Unsigned;
 
 /// Broadcast add of a row vector (a bias) to a matrix.
 #[derive(Clone, Debug)]
@@ -34,13 +34,7 @@ impl<A: Scalar, D> CompactOp<A, D> for AddRow {
     fn output_dims(&self, prefix: &[Dims]) -> Result<Dims, String> {
         let (dx, db) =
             (super::dims_at("add_row", prefix, self.parents[0])?, super::dims_at("add_row", prefix, self.parents[1])?);
-        match (dx.as_slice(), db.as_slice()) {
-            (&[_, c], &[n]) if c == n => Ok(dx),
-            (&[_, c], &[n]) => {
-                Err(format!("add_row needs the row vector's length ({n}) to equal the matrix's columns ({c})"))
-            }
-            _ => Err(format!("add_row needs a matrix and a vector, got shapes {dx} and {db}")),
-        }
+        super::ruled(exactgrad_spec::rules::add_row(dx.as_slice(), db.as_slice()))
     }
     fn forward(&self, ctx: &[RawTensor<A>], _: &D) -> RawTensor<A> {
         let (x, b) = (&ctx[self.parents[0]], ctx[self.parents[1]].data());
@@ -69,11 +63,11 @@ impl<A: Scalar, D> CompactOp<A, D> for AddRow {
     }
 }
 
-/// Typed broadcast add: `(M, N)` + `(N,)` → `(M, N)`.
-pub fn add_row<A: Scalar, D: 'static, M: Unsigned + 'static, N: Unsigned + 'static, Br>(
-    x: Position<(M, N), Br>,
-    b: Position<(N,), Br>,
-) -> Node<A, D, (M, N)> {
+/// Typed broadcast add: `(M, N)` + `(N,)` → `(M, N)` ([`AddRowShape`]).
+pub fn add_row<A: Scalar, D: 'static, S: AddRowShape<R>, R, Br>(
+    x: Position<S, Br>,
+    b: Position<R, Br>,
+) -> Node<A, D, S::Output> {
     Node::compact(AddRow::new(x.index(), b.index()), &[&x, &b])
 }
 
@@ -93,6 +87,9 @@ mod tests {
     #[test]
     fn mismatched_bias_is_reported() {
         let e = <AddRow as CompactOp<f64, ()>>::output_dims(&AddRow::new(0, 1), &[Dims::matrix(2, 3), Dims::vector(2)]);
-        assert_eq!(e.unwrap_err(), "add_row needs the row vector's length (2) to equal the matrix's columns (3)");
+        assert_eq!(
+            e.unwrap_err(),
+            "add_row needs the row vector's length (2) to equal the matrix's columns (3), got shapes [2, 3] and [2]"
+        );
     }
 }

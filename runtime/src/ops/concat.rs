@@ -8,11 +8,14 @@
 //! the axis (`δa[o, j, i] = δ[o, j, i]`, `δb[o, j, i] = δ[o, n_a + j, i]`). When `a == b` the two
 //! slices are added first (`δa + δb`, left first) and reach the gradient once (SEMANTICS §4).
 
+use typenum::Unsigned;
+
 use super::sum_axis::split;
 use crate::contributions::{Contrib, Contributions};
 use crate::graph::{CompactOp, Node, SavedValues};
 use crate::scalar::Scalar;
-use crate::shape::{Dims, Position, Shape};
+use crate::shape::rules::ConcatShape;
+use crate::shape::{Dims, Position};
 use crate::tensor::RawTensor;
 
 /// Concatenation of two tensors along one axis.
@@ -31,22 +34,7 @@ impl Concat {
 
 /// The output dims of joining `da` and `db` along `axis`, or a message.
 fn joined(da: Dims, db: Dims, axis: usize) -> Result<Dims, String> {
-    let (sa, sb) = (da.as_slice(), db.as_slice());
-    if axis >= sa.len() || sa.len() != sb.len() {
-        return Err(format!(
-            "concat needs two shapes of the same rank with axis {axis} < rank, got shapes {da} and {db}"
-        ));
-    }
-    let mut out = sa.to_vec();
-    for (k, (&x, &y)) in sa.iter().zip(sb).enumerate() {
-        if k != axis && x != y {
-            return Err(format!("concat along axis {axis} needs shapes {da} and {db} to agree on axis {k}"));
-        }
-    }
-    out[axis] = sa[axis]
-        .checked_add(sb[axis])
-        .ok_or_else(|| format!("concat along axis {axis} of shapes {da} and {db} overflows"))?;
-    Dims::new(&out).ok_or_else(|| unreachable!("same rank as the operands"))
+    super::ruled(exactgrad_spec::rules::concat(da.as_slice(), db.as_slice(), axis))
 }
 
 impl<A: Scalar, D> CompactOp<A, D> for Concat {
@@ -89,15 +77,14 @@ impl<A: Scalar, D> CompactOp<A, D> for Concat {
     }
 }
 
-/// Typed `concat(a, b, axis)` to the declared shape `S3`: `S1` and `S2` must agree except along
-/// `axis`, and `S3` must be their concatenation (checked when the node is pushed; a mismatch is
-/// reported by `compile`).
-pub fn concat<A: Scalar, D: 'static, S1: Shape, S2: Shape, S3: Shape, Br>(
-    a: Position<S1, Br>,
-    b: Position<S2, Br>,
-    axis: usize,
-) -> Node<A, D, S3> {
-    Node::compact(Concat::new(a.index(), b.index(), axis), &[&a, &b])
+/// Typed `concat(a, b, axis)` with the axis a typenum value (`U1::new()`): the shapes agree off
+/// the axis and the sizes along it add ([`ConcatShape`]).
+pub fn concat<A: Scalar, D: 'static, L: ConcatShape<R, Ax>, R, Ax: Unsigned, Br>(
+    a: Position<L, Br>,
+    b: Position<R, Br>,
+    _axis: Ax,
+) -> Node<A, D, L::Output> {
+    Node::compact(Concat::new(a.index(), b.index(), Ax::USIZE), &[&a, &b])
 }
 
 #[cfg(test)]
@@ -168,32 +155,29 @@ mod tests {
         let rule = |a: &[usize], b: &[usize], axis| {
             <Concat as CompactOp<f64, ()>>::output_dims(&Concat::new(0, 1, axis), &[dims(a), dims(b)]).unwrap_err()
         };
-        assert_eq!(rule(&[2, 3], &[2, 4], 0), "concat along axis 0 needs shapes [2, 3] and [2, 4] to agree on axis 1");
+        assert_eq!(rule(&[2, 3], &[2, 4], 0), "concat along axis 0 needs the other dims equal, got [2, 3] and [2, 4]");
         assert_eq!(
             rule(&[2, 3], &[2, 3], 2),
-            "concat needs two shapes of the same rank with axis 2 < rank, got shapes [2, 3] and [2, 3]"
+            "concat along axis 2 needs two shapes of one rank with that axis, got [2, 3] and [2, 3]"
         );
         assert_eq!(
             rule(&[2, 3], &[6], 0),
-            "concat needs two shapes of the same rank with axis 0 < rank, got shapes [2, 3] and [6]"
+            "concat along axis 0 needs two shapes of one rank with that axis, got [2, 3] and [6]"
         );
-        assert_eq!(
-            rule(&[], &[], 0),
-            "concat needs two shapes of the same rank with axis 0 < rank, got shapes [] and []"
-        );
+        assert_eq!(rule(&[], &[], 0), "concat along axis 0 needs two shapes of one rank with that axis, got [] and []");
     }
 
     #[test]
-    fn typed_shapes_are_checked_at_push() {
+    fn typed_shapes_come_from_the_rule_trait() {
         use crate::graph::GraphData;
-        use typenum::{U1, U2, U3, U4};
+        use typenum::{U0, U1, U2, U3};
         let (g, a) = GraphData::<f64, ()>::new().input::<(U2, U3)>();
         let (g, b) = g.input::<(U2, U1)>();
-        let (g, _) = g.push(concat::<f64, (), (U2, U3), (U2, U1), (U2, U4), ()>(a, b, 1));
+        let (g, c) = g.input::<(U1, U3)>();
+        let (g, ab) = g.push(concat(a, b, U1::new()));
+        let (g, ac) = g.push(concat(a, c, U0::new()));
         assert!(g.build_errors().is_empty());
-        let (g, _) = g.push(concat::<f64, (), (U2, U3), (U2, U1), (U4, U3), ()>(a, b, 0));
-        let errors = g.build_errors();
-        assert_eq!(errors.len(), 1);
-        assert_eq!(errors[0].1, "concat along axis 0 needs shapes [2, 3] and [2, 1] to agree on axis 1");
+        assert_eq!(g.raw().dims()[ab.index()], Dims::matrix(2, 4));
+        assert_eq!(g.raw().dims()[ac.index()], Dims::matrix(3, 3));
     }
 }

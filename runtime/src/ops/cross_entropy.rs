@@ -15,6 +15,7 @@
 //! Labels are data, not differentiable. `validate` rejects a label count other than `m` and a
 //! label `≥ c`, naming the row and the label (an error from `compile`, never a panic).
 
+use crate::shape::rules::LogitsShape;
 use num_traits::{Float, FromPrimitive};
 
 use super::softmax::shifted_exps;
@@ -23,7 +24,6 @@ use crate::graph::{CompactOp, Node, SavedValues};
 use crate::scalar::Scalar;
 use crate::shape::{Dims, Position};
 use crate::tensor::RawTensor;
-use typenum::Unsigned;
 
 /// Reads the labels out of the graph's data.
 pub type LabelAccessor<D> = fn(&D) -> &[usize];
@@ -66,12 +66,11 @@ impl<A: Scalar + Float + FromPrimitive, D: 'static> CompactOp<A, D> for CrossEnt
     }
     fn output_dims(&self, prefix: &[Dims]) -> Result<Dims, String> {
         let d = super::dims_at("cross_entropy", prefix, self.parents[0])?;
-        match *d.as_slice() {
-            [m, c] if m > 0 && c > 0 => A::from_usize(m)
-                .map(|_: A| Dims::scalar())
-                .ok_or_else(|| format!("cross_entropy cannot represent the row count {m} in its scalar type")),
-            _ => Err(format!("cross_entropy needs a non-empty matrix of logits (rows × classes), got shape {d}")),
-        }
+        let out = super::ruled(exactgrad_spec::rules::logits("cross_entropy", d.as_slice()))?;
+        let m = d.as_slice()[0];
+        A::from_usize(m)
+            .map(|_: A| out)
+            .ok_or_else(|| format!("cross_entropy cannot represent the row count {m} in its scalar type"))
     }
     fn validate(&self, ctx: &[RawTensor<A>], data: &D) -> Result<(), String> {
         let d = ctx[self.parents[0]].dims();
@@ -116,18 +115,12 @@ impl<A: Scalar + Float + FromPrimitive, D: 'static> CompactOp<A, D> for CrossEnt
     }
 }
 
-/// Typed `cross_entropy(logits, labels)`: `(M, C)` logits → `()`, labels read from the data by
-/// `labels` (checked by `compile`: `M` labels, each `< C`).
-pub fn cross_entropy<
-    A: Scalar + Float + FromPrimitive,
-    D: 'static,
-    M: Unsigned + 'static,
-    C: Unsigned + 'static,
-    Br,
->(
-    logits: Position<(M, C), Br>,
+/// Typed `cross_entropy(logits, labels)`: `(M, C)` logits → `()` ([`LogitsShape`]), labels read
+/// from the data by `labels` (checked by `compile`: `M` labels, each `< C`).
+pub fn cross_entropy<A: Scalar + Float + FromPrimitive, D: 'static, S: LogitsShape, Br>(
+    logits: Position<S, Br>,
     labels: LabelAccessor<D>,
-) -> Node<A, D, ()> {
+) -> Node<A, D, S::Output> {
     Node::compact(CrossEntropy::new(logits.index(), labels), &[&logits])
 }
 

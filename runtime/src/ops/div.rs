@@ -11,12 +11,13 @@
 //! gradients. The op is generic over any scalar with `/`, `*` and `-`; for integer scalars the
 //! scalar's `/` decides what a zero divisor does (Rust's integer division panics).
 
+use crate::shape::rules::ElementwiseShape;
 use core::ops::{Div as DivOp, Mul as MulOp, Sub as SubOp};
 
 use crate::contributions::{Contrib, Contributions};
 use crate::graph::{CompactOp, Node, SavedValues};
 use crate::scalar::Scalar;
-use crate::shape::{Dims, Position, Shape};
+use crate::shape::{Dims, Position};
 use crate::tensor::RawTensor;
 
 /// Elementwise quotient of two positions of the same shape.
@@ -57,11 +58,17 @@ impl<A: Scalar + DivOp<Output = A> + MulOp<Output = A> + SubOp<Output = A>, D> C
     }
 }
 
-/// Typed `a / b` (elementwise).
-pub fn div<A: Scalar + DivOp<Output = A> + MulOp<Output = A> + SubOp<Output = A>, D: 'static, S: Shape, Br>(
-    a: Position<S, Br>,
-    b: Position<S, Br>,
-) -> Node<A, D, S> {
+/// Typed `a / b` (elementwise): both operands of one shape ([`ElementwiseShape`]).
+pub fn div<
+    A: Scalar + DivOp<Output = A> + MulOp<Output = A> + SubOp<Output = A>,
+    D: 'static,
+    L: ElementwiseShape<R>,
+    R,
+    Br,
+>(
+    a: Position<L, Br>,
+    b: Position<R, Br>,
+) -> Node<A, D, L::Output> {
     Node::compact(Div::new(a.index(), b.index()), &[&a, &b])
 }
 

@@ -4,48 +4,35 @@
 
 use num_traits::Float;
 
-use crate::contributions::{Contrib, Contributions};
-use crate::graph::{CompactOp, Node, SavedValues};
+use super::pointwise::{self, Pointwise, PointwiseFn};
+use crate::graph::Node;
 use crate::scalar::Scalar;
-use crate::shape::{Dims, Position, Shape};
-use crate::tensor::RawTensor;
+use crate::shape::{rules::UnaryShape, Position};
+
+/// `exp` as a [`PointwiseFn`]: the forward and the derivative of the module docs.
+#[derive(Clone, Copy, Debug)]
+pub struct ExpFn;
+
+impl<A: Scalar + Float> PointwiseFn<A> for ExpFn {
+    const NAME: &'static str = "exp";
+    type Consts = ();
+    fn consts() {}
+    #[inline]
+    fn forward(_: &(), x: &A) -> A {
+        x.exp()
+    }
+    #[inline]
+    fn derivative(_: &(), g: &A, _: &A, y: &A) -> A {
+        *g * *y
+    }
+}
 
 /// Elementwise exponential.
-#[derive(Clone, Debug)]
-pub struct Exp {
-    parents: [usize; 1],
-}
-
-impl Exp {
-    /// `exp(a)` for the position `a`.
-    pub fn new(a: usize) -> Self {
-        Exp { parents: [a] }
-    }
-}
-
-impl<A: Scalar + Float, D> CompactOp<A, D> for Exp {
-    fn name(&self) -> &str {
-        "exp"
-    }
-    fn parents(&self) -> &[usize] {
-        &self.parents
-    }
-    fn output_dims(&self, prefix: &[Dims]) -> Result<Dims, String> {
-        super::dims_at("exp", prefix, self.parents[0])
-    }
-    fn forward(&self, ctx: &[RawTensor<A>], _: &D) -> RawTensor<A> {
-        ctx[self.parents[0]].map(|x| x.exp())
-    }
-    fn contributions(&self, saved: &SavedValues<'_, A, D>, g: &RawTensor<A>, c: &mut Contributions<A>) -> Contrib {
-        let (y, gd) = (saved.output.data(), g.data());
-        let t = c.tensor(g.dims(), |i| gd[i] * y[i]);
-        c.single(self.parents[0], t)
-    }
-}
+pub type Exp = Pointwise<ExpFn>;
 
 /// Typed `exp(a)`.
-pub fn exp<A: Scalar + Float, D: 'static, S: Shape, Br>(a: Position<S, Br>) -> Node<A, D, S> {
-    Node::compact(Exp::new(a.index()), &[&a])
+pub fn exp<A: Scalar + Float, D: 'static, S: UnaryShape, Br>(a: Position<S, Br>) -> Node<A, D, S::Output> {
+    pointwise::node::<A, D, ExpFn, S, Br>(a)
 }
 
 #[cfg(test)]

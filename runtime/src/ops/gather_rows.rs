@@ -15,6 +15,7 @@ use super::LabelAccessor;
 use crate::contributions::{Contrib, Contributions};
 use crate::graph::{CompactOp, Node, SavedValues};
 use crate::scalar::Scalar;
+use crate::shape::rules::GatherRowsShape;
 use crate::shape::{Dims, Position};
 use crate::tensor::RawTensor;
 use typenum::Unsigned;
@@ -54,10 +55,7 @@ impl<A: Scalar, D: 'static> CompactOp<A, D> for GatherRows<D> {
     }
     fn output_dims(&self, prefix: &[Dims]) -> Result<Dims, String> {
         let d = super::dims_at("gather_rows", prefix, self.parents[0])?;
-        match *d.as_slice() {
-            [_, dim] => Ok(Dims::matrix(self.count, dim)),
-            _ => Err(format!("gather_rows needs a table matrix (vocab × dim), got shape {d}")),
-        }
+        super::ruled(exactgrad_spec::rules::gather_rows(d.as_slice(), self.count))
     }
     fn validate(&self, ctx: &[RawTensor<A>], data: &D) -> Result<(), String> {
         let vocab = ctx[self.parents[0]].dims().as_slice()[0];
@@ -95,12 +93,12 @@ impl<A: Scalar, D: 'static> CompactOp<A, D> for GatherRows<D> {
     }
 }
 
-/// Typed `gather_rows(table, ids)`: `(V, E)` table → `(N, E)` rows, ids read from the data by
-/// `ids` (checked by `compile`: `N` ids, each `< V`).
-pub fn gather_rows<A: Scalar, D: 'static, V: Unsigned + 'static, E: Unsigned + 'static, N: Unsigned + 'static, Br>(
-    table: Position<(V, E), Br>,
+/// Typed `gather_rows(table, ids)`: a `(V, E)` table → `(N, E)` rows ([`GatherRowsShape`]), ids
+/// read from the data by `ids` (checked by `compile`: `N` ids, each `< V`).
+pub fn gather_rows<A: Scalar, D: 'static, S: GatherRowsShape<N>, N: Unsigned + 'static, Br>(
+    table: Position<S, Br>,
     ids: LabelAccessor<D>,
-) -> Node<A, D, (N, E)> {
+) -> Node<A, D, S::Output> {
     Node::compact(GatherRows::new(table.index(), ids, N::USIZE), &[&table])
 }
 
@@ -193,7 +191,7 @@ mod tests {
         use crate::graph::GraphData;
         use typenum::{U3, U4, U5};
         let (g, table) = GraphData::<f64, ()>::new().input::<(U5, U3)>();
-        let (g, y) = g.push(gather_rows::<f64, (), U5, U3, U4, ()>(table, fixed));
+        let (g, y) = g.push(gather_rows::<f64, (), _, U4, _>(table, fixed));
         assert!(g.build_errors().is_empty());
         assert_eq!(g.raw().dims()[y.index()], Dims::matrix(4, 3));
     }

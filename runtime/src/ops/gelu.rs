@@ -27,11 +27,10 @@
 
 use num_traits::Float;
 
-use crate::contributions::{Contrib, Contributions};
-use crate::graph::{CompactOp, Node, SavedValues};
+use super::pointwise::{self, Pointwise, PointwiseFn};
+use crate::graph::Node;
 use crate::scalar::Scalar;
-use crate::shape::{Dims, Position, Shape};
-use crate::tensor::RawTensor;
+use crate::shape::{rules::UnaryShape, Position};
 
 /// `√(2/π)`.
 const C: f64 = 0.797_884_560_802_865_4;
@@ -39,19 +38,6 @@ const C: f64 = 0.797_884_560_802_865_4;
 const K: f64 = 0.044_715;
 /// `3 · K`, the coefficient of `x²` in the derivative of the tanh argument.
 const K3: f64 = 0.134_145;
-
-/// GELU, tanh approximation.
-#[derive(Clone, Debug)]
-pub struct Gelu {
-    parents: [usize; 1],
-}
-
-impl Gelu {
-    /// `gelu(a)` for the position `a`.
-    pub fn new(a: usize) -> Self {
-        Gelu { parents: [a] }
-    }
-}
 
 /// The scalar constants `(0.5, c, k, k3)` in `A`.
 fn constants<A: Float>() -> (A, A, A, A) {
@@ -65,44 +51,47 @@ fn inner_tanh<A: Float>(x: A, c: A, k: A) -> A {
     (c * (x + k * ((x * x) * x))).tanh()
 }
 
-impl<A: Scalar + Float, D> CompactOp<A, D> for Gelu {
-    fn name(&self) -> &str {
-        "gelu"
+/// `gelu` as a [`PointwiseFn`]: the forward and the derivative of the module docs, with the
+/// constants `(0.5, c, k, k3)` converted to the scalar type once per loop.
+#[derive(Clone, Copy, Debug)]
+pub struct GeluFn;
+
+impl<A: Scalar + Float> PointwiseFn<A> for GeluFn {
+    const NAME: &'static str = "gelu";
+    type Consts = (A, A, A, A);
+    fn consts() -> (A, A, A, A) {
+        constants::<A>()
     }
-    fn parents(&self) -> &[usize] {
-        &self.parents
+    #[inline]
+    fn forward(&(half, c, k, _): &(A, A, A, A), x: &A) -> A {
+        let x = *x;
+        (half * x) * (A::one() + inner_tanh(x, c, k))
     }
-    fn output_dims(&self, prefix: &[Dims]) -> Result<Dims, String> {
-        super::dims_at("gelu", prefix, self.parents[0])
-    }
-    fn forward(&self, ctx: &[RawTensor<A>], _: &D) -> RawTensor<A> {
-        let (half, c, k, _) = constants::<A>();
-        ctx[self.parents[0]].map(|&x| (half * x) * (A::one() + inner_tanh(x, c, k)))
-    }
-    fn contributions(&self, saved: &SavedValues<'_, A, D>, g: &RawTensor<A>, c: &mut Contributions<A>) -> Contrib {
-        let (half, cc, k, k3) = constants::<A>();
-        let (x, gd) = (saved.prefix[self.parents[0]].data(), g.data());
-        let t = c.tensor(g.dims(), |i| {
-            let x = x[i];
-            let t = inner_tanh(x, cc, k);
-            let s = A::one() - t * t;
-            let zero = <A as Scalar>::zero();
-            let tail = if s == zero { zero } else { (half * x) * (s * (cc * (A::one() + k3 * (x * x)))) };
-            gd[i] * ((half * (A::one() + t)) + tail)
-        });
-        c.single(self.parents[0], t)
+    #[inline]
+    fn derivative(&(half, cc, k, k3): &(A, A, A, A), g: &A, x: &A, _: &A) -> A {
+        let x = *x;
+        let t = inner_tanh(x, cc, k);
+        let s = A::one() - t * t;
+        let zero = <A as Scalar>::zero();
+        let tail = if s == zero { zero } else { (half * x) * (s * (cc * (A::one() + k3 * (x * x)))) };
+        *g * ((half * (A::one() + t)) + tail)
     }
 }
 
+/// GELU, tanh approximation.
+pub type Gelu = Pointwise<GeluFn>;
+
 /// Typed `gelu(a)` (tanh approximation).
-pub fn gelu<A: Scalar + Float, D: 'static, S: Shape, Br>(a: Position<S, Br>) -> Node<A, D, S> {
-    Node::compact(Gelu::new(a.index()), &[&a])
+pub fn gelu<A: Scalar + Float, D: 'static, S: UnaryShape, Br>(a: Position<S, Br>) -> Node<A, D, S::Output> {
+    pointwise::node::<A, D, GeluFn, S, Br>(a)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::ops::testing::{bits, forward, gradcheck, sample, vjp};
+    use crate::shape::Dims;
+    use crate::tensor::RawTensor;
 
     fn reference(x: f64) -> f64 {
         0.5 * x * (1.0 + ((2.0 / core::f64::consts::PI).sqrt() * (x + 0.044715 * x * x * x)).tanh())

@@ -15,6 +15,7 @@
 //! `gbias[j] = ((0 + δ[0, j]) + δ[1, j]) + …` and `ggain[j] = ((0 + δ[0, j] * h[0, j]) + …)`.
 //! The contributions are `add(add(single(x, gx), single(gain, ggain)), single(bias, gbias))`.
 
+use crate::shape::rules::RowParamsShape;
 use num_traits::{Float, FromPrimitive};
 
 use crate::contributions::{Contrib, Contributions};
@@ -22,7 +23,6 @@ use crate::graph::{CompactOp, Node, SavedValues};
 use crate::scalar::Scalar;
 use crate::shape::{Dims, Position};
 use crate::tensor::RawTensor;
-use typenum::Unsigned;
 
 /// Layer normalisation over the last axis with a gain and a bias.
 #[derive(Clone, Debug)]
@@ -62,14 +62,12 @@ impl<A: Scalar + Float + FromPrimitive, D> CompactOp<A, D> for LayerNorm<A> {
         let dx = super::dims_at("layer_norm", prefix, self.parents[0])?;
         let dg = super::dims_at("layer_norm", prefix, self.parents[1])?;
         let db = super::dims_at("layer_norm", prefix, self.parents[2])?;
-        match (dx.as_slice(), dg.as_slice(), db.as_slice()) {
-            (&[_, n], &[g], &[b]) if n > 0 && g == n && b == n => A::from_usize(n)
-                .map(|_: A| dx)
-                .ok_or_else(|| format!("layer_norm cannot represent the row length {n} in its scalar type")),
-            _ => Err(format!(
-                "layer_norm needs x: [m, n] with n ≥ 1 and gain, bias: [n], got shapes {dx}, {dg} and {db}"
-            )),
-        }
+        let out =
+            super::ruled(exactgrad_spec::rules::row_params("layer_norm", dx.as_slice(), dg.as_slice(), db.as_slice()))?;
+        let n = dg.numel();
+        A::from_usize(n)
+            .map(|_: A| out)
+            .ok_or_else(|| format!("layer_norm cannot represent the row length {n} in its scalar type"))
     }
     fn forward(&self, ctx: &[RawTensor<A>], _: &D) -> RawTensor<A> {
         let x = &ctx[self.parents[0]];
@@ -117,13 +115,14 @@ impl<A: Scalar + Float + FromPrimitive, D> CompactOp<A, D> for LayerNorm<A> {
     }
 }
 
-/// Typed `layer_norm(x, gain, bias)` with the constant `eps`: `(M, N)`, `(N,)`, `(N,)` → `(M, N)`.
-pub fn layer_norm<A: Scalar + Float + FromPrimitive, D: 'static, M: Unsigned + 'static, N: Unsigned + 'static, Br>(
-    x: Position<(M, N), Br>,
-    gain: Position<(N,), Br>,
-    bias: Position<(N,), Br>,
+/// Typed `layer_norm(x, gain, bias)` with the constant `eps`: `(M, N)`, `(N,)`, `(N,)` → `(M, N)`
+/// ([`RowParamsShape`]).
+pub fn layer_norm<A: Scalar + Float + FromPrimitive, D: 'static, S: RowParamsShape<G, B>, G, B, Br>(
+    x: Position<S, Br>,
+    gain: Position<G, Br>,
+    bias: Position<B, Br>,
     eps: A,
-) -> Node<A, D, (M, N)> {
+) -> Node<A, D, S::Output> {
     Node::compact(LayerNorm::new(x.index(), gain.index(), bias.index(), eps), &[&x, &gain, &bias])
 }
 
@@ -165,9 +164,6 @@ mod tests {
             &op,
             &[Dims::matrix(2, 3), Dims::vector(3), Dims::vector(2)],
         );
-        assert_eq!(
-            e.unwrap_err(),
-            "layer_norm needs x: [m, n] with n ≥ 1 and gain, bias: [n], got shapes [2, 3], [3] and [2]"
-        );
+        assert_eq!(e.unwrap_err(), "layer_norm needs the bias's length (2) to equal the rows' length (3)");
     }
 }

@@ -9,54 +9,43 @@
 
 use num_traits::Float;
 
-use crate::contributions::{Contrib, Contributions};
-use crate::graph::{CompactOp, Node, SavedValues};
+use super::pointwise::{self, Pointwise, PointwiseFn};
+use crate::graph::Node;
 use crate::scalar::Scalar;
-use crate::shape::{Dims, Position, Shape};
-use crate::tensor::RawTensor;
+use crate::shape::{rules::UnaryShape, Position};
+
+/// `log` as a [`PointwiseFn`]: the forward and the derivative of the module docs.
+#[derive(Clone, Copy, Debug)]
+pub struct LogFn;
+
+impl<A: Scalar + Float> PointwiseFn<A> for LogFn {
+    const NAME: &'static str = "log";
+    type Consts = ();
+    fn consts() {}
+    #[inline]
+    fn forward(_: &(), x: &A) -> A {
+        x.ln()
+    }
+    #[inline]
+    fn derivative(_: &(), g: &A, x: &A, _: &A) -> A {
+        *g / *x
+    }
+}
 
 /// Elementwise natural logarithm.
-#[derive(Clone, Debug)]
-pub struct Log {
-    parents: [usize; 1],
-}
+pub type Log = Pointwise<LogFn>;
 
-impl Log {
-    /// `log(a)` for the position `a`.
-    pub fn new(a: usize) -> Self {
-        Log { parents: [a] }
-    }
-}
-
-impl<A: Scalar + Float, D> CompactOp<A, D> for Log {
-    fn name(&self) -> &str {
-        "log"
-    }
-    fn parents(&self) -> &[usize] {
-        &self.parents
-    }
-    fn output_dims(&self, prefix: &[Dims]) -> Result<Dims, String> {
-        super::dims_at("log", prefix, self.parents[0])
-    }
-    fn forward(&self, ctx: &[RawTensor<A>], _: &D) -> RawTensor<A> {
-        ctx[self.parents[0]].map(|x| x.ln())
-    }
-    fn contributions(&self, saved: &SavedValues<'_, A, D>, g: &RawTensor<A>, c: &mut Contributions<A>) -> Contrib {
-        let (x, gd) = (saved.prefix[self.parents[0]].data(), g.data());
-        let t = c.tensor(g.dims(), |i| gd[i] / x[i]);
-        c.single(self.parents[0], t)
-    }
-}
-
-/// Typed `log(a)` (natural logarithm).
-pub fn log<A: Scalar + Float, D: 'static, S: Shape, Br>(a: Position<S, Br>) -> Node<A, D, S> {
-    Node::compact(Log::new(a.index()), &[&a])
+/// Typed `log(a)`.
+pub fn log<A: Scalar + Float, D: 'static, S: UnaryShape, Br>(a: Position<S, Br>) -> Node<A, D, S::Output> {
+    pointwise::node::<A, D, LogFn, S, Br>(a)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::ops::testing::{bits, forward, gradcheck, sample, vjp};
+    use crate::shape::Dims;
+    use crate::tensor::RawTensor;
 
     #[test]
     fn values() {

@@ -10,13 +10,14 @@
 //! `single(x, r)` with `r[j] = δ[j] − t * exp(y[j])` (`exp(y)` is the softmax; the δ-side factor
 //! `t` is left).
 
+use crate::shape::rules::LastAxisShape;
 use num_traits::Float;
 
 use super::softmax::{rows_dims, shifted_exps};
 use crate::contributions::{Contrib, Contributions};
 use crate::graph::{CompactOp, Node, SavedValues};
 use crate::scalar::Scalar;
-use crate::shape::{Dims, Position, Shape};
+use crate::shape::{Dims, Position};
 use crate::tensor::RawTensor;
 
 /// Log-softmax over the last axis.
@@ -66,8 +67,8 @@ impl<A: Scalar + Float, D> CompactOp<A, D> for LogSoftmax {
     }
 }
 
-/// Typed `log_softmax(x)` over the last axis.
-pub fn log_softmax<A: Scalar + Float, D: 'static, S: Shape, Br>(x: Position<S, Br>) -> Node<A, D, S> {
+/// Typed `log_softmax(x)` over the last axis ([`LastAxisShape`]).
+pub fn log_softmax<A: Scalar + Float, D: 'static, S: LastAxisShape, Br>(x: Position<S, Br>) -> Node<A, D, S::Output> {
     Node::compact(LogSoftmax::new(x.index()), &[&x])
 }
 

@@ -4,6 +4,7 @@
 //! VJP: `add(single(a, δ · bᵀ), single(b, aᵀ · δ))`, each product with δ on the left
 //! (`δ[i, j] * b[t, j]` and `δ[i, j] * a[i, t]`).
 
+use crate::shape::rules::MatMulShape;
 use core::ops::Mul;
 
 use crate::contributions::{Contrib, Contributions};
@@ -11,7 +12,6 @@ use crate::graph::{CompactOp, Node, SavedValues};
 use crate::scalar::Scalar;
 use crate::shape::{Dims, Position};
 use crate::tensor::RawTensor;
-use typenum::Unsigned;
 
 mod fast;
 #[cfg(test)]
@@ -158,13 +158,7 @@ impl<A: Scalar + Mul<Output = A>, D> CompactOp<A, D> for MatMul {
     fn output_dims(&self, prefix: &[Dims]) -> Result<Dims, String> {
         let (da, db) =
             (super::dims_at("matmul", prefix, self.parents[0])?, super::dims_at("matmul", prefix, self.parents[1])?);
-        match (da.as_slice(), db.as_slice()) {
-            (&[m, k], &[k2, n]) if k == k2 => Ok(Dims::matrix(m, n)),
-            (&[_, k], &[k2, _]) => {
-                Err(format!("matmul needs the left operand's columns ({k}) to equal the right operand's rows ({k2})"))
-            }
-            _ => Err(format!("matmul needs two matrices (rank 2), got shapes {da} and {db}")),
-        }
+        super::ruled(exactgrad_spec::rules::matmul(da.as_slice(), db.as_slice()))
     }
     fn forward(&self, ctx: &[RawTensor<A>], _: &D) -> RawTensor<A> {
         product(&ctx[self.parents[0]], &ctx[self.parents[1]])
@@ -182,18 +176,11 @@ impl<A: Scalar + Mul<Output = A>, D> CompactOp<A, D> for MatMul {
     }
 }
 
-/// Typed `a · b`: `(M, K)` · `(K, N)` → `(M, N)`.
-pub fn matmul<
-    A: Scalar + Mul<Output = A>,
-    D: 'static,
-    M: Unsigned + 'static,
-    K: Unsigned + 'static,
-    N: Unsigned + 'static,
-    Br,
->(
-    a: Position<(M, K), Br>,
-    b: Position<(K, N), Br>,
-) -> Node<A, D, (M, N)> {
+/// Typed `a · b`: `(M, K)` · `(K, N)` → `(M, N)` ([`MatMulShape`]).
+pub fn matmul<A: Scalar + Mul<Output = A>, D: 'static, L: MatMulShape<R>, R, Br>(
+    a: Position<L, Br>,
+    b: Position<R, Br>,
+) -> Node<A, D, L::Output> {
     Node::compact(MatMul::new(a.index(), b.index()), &[&a, &b])
 }
 

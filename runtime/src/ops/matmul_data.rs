@@ -13,6 +13,7 @@
 //! `forward`) checks that the data's `x` is `m×k`, reporting shapes in decimal — an error from
 //! `compile`, never a panic.
 
+use crate::shape::rules::MatMulShape;
 use core::ops::Mul;
 
 use crate::contributions::{Contrib, Contributions};
@@ -20,7 +21,6 @@ use crate::graph::{CompactOp, Node, SavedValues};
 use crate::scalar::Scalar;
 use crate::shape::{Dims, Position};
 use crate::tensor::RawTensor;
-use typenum::Unsigned;
 
 /// Reads a tensor out of the graph's data.
 pub type TensorAccessor<A, D> = fn(&D) -> &RawTensor<A>;
@@ -65,10 +65,7 @@ impl<A: Scalar + Mul<Output = A>, D: 'static> CompactOp<A, D> for MatMulData<A, 
     }
     fn output_dims(&self, prefix: &[Dims]) -> Result<Dims, String> {
         let dw = super::dims_at("matmul_data", prefix, self.parents[0])?;
-        match *dw.as_slice() {
-            [_, n] => Ok(Dims::matrix(self.rows, n)),
-            _ => Err(format!("matmul_data needs the right operand to be a matrix (rank 2), got shape {dw}")),
-        }
+        super::ruled(exactgrad_spec::rules::matmul_data(self.rows, dw.as_slice()))
     }
     fn validate(&self, ctx: &[RawTensor<A>], data: &D) -> Result<(), String> {
         let (k, _) = kn(ctx[self.parents[0]].dims());
@@ -98,8 +95,8 @@ impl<A: Scalar + Mul<Output = A>, D: 'static> CompactOp<A, D> for MatMulData<A, 
     }
 }
 
-/// Typed `x · w` with `x` read from the data by `x`: `(M, K)` data · `(K, N)` → `(M, N)`. `M` is
-/// usually inferred from the position's declared shape; `compile` checks the data's `x` is `M × K`.
+/// Typed `x · w` with `x` read from the data by `x`: `X = (M, K)` data · `(K, N)` → `(M, N)`
+/// ([`MatMulShape`]); `compile` checks the data's `x` is `M × K`.
 ///
 /// ```
 /// use exactgrad_runtime::{ops, GraphData, Pack, RawTensor, Dims, Tensor, typenum::{U1, U2, U3}};
@@ -108,7 +105,7 @@ impl<A: Scalar + Mul<Output = A>, D: 'static> CompactOp<A, D> for MatMulData<A, 
 ///     d
 /// }
 /// let (g, w) = GraphData::<f64, RawTensor<f64>>::new().input::<(U3, U2)>();
-/// let (g, y) = g.push(ops::matmul_data::<_, _, U1, _, _, _>(x_of, w));
+/// let (g, y) = g.push(ops::matmul_data::<_, _, (U1, U3), _, _>(x_of, w));
 /// let (g, s) = g.push(ops::sum(y));
 /// let x = RawTensor::from_vec(Dims::matrix(1, 3), vec![1.0, 2.0, 3.0]).unwrap();
 /// let inputs = Pack::new().push(Tensor::from_vec(vec![1.0, 0.0, 0.0, 1.0, 1.0, 1.0]).unwrap());
@@ -117,18 +114,12 @@ impl<A: Scalar + Mul<Output = A>, D: 'static> CompactOp<A, D> for MatMulData<A, 
 /// let grads = saved.backprop_from(s, Tensor::full(1.0)).unwrap();
 /// assert_eq!(grads.get(w).unwrap().data(), &[1.0, 1.0, 2.0, 2.0, 3.0, 3.0]); // xᵀ · 1
 /// ```
-pub fn matmul_data<
-    A: Scalar + Mul<Output = A>,
-    D: 'static,
-    M: Unsigned + 'static,
-    K: Unsigned + 'static,
-    N: Unsigned + 'static,
-    Br,
->(
+pub fn matmul_data<A: Scalar + Mul<Output = A>, D: 'static, X: MatMulShape<W>, W, Br>(
     x: TensorAccessor<A, D>,
-    w: Position<(K, N), Br>,
-) -> Node<A, D, (M, N)> {
-    Node::compact(MatMulData::new(x, M::USIZE, w.index()), &[&w])
+    w: Position<W, Br>,
+) -> Node<A, D, X::Output> {
+    let rows = <X::Output as crate::shape::Shape>::dims().as_slice().first().copied().unwrap_or(0);
+    Node::compact(MatMulData::new(x, rows, w.index()), &[&w])
 }
 
 #[cfg(test)]
@@ -258,6 +249,6 @@ mod tests {
         );
         let e =
             <MatMulData<f64, ()> as CompactOp<f64, ()>>::output_dims(&MatMulData::new(x3x4, 3, 0), &[Dims::vector(4)]);
-        assert_eq!(e.unwrap_err(), "matmul_data needs the right operand to be a matrix (rank 2), got shape [4]");
+        assert_eq!(e.unwrap_err(), "matmul needs the right operand to be a matrix (rank 2), got shape [4]");
     }
 }

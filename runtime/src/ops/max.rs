@@ -13,13 +13,17 @@
 
 use crate::graph::Node;
 use crate::scalar::Scalar;
-use crate::shape::{Position, Shape};
+use crate::shape::rules::ElementwiseShape;
+use crate::shape::Position;
 
 /// Elementwise maximum of two positions of the same shape (ties and NaNs: see the module docs).
 pub type Max = super::select::Select<true>;
 
-/// Typed `max(a, b)` (elementwise).
-pub fn max<A: Scalar + PartialOrd, D: 'static, S: Shape, Br>(a: Position<S, Br>, b: Position<S, Br>) -> Node<A, D, S> {
+/// Typed `max(a, b)` (elementwise): both operands of one shape ([`ElementwiseShape`]).
+pub fn max<A: Scalar + PartialOrd, D: 'static, L: ElementwiseShape<R>, R, Br>(
+    a: Position<L, Br>,
+    b: Position<R, Br>,
+) -> Node<A, D, L::Output> {
     Node::compact(Max::new(a.index(), b.index()), &[&a, &b])
 }
 

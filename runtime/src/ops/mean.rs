@@ -2,6 +2,7 @@
 //!
 //! VJP: `single(a, full(δ / n))`.
 
+use crate::shape::rules::ReduceShape;
 use core::ops::Div;
 
 use num_traits::FromPrimitive;
@@ -9,7 +10,7 @@ use num_traits::FromPrimitive;
 use crate::contributions::{Contrib, Contributions};
 use crate::graph::{CompactOp, Node, SavedValues};
 use crate::scalar::Scalar;
-use crate::shape::{Dims, Position, Shape};
+use crate::shape::{Dims, Position};
 use crate::tensor::RawTensor;
 
 /// Mean of all elements.
@@ -38,10 +39,8 @@ impl<A: Scalar + Div<Output = A> + FromPrimitive, D> CompactOp<A, D> for Mean {
     }
     fn output_dims(&self, prefix: &[Dims]) -> Result<Dims, String> {
         let d = super::dims_at("mean", prefix, self.parents[0])?;
-        if d.numel() == 0 {
-            return Err(format!("mean needs at least one element, got shape {d}"));
-        }
-        count::<A>(d.numel()).map(|_| Dims::scalar())
+        let out = super::ruled(exactgrad_spec::rules::reduce("mean", d.as_slice(), true))?;
+        count::<A>(d.numel()).map(|_| out)
     }
     fn forward(&self, ctx: &[RawTensor<A>], _: &D) -> RawTensor<A> {
         let x = ctx[self.parents[0]].data();
@@ -57,10 +56,10 @@ impl<A: Scalar + Div<Output = A> + FromPrimitive, D> CompactOp<A, D> for Mean {
     }
 }
 
-/// Typed `mean(a)`: any shape → `()`.
-pub fn mean<A: Scalar + Div<Output = A> + FromPrimitive, D: 'static, S: Shape, Br>(
+/// Typed `mean(a)`: any shape → `()` ([`ReduceShape`]).
+pub fn mean<A: Scalar + Div<Output = A> + FromPrimitive, D: 'static, S: ReduceShape, Br>(
     a: Position<S, Br>,
-) -> Node<A, D, ()> {
+) -> Node<A, D, S::Output> {
     Node::compact(Mean::new(a.index()), &[&a])
 }
 

@@ -5,6 +5,9 @@
 //!
 //! VJP: `single(x, t)` with `t[o, j, i] = δ[o, i] / n`.
 
+use typenum::Unsigned;
+
+use crate::shape::rules::AxisReduceShape;
 use core::ops::Div;
 
 use num_traits::FromPrimitive;
@@ -13,7 +16,7 @@ use super::sum_axis::{reduced_dims, split, sums_along};
 use crate::contributions::{Contrib, Contributions};
 use crate::graph::{CompactOp, Node, SavedValues};
 use crate::scalar::Scalar;
-use crate::shape::{Dims, Position, Shape};
+use crate::shape::{Dims, Position};
 use crate::tensor::RawTensor;
 
 /// Mean over one axis.
@@ -45,9 +48,6 @@ impl<A: Scalar + Div<Output = A> + FromPrimitive, D> CompactOp<A, D> for MeanAxi
         let d = super::dims_at("mean_axis", prefix, self.parents[0])?;
         let out = reduced_dims("mean_axis", d, self.axis)?;
         let n = d.as_slice()[self.axis];
-        if n == 0 {
-            return Err(format!("mean_axis needs a non-empty axis, axis {} of shape {d} is empty", self.axis));
-        }
         A::from_usize(n)
             .map(|_: A| out)
             .ok_or_else(|| format!("mean_axis cannot represent the axis length {n} in its scalar type"))
@@ -69,13 +69,13 @@ impl<A: Scalar + Div<Output = A> + FromPrimitive, D> CompactOp<A, D> for MeanAxi
     }
 }
 
-/// Typed `mean_axis(x, axis)`: the declared output shape `S2` must be `S` without `axis` (checked
-/// when the node is pushed; a mismatch is reported by `compile`).
-pub fn mean_axis<A: Scalar + Div<Output = A> + FromPrimitive, D: 'static, S: Shape, S2: Shape, Br>(
+/// Typed `mean_axis(x, axis)` with the axis a typenum value (`U1::new()`): `S` without that axis
+/// ([`AxisReduceShape`]).
+pub fn mean_axis<A: Scalar + Div<Output = A> + FromPrimitive, D: 'static, S: AxisReduceShape<Ax>, Ax: Unsigned, Br>(
     x: Position<S, Br>,
-    axis: usize,
-) -> Node<A, D, S2> {
-    Node::compact(MeanAxis::new(x.index(), axis), &[&x])
+    _axis: Ax,
+) -> Node<A, D, S::Output> {
+    Node::compact(MeanAxis::new(x.index(), Ax::USIZE), &[&x])
 }
 
 #[cfg(test)]

@@ -13,13 +13,17 @@
 
 use crate::graph::Node;
 use crate::scalar::Scalar;
-use crate::shape::{Position, Shape};
+use crate::shape::rules::ElementwiseShape;
+use crate::shape::Position;
 
 /// Elementwise minimum of two positions of the same shape (ties and NaNs: see the module docs).
 pub type Min = super::select::Select<false>;
 
-/// Typed `min(a, b)` (elementwise).
-pub fn min<A: Scalar + PartialOrd, D: 'static, S: Shape, Br>(a: Position<S, Br>, b: Position<S, Br>) -> Node<A, D, S> {
+/// Typed `min(a, b)` (elementwise): both operands of one shape ([`ElementwiseShape`]).
+pub fn min<A: Scalar + PartialOrd, D: 'static, L: ElementwiseShape<R>, R, Br>(
+    a: Position<L, Br>,
+    b: Position<R, Br>,
+) -> Node<A, D, L::Output> {
     Node::compact(Min::new(a.index(), b.index()), &[&a, &b])
 }
 

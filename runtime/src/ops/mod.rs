@@ -38,6 +38,7 @@ mod mul;
 mod neg;
 mod opaque;
 mod permute;
+pub mod pointwise;
 mod relu;
 mod reshape;
 mod scale;
@@ -60,11 +61,11 @@ pub use concat::{concat, Concat};
 pub use cross_entropy::{cross_entropy, CrossEntropy, LabelAccessor};
 pub use data_tensor::{data_tensor, DataTensor};
 pub use div::{div, Div};
-pub use exp::{exp, Exp};
+pub use exp::{exp, Exp, ExpFn};
 pub use gather_rows::{gather_rows, GatherRows};
-pub use gelu::{gelu, Gelu};
+pub use gelu::{gelu, Gelu, GeluFn};
 pub use layer_norm::{layer_norm, LayerNorm};
-pub use log::{log, Log};
+pub use log::{log, Log, LogFn};
 pub use log_softmax::{log_softmax, LogSoftmax};
 pub use matmul::{gemm, matmul, MatMul, MatrixView};
 pub use matmul_data::{matmul_data, MatMulData, TensorAccessor};
@@ -74,23 +75,26 @@ pub use mean_axis::{mean_axis, MeanAxis};
 pub use min::{min, Min};
 pub use mse::{mse, Mse};
 pub use mul::{mul, Mul};
-pub use neg::{neg, Neg};
+pub use neg::{neg, Neg, NegFn};
 pub use opaque::opaque;
 pub use permute::{permute, Permute};
-pub use relu::{relu, Relu};
+pub use pointwise::{Pointwise, PointwiseFn};
+pub use relu::{relu, Relu, ReluFn};
 pub use reshape::{reshape, Reshape};
 pub use scale::{scale, Scale};
-pub use sigmoid::{sigmoid, Sigmoid};
+pub use sigmoid::{sigmoid, Sigmoid, SigmoidFn};
 pub use slice::{slice, Slice};
 pub use softmax::{softmax, Softmax};
-pub use softplus::{softplus, Softplus};
-pub use sqrt::{sqrt, Sqrt};
+pub use softplus::{softplus, Softplus, SoftplusFn};
+pub use sqrt::{sqrt, Sqrt, SqrtFn};
 pub use square::{square, Square};
 pub use sub::{sub, Sub};
 pub use sum::{sum, Sum};
 pub use sum_axis::{sum_axis, SumAxis};
-pub use tanh::{tanh, Tanh};
+pub use tanh::{tanh, Tanh, TanhFn};
 pub use transpose::{transpose, Transpose};
+
+use exactgrad_spec::rules;
 
 use crate::shape::Dims;
 
@@ -99,14 +103,16 @@ pub(crate) fn dims_at(op: &str, prefix: &[Dims], p: usize) -> Result<Dims, Strin
     prefix.get(p).copied().ok_or_else(|| format!("{op} reads position {p}, outside its prefix of {}", prefix.len()))
 }
 
-/// Shape rule of elementwise binary ops: both operands have the same shape.
+/// The dims a shape rule of `exactgrad_spec::rules` computed, or its message.
+pub(crate) fn ruled(outcome: rules::Outcome<usize>) -> Result<Dims, String> {
+    outcome.map(|s| Dims::from(&s))
+}
+
+/// Shape rule of elementwise binary ops ([`rules::elementwise`]): both operands have the same
+/// shape.
 pub(crate) fn same_dims(op: &str, prefix: &[Dims], a: usize, b: usize) -> Result<Dims, String> {
     let (da, db) = (dims_at(op, prefix, a)?, dims_at(op, prefix, b)?);
-    if da == db {
-        Ok(da)
-    } else {
-        Err(format!("{op} needs both operands to have the same shape, got {da} and {db}"))
-    }
+    ruled(rules::elementwise(op, da.as_slice(), db.as_slice()))
 }
 
 #[cfg(test)]

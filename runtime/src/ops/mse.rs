@@ -4,12 +4,13 @@
 //! VJP: `add(single(a, ga), single(b, gb))` with `ga[i] = δ * ((d[i] + d[i]) / n)` (δ left) and
 //! `gb[i] = 0 − ga[i]`; when `a == b` the two terms are added first (`ga + gb`).
 
+use crate::shape::rules::ElementwiseToScalarShape;
 use num_traits::{Float, FromPrimitive};
 
 use crate::contributions::{Contrib, Contributions};
 use crate::graph::{CompactOp, Node, SavedValues};
 use crate::scalar::Scalar;
-use crate::shape::{Dims, Position, Shape};
+use crate::shape::{Dims, Position};
 use crate::tensor::RawTensor;
 
 /// Mean squared error of two tensors of one shape.
@@ -37,12 +38,12 @@ impl<A: Scalar + Float + FromPrimitive, D> CompactOp<A, D> for Mse {
         &self.parents
     }
     fn output_dims(&self, prefix: &[Dims]) -> Result<Dims, String> {
-        let d = super::same_dims("mse", prefix, self.parents[0], self.parents[1])?;
-        if d.numel() == 0 {
-            return Err(format!("mse needs at least one element, got shape {d}"));
-        }
+        let (da, db) =
+            (super::dims_at("mse", prefix, self.parents[0])?, super::dims_at("mse", prefix, self.parents[1])?);
+        let out = super::ruled(exactgrad_spec::rules::same_shape_to_scalar("mse", da.as_slice(), db.as_slice()))?;
+        let d = da;
         A::from_usize(d.numel())
-            .map(|_: A| Dims::scalar())
+            .map(|_: A| out)
             .ok_or_else(|| format!("mse cannot represent the element count {} in its scalar type", d.numel()))
     }
     fn forward(&self, ctx: &[RawTensor<A>], _: &D) -> RawTensor<A> {
@@ -69,11 +70,11 @@ impl<A: Scalar + Float + FromPrimitive, D> CompactOp<A, D> for Mse {
     }
 }
 
-/// Typed `mse(a, b)`: two tensors of shape `S` → `()`.
-pub fn mse<A: Scalar + Float + FromPrimitive, D: 'static, S: Shape, Br>(
-    a: Position<S, Br>,
-    b: Position<S, Br>,
-) -> Node<A, D, ()> {
+/// Typed `mse(a, b)`: two tensors of one shape → `()` ([`ElementwiseToScalarShape`]).
+pub fn mse<A: Scalar + Float + FromPrimitive, D: 'static, L: ElementwiseToScalarShape<R>, R, Br>(
+    a: Position<L, Br>,
+    b: Position<R, Br>,
+) -> Node<A, D, L::Output> {
     Node::compact(Mse::new(a.index(), b.index()), &[&a, &b])
 }
 

@@ -2,12 +2,13 @@
 //!
 //! VJP: `add(single(a, δ * b), single(b, δ * a))` (δ left in products).
 
+use crate::shape::rules::ElementwiseShape;
 use core::ops::Mul as MulOp;
 
 use crate::contributions::{Contrib, Contributions};
 use crate::graph::{CompactOp, Node, SavedValues};
 use crate::scalar::Scalar;
-use crate::shape::{Dims, Position, Shape};
+use crate::shape::{Dims, Position};
 use crate::tensor::RawTensor;
 
 /// Elementwise product of two positions of the same shape.
@@ -48,11 +49,11 @@ impl<A: Scalar + MulOp<Output = A>, D> CompactOp<A, D> for Mul {
     }
 }
 
-/// Typed `a * b` (elementwise).
-pub fn mul<A: Scalar + MulOp<Output = A>, D: 'static, S: Shape, Br>(
-    a: Position<S, Br>,
-    b: Position<S, Br>,
-) -> Node<A, D, S> {
+/// Typed `a * b` (elementwise): both operands of one shape ([`ElementwiseShape`]).
+pub fn mul<A: Scalar + MulOp<Output = A>, D: 'static, L: ElementwiseShape<R>, R, Br>(
+    a: Position<L, Br>,
+    b: Position<R, Br>,
+) -> Node<A, D, L::Output> {
     Node::compact(Mul::new(a.index(), b.index()), &[&a, &b])
 }
 

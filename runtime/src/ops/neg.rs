@@ -4,56 +4,45 @@
 
 use core::ops::{Neg as NegOp, Sub as SubOp};
 
-use crate::contributions::{Contrib, Contributions};
-use crate::graph::{CompactOp, Node, SavedValues};
+use super::pointwise::{self, Pointwise, PointwiseFn};
+use crate::graph::Node;
 use crate::scalar::Scalar;
-use crate::shape::{Dims, Position, Shape};
-use crate::tensor::RawTensor;
+use crate::shape::{rules::UnaryShape, Position};
+
+/// `neg` as a [`PointwiseFn`]: the forward and the derivative of the module docs.
+#[derive(Clone, Copy, Debug)]
+pub struct NegFn;
+
+impl<A: Scalar + NegOp<Output = A> + SubOp<Output = A>> PointwiseFn<A> for NegFn {
+    const NAME: &'static str = "neg";
+    type Consts = ();
+    fn consts() {}
+    #[inline]
+    fn forward(_: &(), x: &A) -> A {
+        -x.clone()
+    }
+    #[inline]
+    fn derivative(_: &(), g: &A, _: &A, _: &A) -> A {
+        A::zero() - g.clone()
+    }
+}
 
 /// Elementwise negation.
-#[derive(Clone, Debug)]
-pub struct Neg {
-    parents: [usize; 1],
-}
+pub type Neg = Pointwise<NegFn>;
 
-impl Neg {
-    /// `-a` for the position `a`.
-    pub fn new(a: usize) -> Self {
-        Neg { parents: [a] }
-    }
-}
-
-impl<A: Scalar + NegOp<Output = A> + SubOp<Output = A>, D> CompactOp<A, D> for Neg {
-    fn name(&self) -> &str {
-        "neg"
-    }
-    fn parents(&self) -> &[usize] {
-        &self.parents
-    }
-    fn output_dims(&self, prefix: &[Dims]) -> Result<Dims, String> {
-        super::dims_at("neg", prefix, self.parents[0])
-    }
-    fn forward(&self, ctx: &[RawTensor<A>], _: &D) -> RawTensor<A> {
-        ctx[self.parents[0]].map(|x| -x.clone())
-    }
-    fn contributions(&self, _: &SavedValues<'_, A, D>, g: &RawTensor<A>, c: &mut Contributions<A>) -> Contrib {
-        let gd = g.data();
-        let t = c.tensor(g.dims(), |i| A::zero() - gd[i].clone());
-        c.single(self.parents[0], t)
-    }
-}
-
-/// Typed `-a`.
-pub fn neg<A: Scalar + NegOp<Output = A> + SubOp<Output = A>, D: 'static, S: Shape, Br>(
+/// Typed `neg(a)`.
+pub fn neg<A: Scalar + NegOp<Output = A> + SubOp<Output = A>, D: 'static, S: UnaryShape, Br>(
     a: Position<S, Br>,
-) -> Node<A, D, S> {
-    Node::compact(Neg::new(a.index()), &[&a])
+) -> Node<A, D, S::Output> {
+    pointwise::node::<A, D, NegFn, S, Br>(a)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::ops::testing::{bits, forward, gradcheck, sample, vjp};
+    use crate::shape::Dims;
+    use crate::tensor::RawTensor;
 
     #[test]
     fn value_and_gradient() {

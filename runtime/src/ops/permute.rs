@@ -11,7 +11,8 @@
 use crate::contributions::{Contrib, Contributions};
 use crate::graph::{CompactOp, Node, SavedValues};
 use crate::scalar::Scalar;
-use crate::shape::{Dims, Position, Shape, MAX_RANK};
+use crate::shape::rules::{AxisList, PermuteShape};
+use crate::shape::{Dims, Position, MAX_RANK};
 use crate::tensor::RawTensor;
 
 /// Axis permutation.
@@ -33,18 +34,6 @@ impl Permute {
             }
         }
         Permute { parents: [x], perm: perm.to_vec(), inverse }
-    }
-}
-
-/// Checks that `perm` is a permutation of the axes `0..rank` of `d`.
-fn check(perm: &[usize], d: Dims) -> Result<(), String> {
-    let rank = d.rank();
-    let mut seen = [false; MAX_RANK];
-    let ok = perm.len() == rank && perm.iter().all(|&p| p < rank && !core::mem::replace(&mut seen[p], true));
-    if ok {
-        Ok(())
-    } else {
-        Err(format!("permute needs a permutation of the axes 0..{rank} of shape {d}, got {perm:?}"))
     }
 }
 
@@ -85,9 +74,7 @@ impl<A: Scalar, D> CompactOp<A, D> for Permute {
     }
     fn output_dims(&self, prefix: &[Dims]) -> Result<Dims, String> {
         let d = super::dims_at("permute", prefix, self.parents[0])?;
-        check(&self.perm, d)?;
-        let out: Vec<usize> = self.perm.iter().map(|&p| d.as_slice()[p]).collect();
-        Dims::new(&out).ok_or_else(|| unreachable!("a permutation keeps the rank"))
+        super::ruled(exactgrad_spec::rules::permute(d.as_slice(), &self.perm))
     }
     fn forward(&self, ctx: &[RawTensor<A>], _: &D) -> RawTensor<A> {
         let x = &ctx[self.parents[0]];
@@ -102,11 +89,14 @@ impl<A: Scalar, D> CompactOp<A, D> for Permute {
     }
 }
 
-/// Typed `permute(x, perm)` to the declared shape `S2`: `S2` must be `S` with its axes permuted by
-/// `perm`, and `perm` a permutation of `0..rank` (both checked when the node is pushed; a mismatch
-/// is reported by `compile`).
-pub fn permute<A: Scalar, D: 'static, S: Shape, S2: Shape, Br>(x: Position<S, Br>, perm: &[usize]) -> Node<A, D, S2> {
-    Node::compact(Permute::new(x.index(), perm), &[&x])
+/// Typed `permute(x, perm)` with the permutation a tuple of typenum values (`(U1::new(),
+/// U0::new())`): output axis `k` is axis `perm.k` of `x` ([`PermuteShape`]). That `perm` lists
+/// every axis once is checked when the node is pushed (reported by `compile`).
+pub fn permute<A: Scalar, D: 'static, S: PermuteShape<P>, P: AxisList, Br>(
+    x: Position<S, Br>,
+    _perm: P,
+) -> Node<A, D, S::Output> {
+    Node::compact(Permute::new(x.index(), &P::axes()), &[&x])
 }
 
 #[cfg(test)]
@@ -187,17 +177,17 @@ mod tests {
     }
 
     #[test]
-    fn typed_shapes_are_checked_at_push() {
+    fn typed_shapes_come_from_the_rule_trait() {
         use crate::graph::GraphData;
-        use typenum::{U2, U3, U4};
+        use typenum::{U0, U1, U2, U3, U4};
         let (g, x) = GraphData::<f64, ()>::new().input::<(U2, U3, U4)>();
-        let (g, _) = g.push(permute::<f64, (), (U2, U3, U4), (U4, U2, U3), ()>(x, &[2, 0, 1]));
+        let (g, y) = g.push(permute(x, (U2::new(), U0::new(), U1::new())));
         assert!(g.build_errors().is_empty());
-        let (g, _) = g.push(permute::<f64, (), (U2, U3, U4), (U3, U2, U4), ()>(x, &[2, 0, 1]));
-        let (g, _) = g.push(permute::<f64, (), (U2, U3, U4), (U2, U3, U4), ()>(x, &[0, 1]));
+        assert_eq!(g.raw().dims()[y.index()], Dims::new(&[4, 2, 3]).unwrap());
+        // Not a permutation: the type is computed axis by axis, the rule rejects it at push.
+        let (g, _) = g.push(permute(x, (U0::new(), U0::new(), U1::new())));
         let errors = g.build_errors();
-        assert_eq!(errors.len(), 2);
-        assert_eq!(errors[0].1, "its shape rule gives [4, 2, 3], but it was declared [3, 2, 4]");
-        assert_eq!(errors[1].1, "permute needs a permutation of the axes 0..3 of shape [2, 3, 4], got [0, 1]");
+        assert_eq!(errors.len(), 1);
+        assert_eq!(errors[0].1, "permute needs a permutation of the axes 0..3 of shape [2, 3, 4], got [0, 0, 1]");
     }
 }

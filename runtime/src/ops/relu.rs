@@ -3,58 +3,52 @@
 //! VJP: `single(a, m)` with `m[i] = if a[i] > 0 { δ[i] } else { 0 }` (a select, not a product, so
 //! a NaN cotangent does not leak through inactive units).
 
-use crate::contributions::{Contrib, Contributions};
-use crate::graph::{CompactOp, Node, SavedValues};
+use super::pointwise::{self, Pointwise, PointwiseFn};
+use crate::graph::Node;
 use crate::scalar::Scalar;
-use crate::shape::{Dims, Position, Shape};
-use crate::tensor::RawTensor;
+use crate::shape::{rules::UnaryShape, Position};
+
+/// `relu` as a [`PointwiseFn`]: the forward and the derivative of the module docs.
+#[derive(Clone, Copy, Debug)]
+pub struct ReluFn;
+
+impl<A: Scalar + PartialOrd> PointwiseFn<A> for ReluFn {
+    const NAME: &'static str = "relu";
+    type Consts = ();
+    fn consts() {}
+    #[inline]
+    fn forward(_: &(), x: &A) -> A {
+        let zero = A::zero();
+        if *x < zero {
+            zero
+        } else {
+            x.clone()
+        }
+    }
+    #[inline]
+    fn derivative(_: &(), g: &A, x: &A, _: &A) -> A {
+        if *x > A::zero() {
+            g.clone()
+        } else {
+            A::zero()
+        }
+    }
+}
 
 /// Rectified linear unit.
-#[derive(Clone, Debug)]
-pub struct Relu {
-    parents: [usize; 1],
-}
-
-impl Relu {
-    /// `relu(a)` for the position `a`.
-    pub fn new(a: usize) -> Self {
-        Relu { parents: [a] }
-    }
-}
-
-impl<A: Scalar + PartialOrd, D> CompactOp<A, D> for Relu {
-    fn name(&self) -> &str {
-        "relu"
-    }
-    fn parents(&self) -> &[usize] {
-        &self.parents
-    }
-    fn output_dims(&self, prefix: &[Dims]) -> Result<Dims, String> {
-        super::dims_at("relu", prefix, self.parents[0])
-    }
-    fn forward(&self, ctx: &[RawTensor<A>], _: &D) -> RawTensor<A> {
-        let zero = A::zero();
-        ctx[self.parents[0]].map(|x| if *x < zero { zero.clone() } else { x.clone() })
-    }
-    fn contributions(&self, saved: &SavedValues<'_, A, D>, g: &RawTensor<A>, c: &mut Contributions<A>) -> Contrib {
-        let zero = A::zero();
-        let (x, gd) = (saved.prefix[self.parents[0]].data(), g.data());
-        let mut t = c.buffer();
-        t.extend(x.iter().zip(gd).map(|(x, g)| if *x > zero { g.clone() } else { zero.clone() }));
-        let t = RawTensor::from_parts(g.dims(), t);
-        c.single(self.parents[0], t)
-    }
-}
+pub type Relu = Pointwise<ReluFn>;
 
 /// Typed `relu(a)`.
-pub fn relu<A: Scalar + PartialOrd, D: 'static, S: Shape, Br>(a: Position<S, Br>) -> Node<A, D, S> {
-    Node::compact(Relu::new(a.index()), &[&a])
+pub fn relu<A: Scalar + PartialOrd, D: 'static, S: UnaryShape, Br>(a: Position<S, Br>) -> Node<A, D, S::Output> {
+    pointwise::node::<A, D, ReluFn, S, Br>(a)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::ops::testing::{bits, forward, gradcheck, vjp};
+    use crate::shape::Dims;
+    use crate::tensor::RawTensor;
 
     #[test]
     fn gradient_matches_finite_differences_away_from_zero() {

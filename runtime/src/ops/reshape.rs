@@ -6,6 +6,7 @@
 use crate::contributions::{Contrib, Contributions};
 use crate::graph::{CompactOp, Node, SavedValues};
 use crate::scalar::Scalar;
+use crate::shape::rules::ReshapeShape;
 use crate::shape::{Dims, Position, Shape};
 use crate::tensor::RawTensor;
 
@@ -32,16 +33,7 @@ impl<A: Scalar, D> CompactOp<A, D> for Reshape {
     }
     fn output_dims(&self, prefix: &[Dims]) -> Result<Dims, String> {
         let d = super::dims_at("reshape", prefix, self.parents[0])?;
-        if d.numel() == self.dims.numel() {
-            Ok(self.dims)
-        } else {
-            Err(format!(
-                "reshape cannot turn shape {d} ({} elements) into shape {} ({} elements)",
-                d.numel(),
-                self.dims,
-                self.dims.numel()
-            ))
-        }
+        super::ruled(exactgrad_spec::rules::reshape(d.as_slice(), self.dims.as_slice()))
     }
     fn forward(&self, ctx: &[RawTensor<A>], _: &D) -> RawTensor<A> {
         RawTensor::from_parts(self.dims, ctx[self.parents[0]].data().to_vec())
@@ -53,10 +45,10 @@ impl<A: Scalar, D> CompactOp<A, D> for Reshape {
     }
 }
 
-/// Typed `reshape(x)` to the shape `S2` (the element counts are checked when the node is pushed;
-/// a mismatch is reported by `compile`, naming both shapes).
-pub fn reshape<A: Scalar, D: 'static, S: Shape, S2: Shape, Br>(x: Position<S, Br>) -> Node<A, D, S2> {
-    Node::compact(Reshape::new(x.index(), S2::dims()), &[&x])
+/// Typed `reshape(x)` to the shape `To` (`ops::reshape::<(U3, U2), _, _, _, _>(x)`): the element
+/// counts agree ([`ReshapeShape`]).
+pub fn reshape<To: Shape, A: Scalar, D: 'static, S: ReshapeShape<To>, Br>(x: Position<S, Br>) -> Node<A, D, S::Output> {
+    Node::compact(Reshape::new(x.index(), To::dims()), &[&x])
 }
 
 #[cfg(test)]
@@ -82,13 +74,13 @@ mod tests {
     }
 
     #[test]
-    fn typed_mismatch_is_reported_at_push() {
+    fn typed_shapes_come_from_the_rule_trait() {
         use crate::graph::GraphData;
-        use typenum::{U2, U3, U4};
+        use typenum::{U2, U3, U6};
         let (g, x) = GraphData::<f64, ()>::new().input::<(U2, U3)>();
-        let (g, _) = g.push(reshape::<f64, (), (U2, U3), (U4,), ()>(x));
-        let errors = g.build_errors();
-        assert_eq!(errors.len(), 1);
-        assert_eq!(errors[0].1, "reshape cannot turn shape [2, 3] (6 elements) into shape [4] (4 elements)");
+        let (g, y) = g.push(reshape::<(U3, U2), _, _, _, _>(x));
+        let (g, z) = g.push(reshape::<(U6,), _, _, _, _>(y));
+        assert!(g.build_errors().is_empty());
+        assert_eq!(g.raw().dims()[z.index()], Dims::vector(6));
     }
 }

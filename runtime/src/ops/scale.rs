@@ -2,12 +2,13 @@
 //!
 //! VJP: `single(a, δ * k)` (δ left).
 
+use crate::shape::rules::UnaryShape;
 use core::ops::Mul as MulOp;
 
 use crate::contributions::{Contrib, Contributions};
 use crate::graph::{CompactOp, Node, SavedValues};
 use crate::scalar::Scalar;
-use crate::shape::{Dims, Position, Shape};
+use crate::shape::{Dims, Position};
 use crate::tensor::RawTensor;
 
 /// Multiplication by a constant.
@@ -45,7 +46,10 @@ impl<A: Scalar + MulOp<Output = A>, D> CompactOp<A, D> for Scale<A> {
 }
 
 /// Typed `a * factor`.
-pub fn scale<A: Scalar + MulOp<Output = A>, D: 'static, S: Shape, Br>(a: Position<S, Br>, factor: A) -> Node<A, D, S> {
+pub fn scale<A: Scalar + MulOp<Output = A>, D: 'static, S: UnaryShape, Br>(
+    a: Position<S, Br>,
+    factor: A,
+) -> Node<A, D, S::Output> {
     Node::compact(Scale::new(a.index(), factor), &[&a])
 }
 

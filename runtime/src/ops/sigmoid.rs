@@ -10,11 +10,10 @@
 
 use num_traits::Float;
 
-use crate::contributions::{Contrib, Contributions};
-use crate::graph::{CompactOp, Node, SavedValues};
+use super::pointwise::{self, Pointwise, PointwiseFn};
+use crate::graph::Node;
 use crate::scalar::Scalar;
-use crate::shape::{Dims, Position, Shape};
-use crate::tensor::RawTensor;
+use crate::shape::{rules::UnaryShape, Position};
 
 /// The logistic function `1 / (1 + exp(-x))` of one scalar, in the order documented on the
 /// module (shared with [`Softplus`](super::Softplus), whose derivative it is).
@@ -23,48 +22,38 @@ pub(crate) fn logistic<A: Float>(x: A) -> A {
     A::one() / (A::one() + (-x).exp())
 }
 
+/// `sigmoid` as a [`PointwiseFn`]: the forward and the derivative of the module docs.
+#[derive(Clone, Copy, Debug)]
+pub struct SigmoidFn;
+
+impl<A: Scalar + Float> PointwiseFn<A> for SigmoidFn {
+    const NAME: &'static str = "sigmoid";
+    type Consts = ();
+    fn consts() {}
+    #[inline]
+    fn forward(_: &(), x: &A) -> A {
+        logistic(*x)
+    }
+    #[inline]
+    fn derivative(_: &(), g: &A, _: &A, y: &A) -> A {
+        *g * (*y * (A::one() - *y))
+    }
+}
+
 /// Logistic sigmoid.
-#[derive(Clone, Debug)]
-pub struct Sigmoid {
-    parents: [usize; 1],
-}
-
-impl Sigmoid {
-    /// `sigmoid(a)` for the position `a`.
-    pub fn new(a: usize) -> Self {
-        Sigmoid { parents: [a] }
-    }
-}
-
-impl<A: Scalar + Float, D> CompactOp<A, D> for Sigmoid {
-    fn name(&self) -> &str {
-        "sigmoid"
-    }
-    fn parents(&self) -> &[usize] {
-        &self.parents
-    }
-    fn output_dims(&self, prefix: &[Dims]) -> Result<Dims, String> {
-        super::dims_at("sigmoid", prefix, self.parents[0])
-    }
-    fn forward(&self, ctx: &[RawTensor<A>], _: &D) -> RawTensor<A> {
-        ctx[self.parents[0]].map(|x| logistic(*x))
-    }
-    fn contributions(&self, saved: &SavedValues<'_, A, D>, g: &RawTensor<A>, c: &mut Contributions<A>) -> Contrib {
-        let (y, gd) = (saved.output.data(), g.data());
-        let t = c.tensor(g.dims(), |i| gd[i] * (y[i] * (A::one() - y[i])));
-        c.single(self.parents[0], t)
-    }
-}
+pub type Sigmoid = Pointwise<SigmoidFn>;
 
 /// Typed `sigmoid(a)`.
-pub fn sigmoid<A: Scalar + Float, D: 'static, S: Shape, Br>(a: Position<S, Br>) -> Node<A, D, S> {
-    Node::compact(Sigmoid::new(a.index()), &[&a])
+pub fn sigmoid<A: Scalar + Float, D: 'static, S: UnaryShape, Br>(a: Position<S, Br>) -> Node<A, D, S::Output> {
+    pointwise::node::<A, D, SigmoidFn, S, Br>(a)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::ops::testing::{bits, forward, gradcheck, sample, vjp};
+    use crate::shape::Dims;
+    use crate::tensor::RawTensor;
 
     #[test]
     fn values() {

@@ -7,11 +7,14 @@
 //! VJP: `single(x, t)` where `t` is `δ` scattered into `zeros(x.dims)`: `t[o, start + j, i] =
 //! δ[o, j, i]` and `t = 0` elsewhere (no arithmetic: a `-0.0` in `δ` stays `-0.0`).
 
+use typenum::Unsigned;
+
 use super::sum_axis::split;
 use crate::contributions::{Contrib, Contributions};
 use crate::graph::{CompactOp, Node, SavedValues};
 use crate::scalar::Scalar;
-use crate::shape::{Dims, Position, Shape};
+use crate::shape::rules::SliceShape;
+use crate::shape::{Dims, Position};
 use crate::tensor::RawTensor;
 
 /// A contiguous range along one axis.
@@ -31,20 +34,7 @@ impl Slice {
 
     /// The output dims for an input of dims `d`, or a message.
     fn sliced(&self, d: Dims) -> Result<Dims, String> {
-        let (axis, start, len) = (self.axis, self.start, self.len);
-        let s = d.as_slice();
-        if axis >= s.len() {
-            return Err(format!("slice cannot take axis {axis} of shape {d} (rank {})", s.len()));
-        }
-        if start.checked_add(len).is_none_or(|end| end > s[axis]) {
-            return Err(format!(
-                "slice of {len} entries from {start} is out of range for axis {axis} of shape {d} ({} entries)",
-                s[axis]
-            ));
-        }
-        let mut out = s.to_vec();
-        out[axis] = len;
-        Dims::new(&out).ok_or_else(|| unreachable!("same rank as the input"))
+        super::ruled(exactgrad_spec::rules::slice(d.as_slice(), self.axis, self.start, self.len))
     }
 }
 
@@ -87,15 +77,16 @@ impl<A: Scalar, D> CompactOp<A, D> for Slice {
     }
 }
 
-/// Typed `slice(x, axis, start, len)` to the declared shape `S2` (`S` with `len` along `axis`;
-/// checked, with the range, when the node is pushed; a mismatch is reported by `compile`).
-pub fn slice<A: Scalar, D: 'static, S: Shape, S2: Shape, Br>(
+/// Typed `slice(x, axis, start, len)` with the axis and the length typenum values
+/// (`U1::new()`): `S` with `len` entries along the axis ([`SliceShape`]). The range
+/// `start..start + len` is checked when the node is pushed (reported by `compile`).
+pub fn slice<A: Scalar, D: 'static, S: SliceShape<Ax, Len>, Ax: Unsigned, Len: Unsigned, Br>(
     x: Position<S, Br>,
-    axis: usize,
+    _axis: Ax,
     start: usize,
-    len: usize,
-) -> Node<A, D, S2> {
-    Node::compact(Slice::new(x.index(), axis, start, len), &[&x])
+    _len: Len,
+) -> Node<A, D, S::Output> {
+    Node::compact(Slice::new(x.index(), Ax::USIZE, start, Len::USIZE), &[&x])
 }
 
 #[cfg(test)]
@@ -161,17 +152,17 @@ mod tests {
     }
 
     #[test]
-    fn typed_shapes_are_checked_at_push() {
+    fn typed_shapes_come_from_the_rule_trait() {
         use crate::graph::GraphData;
         use typenum::{U1, U2, U3};
         let (g, x) = GraphData::<f64, ()>::new().input::<(U2, U3)>();
-        let (g, _) = g.push(slice::<f64, (), (U2, U3), (U2, U2), ()>(x, 1, 1, 2));
+        let (g, y) = g.push(slice(x, U1::new(), 1, U2::new()));
         assert!(g.build_errors().is_empty());
-        let (g, _) = g.push(slice::<f64, (), (U2, U3), (U2, U1), ()>(x, 1, 1, 2));
-        let (g, _) = g.push(slice::<f64, (), (U2, U3), (U2, U2), ()>(x, 1, 2, 2));
+        assert_eq!(g.raw().dims()[y.index()], Dims::matrix(2, 2));
+        // The range is a value: checked at push, reported by `compile`.
+        let (g, _) = g.push(slice(x, U1::new(), 2, U2::new()));
         let errors = g.build_errors();
-        assert_eq!(errors.len(), 2);
-        assert_eq!(errors[0].1, "its shape rule gives [2, 2], but it was declared [2, 1]");
-        assert_eq!(errors[1].1, "slice of 2 entries from 2 is out of range for axis 1 of shape [2, 3] (3 entries)");
+        assert_eq!(errors.len(), 1);
+        assert_eq!(errors[0].1, "slice of 2 entries from 2 is out of range for axis 1 of shape [2, 3] (3 entries)");
     }
 }

@@ -13,12 +13,13 @@
 //! VJP, with the saved output `y` and per row `d = ((0 + δ[0] * y[0]) + δ[1] * y[1]) + …`
 //! (ascending, δ left): `single(x, t)` with `t[j] = (δ[j] − d) * y[j]` (δ-side factor left).
 
+use crate::shape::rules::LastAxisShape;
 use num_traits::Float;
 
 use crate::contributions::{Contrib, Contributions};
 use crate::graph::{CompactOp, Node, SavedValues};
 use crate::scalar::Scalar;
-use crate::shape::{Dims, Position, Shape};
+use crate::shape::{Dims, Position};
 use crate::tensor::RawTensor;
 
 /// Softmax over the last axis.
@@ -38,10 +39,8 @@ impl Softmax {
 /// dims and the row length.
 pub(crate) fn rows_dims(op: &str, prefix: &[Dims], p: usize) -> Result<(Dims, usize), String> {
     let d = super::dims_at(op, prefix, p)?;
-    match d.as_slice().last() {
-        Some(&n) if n > 0 => Ok((d, n)),
-        _ => Err(format!("{op} needs a non-empty last axis, got shape {d}")),
-    }
+    let out = super::ruled(exactgrad_spec::rules::last_axis(op, d.as_slice()))?;
+    Ok((out, d.as_slice().last().copied().unwrap_or(1)))
 }
 
 /// Step 1 of the module docs: the row maximum, first element first, `x[j] > m` replaces.
@@ -96,8 +95,8 @@ impl<A: Scalar + Float, D> CompactOp<A, D> for Softmax {
     }
 }
 
-/// Typed `softmax(x)` over the last axis.
-pub fn softmax<A: Scalar + Float, D: 'static, S: Shape, Br>(x: Position<S, Br>) -> Node<A, D, S> {
+/// Typed `softmax(x)` over the last axis ([`LastAxisShape`]).
+pub fn softmax<A: Scalar + Float, D: 'static, S: LastAxisShape, Br>(x: Position<S, Br>) -> Node<A, D, S::Output> {
     Node::compact(Softmax::new(x.index()), &[&x])
 }
 

@@ -16,25 +16,11 @@
 
 use num_traits::Float;
 
+use super::pointwise::{self, Pointwise, PointwiseFn};
 use super::sigmoid::logistic;
-use crate::contributions::{Contrib, Contributions};
-use crate::graph::{CompactOp, Node, SavedValues};
+use crate::graph::Node;
 use crate::scalar::Scalar;
-use crate::shape::{Dims, Position, Shape};
-use crate::tensor::RawTensor;
-
-/// Softplus `ln(1 + exp(x))`, in the stable form documented on the module.
-#[derive(Clone, Debug)]
-pub struct Softplus {
-    parents: [usize; 1],
-}
-
-impl Softplus {
-    /// `softplus(a)` for the position `a`.
-    pub fn new(a: usize) -> Self {
-        Softplus { parents: [a] }
-    }
-}
+use crate::shape::{rules::UnaryShape, Position};
 
 #[inline]
 fn softplus_scalar<A: Float>(x: A) -> A {
@@ -45,29 +31,30 @@ fn softplus_scalar<A: Float>(x: A) -> A {
     }
 }
 
-impl<A: Scalar + Float, D> CompactOp<A, D> for Softplus {
-    fn name(&self) -> &str {
-        "softplus"
+/// `softplus` as a [`PointwiseFn`]: the forward and the derivative of the module docs.
+#[derive(Clone, Copy, Debug)]
+pub struct SoftplusFn;
+
+impl<A: Scalar + Float> PointwiseFn<A> for SoftplusFn {
+    const NAME: &'static str = "softplus";
+    type Consts = ();
+    fn consts() {}
+    #[inline]
+    fn forward(_: &(), x: &A) -> A {
+        softplus_scalar(*x)
     }
-    fn parents(&self) -> &[usize] {
-        &self.parents
-    }
-    fn output_dims(&self, prefix: &[Dims]) -> Result<Dims, String> {
-        super::dims_at("softplus", prefix, self.parents[0])
-    }
-    fn forward(&self, ctx: &[RawTensor<A>], _: &D) -> RawTensor<A> {
-        ctx[self.parents[0]].map(|x| softplus_scalar(*x))
-    }
-    fn contributions(&self, saved: &SavedValues<'_, A, D>, g: &RawTensor<A>, c: &mut Contributions<A>) -> Contrib {
-        let (x, gd) = (saved.prefix[self.parents[0]].data(), g.data());
-        let t = c.tensor(g.dims(), |i| gd[i] * logistic(x[i]));
-        c.single(self.parents[0], t)
+    #[inline]
+    fn derivative(_: &(), g: &A, x: &A, _: &A) -> A {
+        *g * logistic(*x)
     }
 }
 
+/// Softplus `ln(1 + exp(x))`, in the stable form documented on the module.
+pub type Softplus = Pointwise<SoftplusFn>;
+
 /// Typed `softplus(a)`.
-pub fn softplus<A: Scalar + Float, D: 'static, S: Shape, Br>(a: Position<S, Br>) -> Node<A, D, S> {
-    Node::compact(Softplus::new(a.index()), &[&a])
+pub fn softplus<A: Scalar + Float, D: 'static, S: UnaryShape, Br>(a: Position<S, Br>) -> Node<A, D, S::Output> {
+    pointwise::node::<A, D, SoftplusFn, S, Br>(a)
 }
 
 #[cfg(test)]
@@ -75,6 +62,8 @@ mod tests {
     use super::*;
     use crate::ops::testing::{bits, forward, gradcheck, sample, vjp};
     use crate::ops::Sigmoid;
+    use crate::shape::Dims;
+    use crate::tensor::RawTensor;
 
     #[test]
     fn values() {

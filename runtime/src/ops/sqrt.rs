@@ -10,54 +10,43 @@
 
 use num_traits::Float;
 
-use crate::contributions::{Contrib, Contributions};
-use crate::graph::{CompactOp, Node, SavedValues};
+use super::pointwise::{self, Pointwise, PointwiseFn};
+use crate::graph::Node;
 use crate::scalar::Scalar;
-use crate::shape::{Dims, Position, Shape};
-use crate::tensor::RawTensor;
+use crate::shape::{rules::UnaryShape, Position};
+
+/// `sqrt` as a [`PointwiseFn`]: the forward and the derivative of the module docs.
+#[derive(Clone, Copy, Debug)]
+pub struct SqrtFn;
+
+impl<A: Scalar + Float> PointwiseFn<A> for SqrtFn {
+    const NAME: &'static str = "sqrt";
+    type Consts = ();
+    fn consts() {}
+    #[inline]
+    fn forward(_: &(), x: &A) -> A {
+        x.sqrt()
+    }
+    #[inline]
+    fn derivative(_: &(), g: &A, _: &A, y: &A) -> A {
+        *g / (*y + *y)
+    }
+}
 
 /// Elementwise square root.
-#[derive(Clone, Debug)]
-pub struct Sqrt {
-    parents: [usize; 1],
-}
-
-impl Sqrt {
-    /// `sqrt(a)` for the position `a`.
-    pub fn new(a: usize) -> Self {
-        Sqrt { parents: [a] }
-    }
-}
-
-impl<A: Scalar + Float, D> CompactOp<A, D> for Sqrt {
-    fn name(&self) -> &str {
-        "sqrt"
-    }
-    fn parents(&self) -> &[usize] {
-        &self.parents
-    }
-    fn output_dims(&self, prefix: &[Dims]) -> Result<Dims, String> {
-        super::dims_at("sqrt", prefix, self.parents[0])
-    }
-    fn forward(&self, ctx: &[RawTensor<A>], _: &D) -> RawTensor<A> {
-        ctx[self.parents[0]].map(|x| x.sqrt())
-    }
-    fn contributions(&self, saved: &SavedValues<'_, A, D>, g: &RawTensor<A>, c: &mut Contributions<A>) -> Contrib {
-        let (y, gd) = (saved.output.data(), g.data());
-        let t = c.tensor(g.dims(), |i| gd[i] / (y[i] + y[i]));
-        c.single(self.parents[0], t)
-    }
-}
+pub type Sqrt = Pointwise<SqrtFn>;
 
 /// Typed `sqrt(a)`.
-pub fn sqrt<A: Scalar + Float, D: 'static, S: Shape, Br>(a: Position<S, Br>) -> Node<A, D, S> {
-    Node::compact(Sqrt::new(a.index()), &[&a])
+pub fn sqrt<A: Scalar + Float, D: 'static, S: UnaryShape, Br>(a: Position<S, Br>) -> Node<A, D, S::Output> {
+    pointwise::node::<A, D, SqrtFn, S, Br>(a)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::ops::testing::{bits, forward, gradcheck, sample, vjp};
+    use crate::shape::Dims;
+    use crate::tensor::RawTensor;
 
     #[test]
     fn values() {

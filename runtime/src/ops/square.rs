@@ -6,12 +6,13 @@
 //! NaN payloads included). It is *not* `δ * (a + a)` or `(2 * δ) * a`, which can round
 //! differently (and overflow differently).
 
+use crate::shape::rules::UnaryShape;
 use core::ops::Mul as MulOp;
 
 use crate::contributions::{Contrib, Contributions};
 use crate::graph::{CompactOp, Node, SavedValues};
 use crate::scalar::Scalar;
-use crate::shape::{Dims, Position, Shape};
+use crate::shape::{Dims, Position};
 use crate::tensor::RawTensor;
 
 /// Elementwise square, bit-identical to `mul(a, a)`.
@@ -52,7 +53,9 @@ impl<A: Scalar + MulOp<Output = A>, D> CompactOp<A, D> for Square {
 }
 
 /// Typed `a * a` (elementwise), the same as `mul(a, a)`.
-pub fn square<A: Scalar + MulOp<Output = A>, D: 'static, S: Shape, Br>(a: Position<S, Br>) -> Node<A, D, S> {
+pub fn square<A: Scalar + MulOp<Output = A>, D: 'static, S: UnaryShape, Br>(
+    a: Position<S, Br>,
+) -> Node<A, D, S::Output> {
     Node::compact(Square::new(a.index()), &[&a])
 }
 

@@ -2,12 +2,13 @@
 //!
 //! VJP: `add(single(a, δ), single(b, 0 - δ))` (negation as `0 - δ`, SEMANTICS §4).
 
+use crate::shape::rules::ElementwiseShape;
 use core::ops::Sub as SubOp;
 
 use crate::contributions::{Contrib, Contributions};
 use crate::graph::{CompactOp, Node, SavedValues};
 use crate::scalar::Scalar;
-use crate::shape::{Dims, Position, Shape};
+use crate::shape::{Dims, Position};
 use crate::tensor::RawTensor;
 
 /// Elementwise difference of two positions of the same shape.
@@ -46,11 +47,11 @@ impl<A: Scalar + SubOp<Output = A>, D> CompactOp<A, D> for Sub {
     }
 }
 
-/// Typed `a - b`.
-pub fn sub<A: Scalar + SubOp<Output = A>, D: 'static, S: Shape, Br>(
-    a: Position<S, Br>,
-    b: Position<S, Br>,
-) -> Node<A, D, S> {
+/// Typed `a - b` (elementwise): both operands of one shape ([`ElementwiseShape`]).
+pub fn sub<A: Scalar + SubOp<Output = A>, D: 'static, L: ElementwiseShape<R>, R, Br>(
+    a: Position<L, Br>,
+    b: Position<R, Br>,
+) -> Node<A, D, L::Output> {
     Node::compact(Sub::new(a.index(), b.index()), &[&a, &b])
 }
 

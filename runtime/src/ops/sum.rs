@@ -5,7 +5,8 @@
 use crate::contributions::{Contrib, Contributions};
 use crate::graph::{CompactOp, Node, SavedValues};
 use crate::scalar::Scalar;
-use crate::shape::{Dims, Position, Shape};
+use crate::shape::rules::ReduceShape;
+use crate::shape::{Dims, Position};
 use crate::tensor::RawTensor;
 
 /// Sum of all elements.
@@ -34,7 +35,8 @@ impl<A: Scalar, D> CompactOp<A, D> for Sum {
         &self.parents
     }
     fn output_dims(&self, prefix: &[Dims]) -> Result<Dims, String> {
-        super::dims_at("sum", prefix, self.parents[0]).map(|_| Dims::scalar())
+        let d = super::dims_at("sum", prefix, self.parents[0])?;
+        super::ruled(exactgrad_spec::rules::reduce("sum", d.as_slice(), false))
     }
     fn forward(&self, ctx: &[RawTensor<A>], _: &D) -> RawTensor<A> {
         RawTensor::full(Dims::scalar(), sum_in_order(ctx[self.parents[0]].data()))
@@ -47,8 +49,8 @@ impl<A: Scalar, D> CompactOp<A, D> for Sum {
     }
 }
 
-/// Typed `sum(a)`: any shape → `()`.
-pub fn sum<A: Scalar, D: 'static, S: Shape, Br>(a: Position<S, Br>) -> Node<A, D, ()> {
+/// Typed `sum(a)`: any shape → `()` ([`ReduceShape`]).
+pub fn sum<A: Scalar, D: 'static, S: ReduceShape, Br>(a: Position<S, Br>) -> Node<A, D, S::Output> {
     Node::compact(Sum::new(a.index()), &[&a])
 }
 

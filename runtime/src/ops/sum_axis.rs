@@ -6,10 +6,13 @@
 //!
 //! VJP: `single(x, t)` with `t[o, j, i] = δ[o, i]` (the cotangent broadcast back along the axis).
 
+use typenum::Unsigned;
+
 use crate::contributions::{Contrib, Contributions};
 use crate::graph::{CompactOp, Node, SavedValues};
 use crate::scalar::Scalar;
-use crate::shape::{Dims, Position, Shape};
+use crate::shape::rules::AxisReduceShape;
+use crate::shape::{Dims, Position};
 use crate::tensor::RawTensor;
 
 /// Sum over one axis.
@@ -34,12 +37,7 @@ pub(crate) fn split(d: Dims, axis: usize) -> (usize, usize, usize) {
 
 /// The dims of `d` without `axis`, or a message naming `op`.
 pub(crate) fn reduced_dims(op: &str, d: Dims, axis: usize) -> Result<Dims, String> {
-    if axis >= d.rank() {
-        return Err(format!("{op} cannot reduce axis {axis} of shape {d} (rank {})", d.rank()));
-    }
-    let mut s = d.as_slice().to_vec();
-    s.remove(axis);
-    Dims::new(&s).ok_or_else(|| format!("{op} cannot reduce axis {axis} of shape {d}"))
+    super::ruled(exactgrad_spec::rules::axis_reduce(op, d.as_slice(), axis, op == "mean_axis"))
 }
 
 /// Sums along `axis` of `x` (dims `d`) in ascending order from `0`: `outer * inner` values.
@@ -78,10 +76,13 @@ impl<A: Scalar, D> CompactOp<A, D> for SumAxis {
     }
 }
 
-/// Typed `sum_axis(x, axis)`: the declared output shape `S2` must be `S` without `axis` (checked
-/// when the node is pushed; a mismatch is reported by `compile`).
-pub fn sum_axis<A: Scalar, D: 'static, S: Shape, S2: Shape, Br>(x: Position<S, Br>, axis: usize) -> Node<A, D, S2> {
-    Node::compact(SumAxis::new(x.index(), axis), &[&x])
+/// Typed `sum_axis(x, axis)` with the axis a typenum value (`U1::new()`): `S` without that axis
+/// ([`AxisReduceShape`]).
+pub fn sum_axis<A: Scalar, D: 'static, S: AxisReduceShape<Ax>, Ax: Unsigned, Br>(
+    x: Position<S, Br>,
+    _axis: Ax,
+) -> Node<A, D, S::Output> {
+    Node::compact(SumAxis::new(x.index(), Ax::USIZE), &[&x])
 }
 
 #[cfg(test)]

@@ -4,48 +4,35 @@
 
 use num_traits::Float;
 
-use crate::contributions::{Contrib, Contributions};
-use crate::graph::{CompactOp, Node, SavedValues};
+use super::pointwise::{self, Pointwise, PointwiseFn};
+use crate::graph::Node;
 use crate::scalar::Scalar;
-use crate::shape::{Dims, Position, Shape};
-use crate::tensor::RawTensor;
+use crate::shape::{rules::UnaryShape, Position};
+
+/// `tanh` as a [`PointwiseFn`]: the forward and the derivative of the module docs.
+#[derive(Clone, Copy, Debug)]
+pub struct TanhFn;
+
+impl<A: Scalar + Float> PointwiseFn<A> for TanhFn {
+    const NAME: &'static str = "tanh";
+    type Consts = ();
+    fn consts() {}
+    #[inline]
+    fn forward(_: &(), x: &A) -> A {
+        x.tanh()
+    }
+    #[inline]
+    fn derivative(_: &(), g: &A, _: &A, y: &A) -> A {
+        *g * (A::one() - *y * *y)
+    }
+}
 
 /// Hyperbolic tangent.
-#[derive(Clone, Debug)]
-pub struct Tanh {
-    parents: [usize; 1],
-}
-
-impl Tanh {
-    /// `tanh(a)` for the position `a`.
-    pub fn new(a: usize) -> Self {
-        Tanh { parents: [a] }
-    }
-}
-
-impl<A: Scalar + Float, D> CompactOp<A, D> for Tanh {
-    fn name(&self) -> &str {
-        "tanh"
-    }
-    fn parents(&self) -> &[usize] {
-        &self.parents
-    }
-    fn output_dims(&self, prefix: &[Dims]) -> Result<Dims, String> {
-        super::dims_at("tanh", prefix, self.parents[0])
-    }
-    fn forward(&self, ctx: &[RawTensor<A>], _: &D) -> RawTensor<A> {
-        ctx[self.parents[0]].map(|x| x.tanh())
-    }
-    fn contributions(&self, saved: &SavedValues<'_, A, D>, g: &RawTensor<A>, c: &mut Contributions<A>) -> Contrib {
-        let (y, gd) = (saved.output.data(), g.data());
-        let t = c.tensor(g.dims(), |i| gd[i] * (A::one() - y[i] * y[i]));
-        c.single(self.parents[0], t)
-    }
-}
+pub type Tanh = Pointwise<TanhFn>;
 
 /// Typed `tanh(a)`.
-pub fn tanh<A: Scalar + Float, D: 'static, S: Shape, Br>(a: Position<S, Br>) -> Node<A, D, S> {
-    Node::compact(Tanh::new(a.index()), &[&a])
+pub fn tanh<A: Scalar + Float, D: 'static, S: UnaryShape, Br>(a: Position<S, Br>) -> Node<A, D, S::Output> {
+    pointwise::node::<A, D, TanhFn, S, Br>(a)
 }
 
 #[cfg(test)]

@@ -5,9 +5,9 @@
 use crate::contributions::{Contrib, Contributions};
 use crate::graph::{CompactOp, Node, SavedValues};
 use crate::scalar::Scalar;
+use crate::shape::rules::TransposeShape;
 use crate::shape::{Dims, Position};
 use crate::tensor::RawTensor;
-use typenum::Unsigned;
 
 /// Matrix transpose.
 #[derive(Clone, Debug)]
@@ -36,10 +36,7 @@ impl<A: Scalar, D> CompactOp<A, D> for Transpose {
     }
     fn output_dims(&self, prefix: &[Dims]) -> Result<Dims, String> {
         let d = super::dims_at("transpose", prefix, self.parents[0])?;
-        match d.as_slice() {
-            &[r, c] => Ok(Dims::matrix(c, r)),
-            _ => Err(format!("transpose needs a matrix (rank 2), got shape {d}")),
-        }
+        super::ruled(exactgrad_spec::rules::transpose(d.as_slice()))
     }
     fn forward(&self, ctx: &[RawTensor<A>], _: &D) -> RawTensor<A> {
         let x = &ctx[self.parents[0]];
@@ -55,10 +52,8 @@ impl<A: Scalar, D> CompactOp<A, D> for Transpose {
     }
 }
 
-/// Typed `aᵀ`: `(M, N)` → `(N, M)`.
-pub fn transpose<A: Scalar, D: 'static, M: Unsigned + 'static, N: Unsigned + 'static, Br>(
-    a: Position<(M, N), Br>,
-) -> Node<A, D, (N, M)> {
+/// Typed `aᵀ`: `(M, N)` → `(N, M)` ([`TransposeShape`]).
+pub fn transpose<A: Scalar, D: 'static, S: TransposeShape, Br>(a: Position<S, Br>) -> Node<A, D, S::Output> {
     Node::compact(Transpose::new(a.index()), &[&a])
 }
 

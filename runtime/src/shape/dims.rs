@@ -18,6 +18,15 @@ pub struct Dims {
     dims: [usize; MAX_RANK],
 }
 
+impl From<&exactgrad_spec::Shape<usize>> for Dims {
+    /// The dims a shape rule computed (rank ≤ [`MAX_RANK`] by construction).
+    fn from(s: &exactgrad_spec::Shape<usize>) -> Self {
+        let mut dims = [0; MAX_RANK];
+        dims[..s.dims().len()].copy_from_slice(s.dims());
+        Dims { rank: s.dims().len() as u8, dims }
+    }
+}
+
 impl Dims {
     /// Dims from a slice; `None` when the rank exceeds [`MAX_RANK`].
     pub fn new(dims: &[usize]) -> Option<Self> {

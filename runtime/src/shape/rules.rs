@@ -1,8 +1,427 @@
-//! Shape rules as traits, for dims the `graph!` macro cannot compare itself (generic dims): the
-//! compiler proves `L: Rule<R>` only when `L` and `R` are the same dim, and otherwise reports the
-//! op and the rule in words.
+//! The type-level shape rules: one trait per rule of `exactgrad_spec`, whose `Output` is the op's
+//! output shape type computed from its operands' shape types — for literal (typenum) and generic
+//! dims alike. The typed op constructors (`ops::matmul`, …) and the code `graph!` generates name
+//! their output shapes through these traits, so a node of the wrong shape is a compile error from
+//! the trait, in the words of `exactgrad_spec::types` (rustc prints typenum numbers in binary, so
+//! the messages name the op and the rule, never the sizes).
+//!
+//! Every impl is flat (one per rank, or per rank and axis): no trait recursion, so graphs of any
+//! size check at the default `recursion_limit`.
+//!
+//! ```
+//! use exactgrad_runtime::shape::rules::{MatMulShape, ConcatShape};
+//! use exactgrad_runtime::typenum::{U0, U1, U2, U3, U5};
+//! fn output<L: MatMulShape<R>, R>() -> exactgrad_runtime::Dims { <L::Output as exactgrad_runtime::Shape>::dims() }
+//! assert_eq!(output::<(U2, U3), (U3, U5)>().as_slice(), &[2, 5]);
+//! type Joined = <(U2, U3) as ConcatShape<(U1, U3), U0>>::Output; // [2, 3] ++ [1, 3] along axis 0
+//! assert_eq!(<Joined as exactgrad_runtime::Shape>::dims().as_slice(), &[3, 3]);
+//! ```
+//!
+//! ```compile_fail
+//! use exactgrad_runtime::shape::rules::MatMulShape;
+//! use exactgrad_runtime::typenum::{U2, U3, U5};
+//! fn output<L: MatMulShape<R>, R>() {}
+//! output::<(U2, U3), (U2, U5)>(); // matmul needs the left operand's columns to equal the right operand's rows
+//! ```
 
-use typenum::Unsigned;
+use core::ops::{Add, Mul};
+
+use typenum::{Prod, Sum, Unsigned, U0, U1, U2, U3};
+
+use super::Shape;
+
+macro_rules! rule_traits {
+    ($(($variant:ident, $trait:ident, $message:literal, $label:literal, $note:literal)),* $(,)?) => {
+        $( rule_traits!(@ $trait, $message, $label, $note); )*
+    };
+    (@ ElementwiseShape, $m:literal, $l:literal, $n:literal) => {
+        /// `[s] , [s] → [s]`: both operands have the same shape.
+        #[diagnostic::on_unimplemented(message = $m, label = $l, note = $n)]
+        pub trait ElementwiseShape<R> {
+            /// The output shape.
+            type Output: Shape;
+        }
+        #[diagnostic::do_not_recommend]
+        impl<S: Shape> ElementwiseShape<S> for S {
+            type Output = S;
+        }
+    };
+    (@ ElementwiseToScalarShape, $m:literal, $l:literal, $n:literal) => {
+        /// `[s] , [s] → []`: both operands have the same shape (`mse`).
+        #[diagnostic::on_unimplemented(message = $m, label = $l, note = $n)]
+        pub trait ElementwiseToScalarShape<R> {
+            /// The output shape.
+            type Output: Shape;
+        }
+        #[diagnostic::do_not_recommend]
+        impl<S: Shape> ElementwiseToScalarShape<S> for S {
+            type Output = ();
+        }
+    };
+    (@ UnaryShape, $m:literal, $l:literal, $n:literal) => {
+        /// `[s] → [s]` (pointwise ops, `scale`).
+        #[diagnostic::on_unimplemented(message = $m, label = $l, note = $n)]
+        pub trait UnaryShape {
+            /// The output shape.
+            type Output: Shape;
+        }
+        #[diagnostic::do_not_recommend]
+        impl<S: Shape> UnaryShape for S {
+            type Output = S;
+        }
+    };
+    (@ LastAxisShape, $m:literal, $l:literal, $n:literal) => {
+        /// `[…, n] → […, n]` for rank ≥ 1 (`softmax`, `log_softmax`).
+        #[diagnostic::on_unimplemented(message = $m, label = $l, note = $n)]
+        pub trait LastAxisShape {
+            /// The output shape.
+            type Output: Shape;
+        }
+        per_rank!(LastAxisShape);
+    };
+    (@ ReduceShape, $m:literal, $l:literal, $n:literal) => {
+        /// `[s] → []` (`sum`, `mean`).
+        #[diagnostic::on_unimplemented(message = $m, label = $l, note = $n)]
+        pub trait ReduceShape {
+            /// The output shape.
+            type Output: Shape;
+        }
+        #[diagnostic::do_not_recommend]
+        impl<S: Shape> ReduceShape for S {
+            type Output = ();
+        }
+    };
+    (@ MatMulShape, $m:literal, $l:literal, $n:literal) => {
+        /// `[m, k] , [k, n] → [m, n]`.
+        #[diagnostic::on_unimplemented(message = $m, label = $l, note = $n)]
+        pub trait MatMulShape<R> {
+            /// The output shape.
+            type Output: Shape;
+        }
+        #[diagnostic::do_not_recommend]
+        impl<M: Unsigned + 'static, K: Unsigned + 'static, N: Unsigned + 'static> MatMulShape<(K, N)> for (M, K) {
+            type Output = (M, N);
+        }
+    };
+    (@ TransposeShape, $m:literal, $l:literal, $n:literal) => {
+        /// `[m, n] → [n, m]`.
+        #[diagnostic::on_unimplemented(message = $m, label = $l, note = $n)]
+        pub trait TransposeShape {
+            /// The output shape.
+            type Output: Shape;
+        }
+        #[diagnostic::do_not_recommend]
+        impl<M: Unsigned + 'static, N: Unsigned + 'static> TransposeShape for (M, N) {
+            type Output = (N, M);
+        }
+    };
+    (@ AddRowShape, $m:literal, $l:literal, $n:literal) => {
+        /// `[m, n] , [n] → [m, n]`.
+        #[diagnostic::on_unimplemented(message = $m, label = $l, note = $n)]
+        pub trait AddRowShape<R> {
+            /// The output shape.
+            type Output: Shape;
+        }
+        #[diagnostic::do_not_recommend]
+        impl<M: Unsigned + 'static, N: Unsigned + 'static> AddRowShape<(N,)> for (M, N) {
+            type Output = (M, N);
+        }
+    };
+    (@ AxisReduceShape, $m:literal, $l:literal, $n:literal) => {
+        /// Drops axis `Axis` (a typenum index): `sum_axis`, `mean_axis`.
+        #[diagnostic::on_unimplemented(message = $m, label = $l, note = $n)]
+        pub trait AxisReduceShape<Axis> {
+            /// The output shape.
+            type Output: Shape;
+        }
+        axis_impls!(AxisReduceShape;
+            (D0,), U0 => ();
+            (D0, D1), U0 => (D1,); (D0, D1), U1 => (D0,);
+            (D0, D1, D2), U0 => (D1, D2); (D0, D1, D2), U1 => (D0, D2); (D0, D1, D2), U2 => (D0, D1);
+            (D0, D1, D2, D3), U0 => (D1, D2, D3); (D0, D1, D2, D3), U1 => (D0, D2, D3);
+            (D0, D1, D2, D3), U2 => (D0, D1, D3); (D0, D1, D2, D3), U3 => (D0, D1, D2));
+    };
+    (@ RowParamsShape, $m:literal, $l:literal, $n:literal) => {
+        /// `[m, n] , [n] , [n] → [m, n]` (`layer_norm(x, gain, bias)`).
+        #[diagnostic::on_unimplemented(message = $m, label = $l, note = $n)]
+        pub trait RowParamsShape<G, B> {
+            /// The output shape.
+            type Output: Shape;
+        }
+        #[diagnostic::do_not_recommend]
+        impl<M: Unsigned + 'static, N: Unsigned + 'static> RowParamsShape<(N,), (N,)> for (M, N) {
+            type Output = (M, N);
+        }
+    };
+    (@ LogitsShape, $m:literal, $l:literal, $n:literal) => {
+        /// `[m, c] → []` (`cross_entropy`).
+        #[diagnostic::on_unimplemented(message = $m, label = $l, note = $n)]
+        pub trait LogitsShape {
+            /// The output shape.
+            type Output: Shape;
+        }
+        #[diagnostic::do_not_recommend]
+        impl<M: Unsigned + 'static, C: Unsigned + 'static> LogitsShape for (M, C) {
+            type Output = ();
+        }
+    };
+    (@ ConcatShape, $m:literal, $l:literal, $n:literal) => {
+        /// `concat` along axis `Axis`: the other dims equal, the sizes along it add (typenum `Sum`).
+        #[diagnostic::on_unimplemented(message = $m, label = $l, note = $n)]
+        pub trait ConcatShape<R, Axis> {
+            /// The output shape.
+            type Output: Shape;
+        }
+        concat_impls!();
+    };
+    (@ SliceShape, $m:literal, $l:literal, $n:literal) => {
+        /// `slice` of axis `Axis` to `Len` entries (the range is checked by the macro for literal
+        /// sizes and by `compile` at run time).
+        #[diagnostic::on_unimplemented(message = $m, label = $l, note = $n)]
+        pub trait SliceShape<Axis, Len> {
+            /// The output shape.
+            type Output: Shape;
+        }
+        slice_impls!();
+    };
+    (@ PermuteShape, $m:literal, $l:literal, $n:literal) => {
+        /// `permute` by `P = (P0, …)` (typenum axis indices): output axis `k` is axis `Pk`.
+        #[diagnostic::on_unimplemented(message = $m, label = $l, note = $n)]
+        pub trait PermuteShape<P> {
+            /// The output shape.
+            type Output: Shape;
+        }
+        #[diagnostic::do_not_recommend]
+        impl<S: Shape + AxisAt<P0>, P0> PermuteShape<(P0,)> for S
+        where (S::Output,): Shape {
+            type Output = (S::Output,);
+        }
+        #[diagnostic::do_not_recommend]
+        impl<S: Shape + AxisAt<P0> + AxisAt<P1>, P0, P1> PermuteShape<(P0, P1)> for S
+        where (<S as AxisAt<P0>>::Output, <S as AxisAt<P1>>::Output): Shape {
+            type Output = (<S as AxisAt<P0>>::Output, <S as AxisAt<P1>>::Output);
+        }
+        #[diagnostic::do_not_recommend]
+        impl<S: Shape + AxisAt<P0> + AxisAt<P1> + AxisAt<P2>, P0, P1, P2> PermuteShape<(P0, P1, P2)> for S
+        where (<S as AxisAt<P0>>::Output, <S as AxisAt<P1>>::Output, <S as AxisAt<P2>>::Output): Shape {
+            type Output = (<S as AxisAt<P0>>::Output, <S as AxisAt<P1>>::Output, <S as AxisAt<P2>>::Output);
+        }
+        #[diagnostic::do_not_recommend]
+        impl<S: Shape + AxisAt<P0> + AxisAt<P1> + AxisAt<P2> + AxisAt<P3>, P0, P1, P2, P3> PermuteShape<(P0, P1, P2, P3)> for S
+        where (
+            <S as AxisAt<P0>>::Output,
+            <S as AxisAt<P1>>::Output,
+            <S as AxisAt<P2>>::Output,
+            <S as AxisAt<P3>>::Output,
+        ): Shape {
+            type Output = (
+                <S as AxisAt<P0>>::Output,
+                <S as AxisAt<P1>>::Output,
+                <S as AxisAt<P2>>::Output,
+                <S as AxisAt<P3>>::Output,
+            );
+        }
+    };
+    (@ ReshapeShape, $m:literal, $l:literal, $n:literal) => {
+        /// `reshape` to `To`: the element counts ([`Numel`]) are the same type.
+        #[diagnostic::on_unimplemented(message = $m, label = $l, note = $n)]
+        pub trait ReshapeShape<To> {
+            /// The output shape.
+            type Output: Shape;
+        }
+        #[diagnostic::do_not_recommend]
+        impl<S: Numel, To: Shape + Numel<Count = S::Count>> ReshapeShape<To> for S {
+            type Output = To;
+        }
+    };
+    (@ GatherRowsShape, $m:literal, $l:literal, $n:literal) => {
+        /// `[vocab, d] → [N, d]` (`gather_rows` with `N` ids).
+        #[diagnostic::on_unimplemented(message = $m, label = $l, note = $n)]
+        pub trait GatherRowsShape<N> {
+            /// The output shape.
+            type Output: Shape;
+        }
+        #[diagnostic::do_not_recommend]
+        impl<V: Unsigned + 'static, E: Unsigned + 'static, N: Unsigned + 'static> GatherRowsShape<N> for (V, E) {
+            type Output = (N, E);
+        }
+    };
+    (@ LeafShape, $m:literal, $l:literal, $n:literal) => {
+        /// A data tensor's declared shape.
+        #[diagnostic::on_unimplemented(message = $m, label = $l, note = $n)]
+        pub trait LeafShape {
+            /// The output shape.
+            type Output: Shape;
+        }
+        #[diagnostic::do_not_recommend]
+        impl<S: Shape> LeafShape for S {
+            type Output = S;
+        }
+    };
+    (@ DeclaredShape, $m:literal, $l:literal, $n:literal) => {
+        /// `L` (a declared shape or dim) is `R` (the computed one).
+        #[diagnostic::on_unimplemented(message = $m, label = $l, note = $n)]
+        pub trait DeclaredShape<R> {}
+        #[diagnostic::do_not_recommend]
+        impl<T> DeclaredShape<T> for T {}
+    };
+}
+
+/// `impl $trait for` every rank ≥ 1 with `Output = Self`.
+macro_rules! per_rank {
+    ($trait:ident) => {
+        per_rank!(@ $trait; D0);
+        per_rank!(@ $trait; D0, D1);
+        per_rank!(@ $trait; D0, D1, D2);
+        per_rank!(@ $trait; D0, D1, D2, D3);
+    };
+    (@ $trait:ident; $($d:ident),+) => {
+        #[diagnostic::do_not_recommend]
+        impl<$($d: Unsigned + 'static),+> $trait for ($($d,)+) {
+            type Output = ($($d,)+);
+        }
+    };
+}
+
+/// `impl $trait<Axis> for Shape { Output = … }` per (shape, axis) pair.
+macro_rules! axis_impls {
+    ($trait:ident; $( ($($d:ident),+ $(,)?), $axis:ty => $out:ty );+ $(;)?) => {$(
+        #[diagnostic::do_not_recommend]
+        impl<$($d: Unsigned + 'static),+> $trait<$axis> for ($($d,)+) {
+            type Output = $out;
+        }
+    )+};
+}
+
+/// `ConcatShape` per rank and axis: `A` and `B` agree off the axis, the axis dims add.
+macro_rules! concat_impls {
+    () => {
+        concat_impls!(@ U0; (A0), (B0) => (Sum<A0, B0>,); A0, B0;);
+        concat_impls!(@ U0; (A0, X1), (B0, X1) => (Sum<A0, B0>, X1); A0, B0; X1);
+        concat_impls!(@ U1; (X0, A1), (X0, B1) => (X0, Sum<A1, B1>); A1, B1; X0);
+        concat_impls!(@ U0; (A0, X1, X2), (B0, X1, X2) => (Sum<A0, B0>, X1, X2); A0, B0; X1, X2);
+        concat_impls!(@ U1; (X0, A1, X2), (X0, B1, X2) => (X0, Sum<A1, B1>, X2); A1, B1; X0, X2);
+        concat_impls!(@ U2; (X0, X1, A2), (X0, X1, B2) => (X0, X1, Sum<A2, B2>); A2, B2; X0, X1);
+        concat_impls!(@ U0; (A0, X1, X2, X3), (B0, X1, X2, X3) => (Sum<A0, B0>, X1, X2, X3); A0, B0; X1, X2, X3);
+        concat_impls!(@ U1; (X0, A1, X2, X3), (X0, B1, X2, X3) => (X0, Sum<A1, B1>, X2, X3); A1, B1; X0, X2, X3);
+        concat_impls!(@ U2; (X0, X1, A2, X3), (X0, X1, B2, X3) => (X0, X1, Sum<A2, B2>, X3); A2, B2; X0, X1, X3);
+        concat_impls!(@ U3; (X0, X1, X2, A3), (X0, X1, X2, B3) => (X0, X1, X2, Sum<A3, B3>); A3, B3; X0, X1, X2);
+    };
+    (@ $axis:ty; ($($l:ident),+), ($($r:ident),+) => $out:ty; $a:ident, $b:ident; $($x:ident),*) => {
+        #[diagnostic::do_not_recommend]
+        impl<$a, $b, $($x: Unsigned + 'static),*> ConcatShape<($($r,)+), $axis> for ($($l,)+)
+        where
+            $a: Unsigned + Add<$b> + 'static,
+            $b: Unsigned + 'static,
+            Sum<$a, $b>: Unsigned + 'static,
+        {
+            type Output = $out;
+        }
+    };
+}
+
+/// `SliceShape` per rank and axis: the axis dim becomes `Len`.
+macro_rules! slice_impls {
+    () => {
+        slice_impls!(@ U0; (D0) => (Len,));
+        slice_impls!(@ U0; (D0, D1) => (Len, D1));
+        slice_impls!(@ U1; (D0, D1) => (D0, Len));
+        slice_impls!(@ U0; (D0, D1, D2) => (Len, D1, D2));
+        slice_impls!(@ U1; (D0, D1, D2) => (D0, Len, D2));
+        slice_impls!(@ U2; (D0, D1, D2) => (D0, D1, Len));
+        slice_impls!(@ U0; (D0, D1, D2, D3) => (Len, D1, D2, D3));
+        slice_impls!(@ U1; (D0, D1, D2, D3) => (D0, Len, D2, D3));
+        slice_impls!(@ U2; (D0, D1, D2, D3) => (D0, D1, Len, D3));
+        slice_impls!(@ U3; (D0, D1, D2, D3) => (D0, D1, D2, Len));
+    };
+    (@ $axis:ty; ($($d:ident),+) => $out:ty) => {
+        #[diagnostic::do_not_recommend]
+        impl<$($d: Unsigned + 'static,)+ Len: Unsigned + 'static> SliceShape<$axis, Len> for ($($d,)+) {
+            type Output = $out;
+        }
+    };
+}
+
+exactgrad_spec::type_rules!(rule_traits);
+
+macro_rules! axis_at {
+    ($( ($($d:ident),+ $(,)?), $i:ty => $out:ident );+) => {$(
+        impl<$($d: Unsigned + 'static),+> AxisAt<$i> for ($($d,)+) {
+            type Output = $out;
+        }
+    )+};
+}
+/// The dim at axis `I` (a typenum index) of a shape: the building block of [`PermuteShape`].
+pub trait AxisAt<I> {
+    /// The dim.
+    type Output: Unsigned + 'static;
+}
+axis_at!((D0,), U0 => D0);
+axis_at!((D0, D1), U0 => D0; (D0, D1), U1 => D1);
+axis_at!((D0, D1, D2), U0 => D0; (D0, D1, D2), U1 => D1; (D0, D1, D2), U2 => D2);
+axis_at!((D0, D1, D2, D3), U0 => D0; (D0, D1, D2, D3), U1 => D1; (D0, D1, D2, D3), U2 => D2; (D0, D1, D2, D3), U3 => D3);
+
+/// A tuple of typenum axis indices (a permutation): its values.
+pub trait AxisList {
+    /// The indices, in order.
+    fn axes() -> Vec<usize>;
+}
+impl AxisList for () {
+    fn axes() -> Vec<usize> {
+        Vec::new()
+    }
+}
+macro_rules! axis_list {
+    ($($p:ident),+) => {
+        impl<$($p: Unsigned),+> AxisList for ($($p,)+) {
+            fn axes() -> Vec<usize> {
+                vec![$($p::USIZE),+]
+            }
+        }
+    };
+}
+axis_list!(P0);
+axis_list!(P0, P1);
+axis_list!(P0, P1, P2);
+axis_list!(P0, P1, P2, P3);
+
+/// The element count of a shape as a typenum number (`Prod` of its dims, `U1` for `()`): the
+/// building block of [`ReshapeShape`].
+pub trait Numel: Shape {
+    /// The count.
+    type Count: Unsigned;
+}
+impl Numel for () {
+    type Count = U1;
+}
+impl<D0: Unsigned + 'static> Numel for (D0,) {
+    type Count = D0;
+}
+impl<D0: Unsigned + Mul<D1> + 'static, D1: Unsigned + 'static> Numel for (D0, D1)
+where
+    Prod<D0, D1>: Unsigned,
+{
+    type Count = Prod<D0, D1>;
+}
+impl<D0: Unsigned + Mul<D1> + 'static, D1: Unsigned + 'static, D2: Unsigned + 'static> Numel for (D0, D1, D2)
+where
+    Prod<D0, D1>: Unsigned + Mul<D2>,
+    Prod<Prod<D0, D1>, D2>: Unsigned,
+{
+    type Count = Prod<Prod<D0, D1>, D2>;
+}
+impl<D0: Unsigned + Mul<D1> + 'static, D1: Unsigned + 'static, D2: Unsigned + 'static, D3: Unsigned + 'static> Numel
+    for (D0, D1, D2, D3)
+where
+    Prod<D0, D1>: Unsigned + Mul<D2>,
+    Prod<Prod<D0, D1>, D2>: Unsigned + Mul<D3>,
+    Prod<Prod<Prod<D0, D1>, D2>, D3>: Unsigned,
+{
+    type Count = Prod<Prod<Prod<D0, D1>, D2>, D3>;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Dim-level checks (kept while `graph!` still emits them).
 
 /// `L` and `R` are the same dim, as elementwise ops need.
 #[diagnostic::on_unimplemented(
@@ -33,16 +452,6 @@ impl<T> MatmulInner<T> for T {}
 pub trait RowLength<R> {}
 #[diagnostic::do_not_recommend]
 impl<T> RowLength<T> for T {}
-
-/// `L` (a declared dim) equals `R` (the inferred one).
-#[diagnostic::on_unimplemented(
-    message = "the declared shape differs from the shape the graph computes",
-    label = "these dims may differ",
-    note = "change the declared shape (let annotation or signature) to the computed one"
-)]
-pub trait DeclaredShape<R> {}
-#[diagnostic::do_not_recommend]
-impl<T> DeclaredShape<T> for T {}
 
 /// Compile-time check of [`SameShape`].
 pub fn same_shape<L: SameShape<R> + Unsigned, R: Unsigned>() {}

@@ -1,0 +1,99 @@
+//! The one implementation of every pointwise op (`relu`, `tanh`, `exp`, `sigmoid`, `softplus`,
+//! `log`, `sqrt`, `gelu`, `neg`): an op is a [`PointwiseFn`] — its forward and its derivative
+//! applied to the cotangent — handed to [`Pointwise`], which supplies the shape rule, the forward
+//! loop and the compact VJP `single(a, t)` with `t[i] = derivative(δ[i], a[i], y[i])`.
+//!
+//! The `graph!` macro's generated programs call the same two functions, so every pass computes the
+//! same scalar operations.
+
+use core::fmt;
+use core::marker::PhantomData;
+
+use crate::contributions::{Contrib, Contributions};
+use crate::graph::{CompactOp, Node, SavedValues};
+use crate::scalar::Scalar;
+use crate::shape::{rules::UnaryShape, Dims, Position};
+use crate::tensor::RawTensor;
+
+/// A pointwise function: its forward and its derivative applied to a cotangent.
+pub trait PointwiseFn<A>: 'static {
+    /// The op's name (as in `exactgrad_spec::OPS`).
+    const NAME: &'static str;
+    /// Constants computed once per loop (e.g. GELU's coefficients in the scalar type).
+    type Consts;
+    /// The constants.
+    fn consts() -> Self::Consts;
+    /// `y = f(x)`.
+    fn forward(k: &Self::Consts, x: &A) -> A;
+    /// The contribution to the operand at one element: `δ · f'(x)` with `δ` on the left, written
+    /// from the cotangent `g`, the saved input `x` and the saved output `y` (each op documents
+    /// which it reads; `exactgrad_spec` lists them).
+    fn derivative(k: &Self::Consts, g: &A, x: &A, y: &A) -> A;
+}
+
+/// The op `F` applied elementwise to one position.
+pub struct Pointwise<F> {
+    parents: [usize; 1],
+    f: PhantomData<fn() -> F>,
+}
+
+impl<F> Pointwise<F> {
+    /// The op applied to the position `a`.
+    pub fn new(a: usize) -> Self {
+        Pointwise { parents: [a], f: PhantomData }
+    }
+}
+
+impl<F> Clone for Pointwise<F> {
+    fn clone(&self) -> Self {
+        Pointwise::new(self.parents[0])
+    }
+}
+
+impl<F> fmt::Debug for Pointwise<F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Pointwise<{}>({})", core::any::type_name::<F>(), self.parents[0])
+    }
+}
+
+/// `y[i] = f(x[i])` into a new tensor.
+pub fn forward_into<A: Scalar, F: PointwiseFn<A>>(x: &[A], out: &mut Vec<A>) {
+    let k = F::consts();
+    out.extend(x.iter().map(|v| F::forward(&k, v)));
+}
+
+/// `t[i] = derivative(g[i], x[i], y[i])` appended to `out`.
+pub fn derivative_into<A: Scalar, F: PointwiseFn<A>>(g: &[A], x: &[A], y: &[A], out: &mut Vec<A>) {
+    let k = F::consts();
+    out.extend(g.iter().zip(x).zip(y).map(|((g, x), y)| F::derivative(&k, g, x, y)));
+}
+
+impl<A: Scalar, D, F: PointwiseFn<A>> CompactOp<A, D> for Pointwise<F> {
+    fn name(&self) -> &str {
+        F::NAME
+    }
+    fn parents(&self) -> &[usize] {
+        &self.parents
+    }
+    fn output_dims(&self, prefix: &[Dims]) -> Result<Dims, String> {
+        let d = super::dims_at(F::NAME, prefix, self.parents[0])?;
+        super::ruled(exactgrad_spec::rules::unary(d.as_slice()))
+    }
+    fn forward(&self, ctx: &[RawTensor<A>], _: &D) -> RawTensor<A> {
+        let x = &ctx[self.parents[0]];
+        let mut out = Vec::with_capacity(x.numel());
+        forward_into::<A, F>(x.data(), &mut out);
+        RawTensor::from_parts(x.dims(), out)
+    }
+    fn contributions(&self, saved: &SavedValues<'_, A, D>, g: &RawTensor<A>, c: &mut Contributions<A>) -> Contrib {
+        let x = saved.prefix[self.parents[0]].data();
+        let mut t = c.buffer();
+        derivative_into::<A, F>(g.data(), x, saved.output.data(), &mut t);
+        c.single(self.parents[0], RawTensor::from_parts(g.dims(), t))
+    }
+}
+
+/// Typed `f(a)`: the shape is kept ([`UnaryShape`]).
+pub fn node<A: Scalar, D: 'static, F: PointwiseFn<A>, S: UnaryShape, Br>(a: Position<S, Br>) -> Node<A, D, S::Output> {
+    Node::compact(Pointwise::<F>::new(a.index()), &[&a])
+}

@@ -1,0 +1,27 @@
+//! The one source of op facts of **exactgrad**, shared by the `graph!` macro and the runtime:
+//! per built-in op its DSL name and arity ([`ops::OPS`]), its shape rule and the exact words of its
+//! shape errors ([`rules`]), the type-level rule trait that computes its output shape type and that
+//! trait's error texts ([`types`]), its compact-VJP pattern (the static support) and the saved
+//! values its VJP reads. The crate docs' op table is generated from it ([`docs::op_table`]).
+//!
+//! Plain Rust, no dependencies: the proc-macro crate and the runtime both build on it.
+//!
+//! ```
+//! use exactgrad_spec::{ops, rules};
+//! let op = ops::lookup("matmul").unwrap();
+//! assert_eq!(op.vjp.support(), [0, 1]);
+//! let err = rules::matmul(&[4usize, 3], &[2, 5]).unwrap_err();
+//! assert_eq!(err, "matmul needs the left operand's columns (3) to equal the right operand's rows (2)");
+//! ```
+#![forbid(unsafe_code)]
+
+pub mod docs;
+pub mod ops;
+pub mod rules;
+pub mod shape;
+pub mod types;
+
+pub use ops::{Args, Bound, Form, OpSpec, Pattern, Reads, OPS};
+pub use rules::Rule;
+pub use shape::{Dim, Shape};
+pub use types::TypeRule;

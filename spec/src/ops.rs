@@ -1,0 +1,436 @@
+//! THE op table: per built-in op its DSL name(s), arity, extra arguments, shape rule, type-level
+//! rule, compact-VJP pattern (the static support), saved reads, scalar bounds and runtime type.
+
+use crate::rules::Rule;
+use crate::types::TypeRule;
+
+/// The shape of an op's compact VJP (SEMANTICS §4) over its operands (`Single(i)` puts a tensor at
+/// operand `i`'s position). It fixes the static support (duplicates kept), the uniform outside it
+/// (`Zero` → `0`, `Single` → `0`, `Add(l, r)` → `l.uniform + r.uniform`) and how the reader adds at
+/// a position read by several operands (`add(l.read(q), r.read(q))`, left first).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pattern {
+    /// `zero()`: no support.
+    Zero,
+    /// `single(operand i, t)`.
+    Single(usize),
+    /// `add(l, r)`.
+    Add(&'static Pattern, &'static Pattern),
+}
+
+impl Pattern {
+    /// The support as operand indices, left before right, duplicates kept.
+    pub fn support(&self) -> Vec<usize> {
+        let mut out = Vec::new();
+        let mut stack = vec![*self];
+        while let Some(p) = stack.pop() {
+            match p {
+                Pattern::Zero => {}
+                Pattern::Single(i) => out.push(i),
+                Pattern::Add(l, r) => {
+                    stack.push(*r);
+                    stack.push(*l);
+                }
+            }
+        }
+        out
+    }
+
+    /// Written as in SEMANTICS §4 with operand names `names`.
+    pub fn describe(&self, names: &[&str]) -> String {
+        match self {
+            Pattern::Zero => "zero()".to_owned(),
+            Pattern::Single(i) => format!("single({})", names.get(*i).copied().unwrap_or("?")),
+            Pattern::Add(l, r) => format!("add({}, {})", l.describe(names), r.describe(names)),
+        }
+    }
+}
+
+const S0: Pattern = Pattern::Single(0);
+const S1: Pattern = Pattern::Single(1);
+const S2: Pattern = Pattern::Single(2);
+const BINARY: Pattern = Pattern::Add(&S0, &S1);
+
+/// Which saved values an op's VJP reads (beyond the cotangent and the operands' shapes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Reads {
+    /// Operand indices whose saved values it reads.
+    pub operands: &'static [usize],
+    /// Whether it reads the node's own saved output.
+    pub output: bool,
+    /// Whether it reads the graph's data (labels, ids, a data tensor).
+    pub data: bool,
+}
+
+const NOTHING: Reads = Reads { operands: &[], output: false, data: false };
+const OUTPUT: Reads = Reads { operands: &[], output: true, data: false };
+const OPERAND: Reads = Reads { operands: &[0], output: false, data: false };
+const BOTH: Reads = Reads { operands: &[0, 1], output: false, data: false };
+
+/// Arguments after the graph values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Args {
+    /// None.
+    None,
+    /// An integer literal: the axis.
+    Axis,
+    /// An optional constant, with its default written as a literal (`eps`).
+    Eps(&'static str),
+    /// The name of a data parameter holding one `usize` per row (`AsRef<[usize]>`): labels or ids.
+    Labels,
+    /// Three integer literals: axis, start, length.
+    Slice,
+    /// An array literal of axes: the permutation.
+    Perm,
+    /// A constant factor (`x * c`).
+    Factor,
+}
+
+/// How the op is written in `graph!`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Form {
+    /// `name(a, …)` or `a.name(…)`.
+    Call,
+    /// `let y: [d…] = name(…);`: the binding declares the output shape.
+    Declared,
+    /// Not called by name: lowered from other syntax (`x * 0.5`, a data tensor).
+    Lowered,
+}
+
+/// Scalar bounds an op needs beyond the engine's `Scalar`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Bound {
+    /// `Sub<Output = S>`.
+    Sub,
+    /// `Mul<Output = S>`.
+    Mul,
+    /// `Neg<Output = S>`.
+    Neg,
+    /// `Div<Output = S>`.
+    Div,
+    /// `num_traits::FromPrimitive`.
+    FromPrimitive,
+    /// `num_traits::Num`.
+    Num,
+    /// `PartialOrd`.
+    PartialOrd,
+    /// `num_traits::Float`.
+    Float,
+}
+
+/// Everything the macro, the runtime and the docs need to know about one built-in op.
+#[derive(Clone, Copy, Debug)]
+pub struct OpSpec {
+    /// The DSL and runtime name (`Error::Node` and descriptions show it).
+    pub name: &'static str,
+    /// Other DSL names.
+    pub aliases: &'static [&'static str],
+    /// How it is written.
+    pub form: Form,
+    /// Graph values it takes.
+    pub arity: usize,
+    /// What follows them.
+    pub args: Args,
+    /// Its shape rule (the function in [`crate::rules`]).
+    pub rule: Rule,
+    /// The type-level rule trait that computes its output shape.
+    pub type_rule: TypeRule,
+    /// Its compact VJP's pattern: the static support.
+    pub vjp: Pattern,
+    /// Saved values its VJP reads.
+    pub reads: Reads,
+    /// Scalar bounds.
+    pub bounds: &'static [Bound],
+    /// The struct in the runtime's `ops` module.
+    pub runtime: &'static str,
+    /// The shape rule as the docs table writes it.
+    pub shapes: &'static str,
+}
+
+macro_rules! op {
+    ($name:literal, $arity:literal, $rule:ident, $ty:ident, $vjp:expr, $reads:expr, $runtime:literal, $shapes:expr
+     $(, args = $args:expr)? $(, bounds = $bounds:expr)? $(, form = $form:expr)? $(, aliases = $aliases:expr)?) => {
+        OpSpec {
+            name: $name,
+            aliases: { let _a: &[&str] = &[]; $(let _a = $aliases;)? _a },
+            form: { let _f = Form::Call; $(let _f = $form;)? _f },
+            arity: $arity,
+            args: { let _x = Args::None; $(let _x = $args;)? _x },
+            rule: Rule::$rule,
+            type_rule: TypeRule::$ty,
+            vjp: $vjp,
+            reads: $reads,
+            bounds: { let _b: &[Bound] = &[]; $(let _b = $bounds;)? _b },
+            runtime: $runtime,
+            shapes: $shapes,
+        }
+    };
+}
+
+const ELEMENTWISE: &str = "`[s] , [s] → [s]`";
+const POINTWISE: &str = "`[s] → [s]`";
+
+/// Every built-in op, in the order the docs list them.
+pub const OPS: &[OpSpec] = {
+    use Bound::{Div, Float, FromPrimitive, Mul, Neg, Num, PartialOrd, Sub};
+    &[
+        op!("add", 2, Elementwise, Elementwise, BINARY, NOTHING, "Add", ELEMENTWISE),
+        op!("sub", 2, Elementwise, Elementwise, BINARY, NOTHING, "Sub", ELEMENTWISE, bounds = &[Sub]),
+        op!("mul", 2, Elementwise, Elementwise, BINARY, BOTH, "Mul", ELEMENTWISE, bounds = &[Mul]),
+        op!(
+            "div",
+            2,
+            Elementwise,
+            Elementwise,
+            BINARY,
+            Reads { operands: &[1], output: true, data: false },
+            "Div",
+            ELEMENTWISE,
+            bounds = &[Sub, Mul, Div]
+        ),
+        op!("max", 2, Elementwise, Elementwise, BINARY, BOTH, "Max", ELEMENTWISE, bounds = &[PartialOrd]),
+        op!("min", 2, Elementwise, Elementwise, BINARY, BOTH, "Min", ELEMENTWISE, bounds = &[PartialOrd]),
+        op!("neg", 1, Unary, Unary, S0, NOTHING, "Neg", POINTWISE, bounds = &[Neg, Sub]),
+        op!("relu", 1, Unary, Unary, S0, OPERAND, "Relu", POINTWISE, bounds = &[PartialOrd]),
+        op!("tanh", 1, Unary, Unary, S0, OUTPUT, "Tanh", POINTWISE, bounds = &[Float]),
+        op!("exp", 1, Unary, Unary, S0, OUTPUT, "Exp", POINTWISE, bounds = &[Float]),
+        op!("sigmoid", 1, Unary, Unary, S0, OUTPUT, "Sigmoid", POINTWISE, bounds = &[Float]),
+        op!("softplus", 1, Unary, Unary, S0, OPERAND, "Softplus", POINTWISE, bounds = &[Float]),
+        op!("log", 1, Unary, Unary, S0, OPERAND, "Log", POINTWISE, bounds = &[Float]),
+        op!("sqrt", 1, Unary, Unary, S0, OUTPUT, "Sqrt", POINTWISE, bounds = &[Float]),
+        op!("gelu", 1, Unary, Unary, S0, OPERAND, "Gelu", POINTWISE, bounds = &[Float]),
+        op!("square", 1, Unary, Unary, Pattern::Add(&S0, &S0), OPERAND, "Square", POINTWISE, bounds = &[Mul]),
+        op!(
+            "scale",
+            1,
+            Unary,
+            Unary,
+            S0,
+            NOTHING,
+            "Scale",
+            "`[s] → [s]` (written `x * c` or `c * x`)",
+            args = Args::Factor,
+            bounds = &[Mul, Num],
+            form = Form::Lowered
+        ),
+        op!("matmul", 2, MatMul, MatMul, BINARY, BOTH, "MatMul", "`[m, k] , [k, n] → [m, n]`", bounds = &[Mul]),
+        op!("transpose", 1, Transpose, Transpose, S0, NOTHING, "Transpose", "`[m, n] → [n, m]`", aliases = &["t"]),
+        op!("sum", 1, Reduce, Reduce, S0, NOTHING, "Sum", "`[s] → []`"),
+        op!(
+            "mean",
+            1,
+            Reduce,
+            Reduce,
+            S0,
+            NOTHING,
+            "Mean",
+            "`[s] → []` (at least one element)",
+            bounds = &[Div, FromPrimitive]
+        ),
+        op!(
+            "add_row",
+            2,
+            AddRow,
+            AddRow,
+            BINARY,
+            NOTHING,
+            "AddRow",
+            "`[m, n] , [n] → [m, n]` (also written `matrix + row_vector`)"
+        ),
+        op!(
+            "softmax",
+            1,
+            LastAxis,
+            LastAxis,
+            S0,
+            OUTPUT,
+            "Softmax",
+            "`[…, n] → […, n]` over the last axis, `n ≥ 1`",
+            bounds = &[Float]
+        ),
+        op!(
+            "log_softmax",
+            1,
+            LastAxis,
+            LastAxis,
+            S0,
+            OUTPUT,
+            "LogSoftmax",
+            "`[…, n] → […, n]` over the last axis, `n ≥ 1`",
+            bounds = &[Float]
+        ),
+        op!(
+            "mse",
+            2,
+            ElementwiseToScalar,
+            ElementwiseToScalar,
+            BINARY,
+            BOTH,
+            "Mse",
+            "`[s] , [s] → []`",
+            bounds = &[Float, FromPrimitive]
+        ),
+        op!(
+            "sum_axis",
+            1,
+            AxisReduce,
+            AxisReduce,
+            S0,
+            NOTHING,
+            "SumAxis",
+            "drops `axis` (`sum_axis(x, axis)`, `axis` an integer literal)",
+            args = Args::Axis
+        ),
+        op!(
+            "mean_axis",
+            1,
+            AxisReduce,
+            AxisReduce,
+            S0,
+            NOTHING,
+            "MeanAxis",
+            "drops `axis` (`mean_axis(x, axis)`, non-empty axis)",
+            args = Args::Axis,
+            bounds = &[Div, FromPrimitive]
+        ),
+        op!(
+            "layer_norm",
+            3,
+            RowParams,
+            RowParams,
+            Pattern::Add(&BINARY, &S2),
+            BOTH,
+            "LayerNorm",
+            "`[m, n] , [n] , [n] → [m, n]` (`layer_norm(x, gain, bias)` or `…, eps)`, default `1e-5`)",
+            args = Args::Eps("1e-5"),
+            bounds = &[Float, FromPrimitive, Num]
+        ),
+        op!(
+            "cross_entropy",
+            1,
+            Logits,
+            Logits,
+            S0,
+            Reads { operands: &[0], output: false, data: true },
+            "CrossEntropy",
+            "`[m, c] → []` (`cross_entropy(logits, labels)`, one label per row from a data parameter)",
+            args = Args::Labels,
+            bounds = &[Float, FromPrimitive]
+        ),
+        op!(
+            "concat",
+            2,
+            Concat,
+            Concat,
+            BINARY,
+            NOTHING,
+            "Concat",
+            "sizes along `axis` add (`concat(a, b, axis)`, literal sizes there)",
+            args = Args::Axis
+        ),
+        op!(
+            "slice",
+            1,
+            Slice,
+            Slice,
+            S0,
+            NOTHING,
+            "Slice",
+            "`axis` becomes `len` (`slice(x, axis, start, len)`, integer literals)",
+            args = Args::Slice
+        ),
+        op!(
+            "permute",
+            1,
+            Permute,
+            Permute,
+            S0,
+            NOTHING,
+            "Permute",
+            "output axis `k` is input axis `p_k` (`permute(x, [p0, p1, …])`)",
+            args = Args::Perm
+        ),
+        op!(
+            "reshape",
+            1,
+            Reshape,
+            Reshape,
+            S0,
+            NOTHING,
+            "Reshape",
+            "the declared shape, same element count (`let y: [d…] = reshape(x);`)",
+            form = Form::Declared
+        ),
+        op!(
+            "gather_rows",
+            1,
+            GatherRows,
+            GatherRows,
+            S0,
+            Reads { operands: &[], output: false, data: true },
+            "GatherRows",
+            "`[vocab, d] → [n, d]` (`let e: [n, d] = gather_rows(table, ids);`, ids from a data parameter)",
+            args = Args::Labels,
+            form = Form::Declared
+        ),
+        op!(
+            "matmul_data",
+            1,
+            MatMul,
+            MatMul,
+            S0,
+            Reads { operands: &[], output: false, data: true },
+            "MatMulData",
+            "`x.matmul(w)` with `x` a data tensor `[m, k]`, `w: [k, n]` → `[m, n]`; only `w` gets a gradient",
+            bounds = &[Mul],
+            form = Form::Lowered
+        ),
+        op!(
+            "data_tensor",
+            0,
+            Leaf,
+            Leaf,
+            Pattern::Zero,
+            NOTHING,
+            "DataTensor",
+            "a data tensor used as a value: its declared shape, no parents",
+            form = Form::Lowered
+        ),
+    ]
+};
+
+/// The op called `name` in `graph!` (by its name or an alias), if it is called by name.
+pub fn lookup(name: &str) -> Option<&'static OpSpec> {
+    OPS.iter().find(|op| op.form != Form::Lowered && (op.name == name || op.aliases.contains(&name)))
+}
+
+/// The op whose runtime name is `name` (every op, lowered ones included).
+pub fn by_name(name: &str) -> Option<&'static OpSpec> {
+    OPS.iter().find(|op| op.name == name)
+}
+
+/// The names `graph!` accepts as calls, for the unknown-op message.
+pub fn call_names() -> Vec<&'static str> {
+    let mut v: Vec<&str> = OPS.iter().filter(|o| o.form != Form::Lowered).map(|o| o.name).collect();
+    v.push("opaque");
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_and_patterns_fit_the_arity() {
+        for (i, op) in OPS.iter().enumerate() {
+            assert!(OPS[..i].iter().all(|o| o.name != op.name), "{} listed twice", op.name);
+            assert!(op.vjp.support().iter().all(|&k| k < op.arity), "{}: support outside its operands", op.name);
+            assert!(op.reads.operands.iter().all(|&k| k < op.arity), "{}: reads outside its operands", op.name);
+        }
+        assert_eq!(lookup("t").map(|o| o.name), Some("transpose"));
+        assert!(lookup("scale").is_none() && by_name("scale").is_some());
+        assert_eq!(by_name("layer_norm").map(|o| o.vjp.support()), Some(vec![0, 1, 2]));
+        assert_eq!(by_name("square").map(|o| o.vjp.support()), Some(vec![0, 0]));
+        assert_eq!(BINARY.describe(&["a", "b"]), "add(single(a), single(b))");
+    }
+}

@@ -1,0 +1,331 @@
+//! Shape rules: how an op's output shape follows from its operands, and the exact words of every
+//! shape error. The runtime calls them with `usize` dims; the `graph!` macro with literal-or-named
+//! dims (a comparison involving a named dim is left to the type-level rule traits).
+//!
+//! Every message is lowercase, names the op, and prints shapes in decimal (`[2, 3]`).
+
+use crate::shape::{numel, Dim, Dims, Shape};
+
+/// A rule's result: the output shape or the message of the broken rule.
+pub type Outcome<D> = Result<Shape<D>, String>;
+
+/// Which shape rule an op follows (see the functions of this module).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Rule {
+    /// [`elementwise`]: `[s] , [s] → [s]`.
+    Elementwise,
+    /// [`same_shape_to_scalar`]: `[s] , [s] → []`.
+    ElementwiseToScalar,
+    /// [`unary`]: `[s] → [s]`.
+    Unary,
+    /// [`last_axis`]: `[…, n] → […, n]`, `n ≥ 1`.
+    LastAxis,
+    /// [`reduce`]: `[s] → []`.
+    Reduce,
+    /// [`matmul`]: `[m, k] , [k, n] → [m, n]`.
+    MatMul,
+    /// [`transpose`]: `[m, n] → [n, m]`.
+    Transpose,
+    /// [`add_row`]: `[m, n] , [n] → [m, n]`.
+    AddRow,
+    /// [`axis_reduce`]: drops the axis.
+    AxisReduce,
+    /// [`row_params`]: `[m, n] , [n] , [n] → [m, n]`.
+    RowParams,
+    /// [`logits`]: `[m, c] → []`.
+    Logits,
+    /// [`concat`]: the sizes along the axis add.
+    Concat,
+    /// [`slice`]: the axis becomes `len`.
+    Slice,
+    /// [`permute`]: output axis `k` is input axis `perm[k]`.
+    Permute,
+    /// [`reshape`]: the declared shape, same element count.
+    Reshape,
+    /// [`gather_rows`]: `[vocab, d] → [count, d]`.
+    GatherRows,
+    /// [`leaf`]: the declared shape (a data tensor).
+    Leaf,
+}
+
+/// `false` only when the dims are known to differ.
+fn may_equal<D: Dim>(a: &D, b: &D) -> bool {
+    a.same(b) != Some(false)
+}
+
+fn may_equal_all<D: Dim>(a: &[D], b: &[D]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| may_equal(x, y))
+}
+
+fn shape<D: Dim>(dims: &[D]) -> Shape<D> {
+    Shape::new(dims).unwrap_or_else(Shape::scalar)
+}
+
+/// Elementwise binary ops (`add`, `sub`, `mul`, `div`, `max`, `min`): both operands have the same
+/// shape, which is the output's.
+pub fn elementwise<D: Dim>(op: &str, a: &[D], b: &[D]) -> Outcome<D> {
+    if may_equal_all(a, b) {
+        Ok(shape(a))
+    } else {
+        Err(format!("{op} needs both operands to have the same shape, got {} and {}", Dims(a), Dims(b)))
+    }
+}
+
+/// `mse`: both operands have the same non-empty shape; the output is a scalar.
+pub fn same_shape_to_scalar<D: Dim>(op: &str, a: &[D], b: &[D]) -> Outcome<D> {
+    elementwise(op, a, b)?;
+    nonempty(op, a)?;
+    Ok(Shape::scalar())
+}
+
+fn nonempty<D: Dim>(op: &str, x: &[D]) -> Result<(), String> {
+    if numel(x) == Some(0) {
+        Err(format!("{op} needs at least one element, got shape {}", Dims(x)))
+    } else {
+        Ok(())
+    }
+}
+
+/// Pointwise ops: any shape, kept.
+pub fn unary<D: Dim>(x: &[D]) -> Outcome<D> {
+    Ok(shape(x))
+}
+
+/// Row-wise ops over the last axis (`softmax`, `log_softmax`): rank ≥ 1 and a non-empty last axis.
+pub fn last_axis<D: Dim>(op: &str, x: &[D]) -> Outcome<D> {
+    match x.last() {
+        Some(n) if n.size() != Some(0) => Ok(shape(x)),
+        _ => Err(format!("{op} needs a non-empty last axis, got shape {}", Dims(x))),
+    }
+}
+
+/// Full reductions (`sum`, `mean`): any shape to `[]`; `mean` (`nonempty`) needs an element.
+pub fn reduce<D: Dim>(op: &str, x: &[D], needs_element: bool) -> Outcome<D> {
+    if needs_element {
+        nonempty(op, x)?;
+    }
+    Ok(Shape::scalar())
+}
+
+/// `matmul`: `[m, k] · [k, n] → [m, n]`.
+pub fn matmul<D: Dim>(a: &[D], b: &[D]) -> Outcome<D> {
+    match (a, b) {
+        ([m, k], [k2, n]) if may_equal(k, k2) => Ok(shape(&[m.clone(), n.clone()])),
+        ([_, k], [k2, _]) => {
+            Err(format!("matmul needs the left operand's columns ({k}) to equal the right operand's rows ({k2})"))
+        }
+        _ => Err(format!("matmul needs two matrices (rank 2), got shapes {} and {}", Dims(a), Dims(b))),
+    }
+}
+
+/// `matmul` with a data tensor on the left (`matmul_data`): the data operand has `rows` rows; the
+/// output is `[rows, n]` for `w: [k, n]` (the data's columns are checked against `k` by
+/// [`matmul`] when the data is known).
+pub fn matmul_data<D: Dim>(rows: D, w: &[D]) -> Outcome<D> {
+    match w {
+        [_, n] => Ok(shape(&[rows, n.clone()])),
+        _ => Err(format!("matmul needs the right operand to be a matrix (rank 2), got shape {}", Dims(w))),
+    }
+}
+
+/// `transpose`: `[m, n] → [n, m]`.
+pub fn transpose<D: Dim>(x: &[D]) -> Outcome<D> {
+    match x {
+        [m, n] => Ok(shape(&[n.clone(), m.clone()])),
+        _ => Err(format!("transpose needs a matrix (rank 2), got shape {}", Dims(x))),
+    }
+}
+
+/// `add_row` (`matrix + row vector`): `[m, n] , [n] → [m, n]`.
+pub fn add_row<D: Dim>(x: &[D], b: &[D]) -> Outcome<D> {
+    match (x, b) {
+        ([_, c], [n]) if may_equal(c, n) => Ok(shape(x)),
+        ([_, c], [n]) => Err(format!(
+            "add_row needs the row vector's length ({n}) to equal the matrix's columns ({c}), got shapes {} and {}",
+            Dims(x),
+            Dims(b)
+        )),
+        _ => Err(format!("add_row needs a matrix and a row vector, got shapes {} and {}", Dims(x), Dims(b))),
+    }
+}
+
+/// Axis reductions (`sum_axis`, `mean_axis`): the axis is dropped; `mean_axis` (`needs_element`)
+/// needs a non-empty axis.
+pub fn axis_reduce<D: Dim>(op: &str, x: &[D], axis: usize, needs_element: bool) -> Outcome<D> {
+    let Some(n) = x.get(axis) else {
+        return Err(format!("{op} cannot reduce axis {axis} of shape {} (rank {})", Dims(x), x.len()));
+    };
+    if needs_element && n.size() == Some(0) {
+        return Err(format!("{op} needs a non-empty axis, axis {axis} of shape {} is empty", Dims(x)));
+    }
+    Ok(shape(x).without(axis))
+}
+
+/// Row-wise ops with per-column parameters (`layer_norm(x, gain, bias)`): `[m, n] , [n] , [n] →
+/// [m, n]` with `n ≥ 1`.
+pub fn row_params<D: Dim>(op: &str, x: &[D], gain: &[D], bias: &[D]) -> Outcome<D> {
+    let ([_, n], [g], [b]) = (x, gain, bias) else {
+        return Err(format!(
+            "{op} needs a matrix and two vectors (gain, bias), got shapes {}, {} and {}",
+            Dims(x),
+            Dims(gain),
+            Dims(bias)
+        ));
+    };
+    if !may_equal(n, g) {
+        return Err(format!("{op} needs the gain's length ({g}) to equal the rows' length ({n})"));
+    }
+    if !may_equal(n, b) {
+        return Err(format!("{op} needs the bias's length ({b}) to equal the rows' length ({n})"));
+    }
+    if n.size() == Some(0) {
+        return Err(format!("{op} needs non-empty rows, got shape {}", Dims(x)));
+    }
+    Ok(shape(x))
+}
+
+/// Losses over logits (`cross_entropy(logits, labels)`): `[m, c] → []`, both non-zero.
+pub fn logits<D: Dim>(op: &str, x: &[D]) -> Outcome<D> {
+    match x {
+        [m, c] if m.size() != Some(0) && c.size() != Some(0) => Ok(Shape::scalar()),
+        _ => Err(format!("{op} needs a non-empty matrix of logits (rows × classes), got shape {}", Dims(x))),
+    }
+}
+
+/// `concat(a, b, axis)`: same rank, equal dims off the axis, the sizes along it add (they must be
+/// known: literal sizes in `graph!`).
+pub fn concat<D: Dim>(a: &[D], b: &[D], axis: usize) -> Outcome<D> {
+    if a.len() != b.len() || axis >= a.len() {
+        return Err(format!(
+            "concat along axis {axis} needs two shapes of one rank with that axis, got {} and {}",
+            Dims(a),
+            Dims(b)
+        ));
+    }
+    if a.iter().zip(b).enumerate().any(|(k, (x, y))| k != axis && !may_equal(x, y)) {
+        return Err(format!("concat along axis {axis} needs the other dims equal, got {} and {}", Dims(a), Dims(b)));
+    }
+    let (x, y) = (&a[axis], &b[axis]);
+    let (Some(p), Some(q)) = (x.size(), y.size()) else {
+        return Err(format!("concat along axis {axis} needs literal sizes on that axis to add them, got {x} and {y}"));
+    };
+    let total = p
+        .checked_add(q)
+        .ok_or_else(|| format!("concat along axis {axis} of shapes {} and {} overflows", Dims(a), Dims(b)))?;
+    Ok(shape(a).with(axis, D::of_size(total)))
+}
+
+/// `slice(x, axis, start, len)`: the axis becomes `len`; `start + len` fits the axis.
+pub fn slice<D: Dim>(x: &[D], axis: usize, start: usize, len: usize) -> Outcome<D> {
+    let Some(n) = x.get(axis) else {
+        return Err(format!("slice cannot take axis {axis} of shape {} (rank {})", Dims(x), x.len()));
+    };
+    if let Some(size) = n.size() {
+        if start.checked_add(len).is_none_or(|end| end > size) {
+            return Err(format!(
+                "slice of {len} entries from {start} is out of range for axis {axis} of shape {} ({size} entries)",
+                Dims(x)
+            ));
+        }
+    }
+    Ok(shape(x).with(axis, D::of_size(len)))
+}
+
+/// `permute(x, perm)`: `perm` is a permutation of `0..rank`; output axis `k` is input axis
+/// `perm[k]`.
+pub fn permute<D: Dim>(x: &[D], perm: &[usize]) -> Outcome<D> {
+    let is_permutation =
+        perm.len() == x.len() && (0..perm.len()).all(|k| perm.contains(&k)) && perm.iter().all(|&p| p < x.len());
+    if !is_permutation {
+        return Err(format!(
+            "permute needs a permutation of the axes 0..{} of shape {}, got {perm:?}",
+            x.len(),
+            Dims(x)
+        ));
+    }
+    let mut out = shape(x);
+    for (k, &p) in perm.iter().enumerate() {
+        out = out.with(k, x[p].clone());
+    }
+    Ok(out)
+}
+
+/// `reshape(x)` to the declared shape `to`: the element counts agree (checked when both are
+/// known).
+pub fn reshape<D: Dim>(x: &[D], to: &[D]) -> Outcome<D> {
+    match (numel(x), numel(to)) {
+        (Some(a), Some(b)) if a != b => {
+            Err(format!("reshape cannot turn shape {} ({a} elements) into shape {} ({b} elements)", Dims(x), Dims(to)))
+        }
+        _ => Ok(shape(to)),
+    }
+}
+
+/// `gather_rows(table, ids)` with `count` ids: `[vocab, d] → [count, d]`.
+pub fn gather_rows<D: Dim>(table: &[D], count: D) -> Outcome<D> {
+    match table {
+        [_, d] => Ok(shape(&[count, d.clone()])),
+        _ => Err(format!("gather_rows needs a table matrix (vocab × dim), got shape {}", Dims(table))),
+    }
+}
+
+/// A leaf of a declared shape (a data tensor): that shape.
+pub fn leaf<D: Dim>(declared: &[D]) -> Outcome<D> {
+    Ok(shape(declared))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dims(s: Outcome<usize>) -> Vec<usize> {
+        s.expect("rule holds").dims().to_vec()
+    }
+
+    #[test]
+    fn rules_compute_output_shapes() {
+        assert_eq!(dims(matmul(&[2, 3], &[3, 5])), [2, 5]);
+        assert_eq!(dims(transpose(&[2, 3])), [3, 2]);
+        assert_eq!(dims(add_row(&[4, 3], &[3])), [4, 3]);
+        assert_eq!(dims(axis_reduce("sum_axis", &[2, 3, 4], 1, false)), [2, 4]);
+        assert_eq!(dims(concat(&[2, 3], &[2, 5], 1)), [2, 8]);
+        assert_eq!(dims(slice(&[2, 8], 1, 2, 3)), [2, 3]);
+        assert_eq!(dims(permute(&[2, 3, 4], &[2, 0, 1])), [4, 2, 3]);
+        assert_eq!(dims(reshape(&[2, 3], &[3, 2])), [3, 2]);
+        assert_eq!(dims(gather_rows(&[10, 4], 3)), [3, 4]);
+        assert_eq!(dims(matmul_data(7, &[3, 5])), [7, 5]);
+        assert_eq!(dims(row_params("layer_norm", &[2, 3], &[3], &[3])), [2, 3]);
+        assert_eq!(dims(logits("cross_entropy", &[2, 3])), Vec::<usize>::new());
+    }
+
+    #[test]
+    fn messages_name_the_op_and_the_shapes_in_decimal() {
+        let e = |r: Outcome<usize>| r.expect_err("rule broken");
+        assert_eq!(
+            e(matmul(&[4, 3], &[2, 5])),
+            "matmul needs the left operand's columns (3) to equal the right operand's rows (2)"
+        );
+        assert_eq!(
+            e(elementwise("add", &[2], &[3])),
+            "add needs both operands to have the same shape, got [2] and [3]"
+        );
+        assert_eq!(e(transpose(&[2])), "transpose needs a matrix (rank 2), got shape [2]");
+        assert_eq!(
+            e(slice(&[2, 4], 1, 3, 2)),
+            "slice of 2 entries from 3 is out of range for axis 1 of shape [2, 4] (4 entries)"
+        );
+        assert!(e(slice(&[2, 4], 1, usize::MAX, 2)).contains("out of range"));
+        assert_eq!(
+            e(concat(&[2, usize::MAX], &[2, 1], 1)),
+            "concat along axis 1 of shapes [2, 18446744073709551615] and [2, 1] overflows"
+        );
+        assert_eq!(
+            e(reshape(&[2, 3], &[4])),
+            "reshape cannot turn shape [2, 3] (6 elements) into shape [4] (4 elements)"
+        );
+        assert_eq!(e(reduce("mean", &[0, 3], true)), "mean needs at least one element, got shape [0, 3]");
+        assert_eq!(e(last_axis("softmax", &[])), "softmax needs a non-empty last axis, got shape []");
+        assert!(e(permute(&[2, 3], &[0, 0])).starts_with("permute needs a permutation of the axes 0..2"));
+        assert!(e(add_row(&[4, 3], &[2])).starts_with("add_row needs the row vector's length (2)"));
+    }
+}
