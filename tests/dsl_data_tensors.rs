@@ -231,7 +231,7 @@ fn mlp_case<A: TestFloat, B: Unsigned + 'static>(salt: u64) {
     let (g, w1) = g.input::<(U4, U3)>();
     let (g, b1) = g.input::<(U3,)>();
     let (g, w2) = g.input::<(U3, U2)>();
-    let (g, xw) = g.push(ops::matmul_data::<_, _, (B, U4), _, _>(mlp_x::<A, B>, w1));
+    let (g, xw) = g.push(ops::matmul_data::<_, _, (B, U4), _, _, _>(mlp_x::<A, B>, w1));
     let (g, z) = g.push(ops::add_row(xw, b1));
     let (g, h) = g.push(ops::relu(z));
     let (g, logits) = g.push(ops::matmul(h, w2));
@@ -340,7 +340,7 @@ fn mixer_case<A: TestFloat>(salt: u64) {
     let (g, m) = g.push(ops::data_tensor::<_, _, (U2, U3)>(mixer_m::<A>));
     let (g, am) = g.push(ops::add(a, m));
     let (g, b) = g.push(ops::sub(am, x));
-    let (g, xv) = g.push(ops::matmul_data::<_, _, (U2, U3), _, _>(mixer_x::<A>, v));
+    let (g, xv) = g.push(ops::matmul_data::<_, _, (U2, U3), _, _, _>(mixer_x::<A>, v));
     let (g, c) = g.push(ops::add_row(xv, r));
     let (g, mt) = g.push(ops::transpose(m));
     let (g, d) = g.push(ops::matmul(w, mt));

@@ -1,25 +1,24 @@
-//! The graph IR: inputs, nodes (op, parent ids, shape, span), outputs, and the shape checks left
-//! to the compiler (symbolic dims).
+//! The graph IR that lowering builds and inference completes: inputs, data tensors, nodes (op,
+//! parent values, shape, site), outputs, and the declared-shape checks left to the compiler.
 
-use proc_macro2::Span;
+use exactgrad_spec::OpSpec;
 use syn::{Expr, ExprClosure, Ident, Path};
 
-use crate::ops::{OpInfo, Rule};
+use crate::errors::Site;
 
 /// One dim: a literal size or a generic dim of the graph.
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub(crate) enum Dim {
     Lit(u64),
     Sym(Ident),
 }
 
-impl Dim {
-    /// `Some(true/false)` when equality is known now; `None` when the compiler must decide.
-    pub(crate) fn known_eq(&self, other: &Dim) -> Option<bool> {
+impl PartialEq for Dim {
+    fn eq(&self, other: &Dim) -> bool {
         match (self, other) {
-            (Dim::Lit(a), Dim::Lit(b)) => Some(a == b),
-            (Dim::Sym(a), Dim::Sym(b)) if a == b => Some(true),
-            _ => None,
+            (Dim::Lit(a), Dim::Lit(b)) => a == b,
+            (Dim::Sym(a), Dim::Sym(b)) => a == b,
+            _ => false,
         }
     }
 }
@@ -33,61 +32,65 @@ impl core::fmt::Display for Dim {
     }
 }
 
+/// The shape rules of `exactgrad_spec` run on these dims: literal sizes are compared now, a
+/// generic dim equals only itself here and is otherwise left to the type-level rule traits.
+impl exactgrad_spec::Dim for Dim {
+    fn of_size(n: usize) -> Self {
+        Dim::Lit(n as u64)
+    }
+    fn size(&self) -> Option<usize> {
+        match self {
+            Dim::Lit(n) => usize::try_from(*n).ok(),
+            Dim::Sym(_) => None,
+        }
+    }
+    fn same(&self, other: &Self) -> Option<bool> {
+        match (self, other) {
+            (Dim::Lit(a), Dim::Lit(b)) => Some(a == b),
+            (Dim::Sym(a), Dim::Sym(b)) if a == b => Some(true),
+            _ => None,
+        }
+    }
+}
+
 /// A shape: its dims.
-#[derive(Clone)]
+#[derive(Clone, Debug, PartialEq)]
 pub(crate) struct Shape(pub(crate) Vec<Dim>);
 
 impl core::fmt::Display for Shape {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.write_str("[")?;
-        for (i, d) in self.0.iter().enumerate() {
-            if i > 0 {
-                f.write_str(", ")?;
-            }
-            write!(f, "{d}")?;
-        }
-        f.write_str("]")
+        exactgrad_spec::shape::Dims(&self.0).fmt(f)
     }
 }
 
-/// The value of an op's extra argument (see `ops::Extra`).
+/// The value of an op's extra arguments (see `exactgrad_spec::Args`).
+#[derive(Clone)]
 pub(crate) enum ExtraArg {
     None,
     Axis(usize),
     /// The constant, or the op's default literal.
     Eps(Expr),
-    /// A data parameter's name.
+    /// A data parameter's name (labels or ids).
     Labels(Ident),
     /// Axis, start, length.
     Slice(usize, usize, usize),
     /// The permutation.
     Perm(Vec<usize>),
+    /// A constant factor (`x * c`).
+    Factor(Expr),
+    /// A data tensor's name (`matmul_data`'s left operand, `data_tensor`'s value).
+    Data(Ident),
 }
 
 /// What a node runs.
 pub(crate) enum NodeKind {
-    Builtin(&'static OpInfo, ExtraArg),
-    /// `x * c` with a constant `c`.
-    Scale(Expr),
+    /// A built-in op of `exactgrad_spec::OPS`.
+    Builtin(&'static OpSpec, ExtraArg),
     /// `vjp` returns one gradient per read value, or with `whole_prefix` (`vjp_all`) one tensor
     /// per position of the prefix. `name` (the binding's) is shown in descriptions.
-    Opaque {
-        name: String,
-        forward: ExprClosure,
-        vjp: ExprClosure,
-        whole_prefix: bool,
-    },
+    Opaque { name: String, forward: ExprClosure, vjp: ExprClosure, whole_prefix: bool },
     /// A user type implementing the runtime's op traits.
     Custom(Path),
-    /// `reshape(x)` to the declared shape.
-    Reshape,
-    /// `gather_rows(table, ids)` with the ids in the named data parameter.
-    Gather(Ident),
-    /// A parentless leaf whose value is the named data tensor (its first use outside the left of
-    /// a `matmul`).
-    DataTensor(Ident),
-    /// `x.matmul(w)` with `x` the named data tensor: the only parent is `w`.
-    MatMulData(Ident),
 }
 
 pub(crate) struct Node {
@@ -95,16 +98,16 @@ pub(crate) struct Node {
     /// Value ids read (inputs `0..n`, then nodes).
     pub(crate) parents: Vec<usize>,
     pub(crate) shape: Shape,
-    pub(crate) span: Span,
+    pub(crate) site: Site,
 }
 
-/// A dim equality the macro cannot decide (a generic dim against another dim): emitted as a trait
-/// bound whose `on_unimplemented` message names the op and the rule.
+/// A declared shape (a `let` annotation or the signature's output) that involves generic dims
+/// the macro cannot compare: the compiler checks `declared == actual` through the `DeclaredShape`
+/// rule trait at `site`.
 pub(crate) struct Check {
-    pub(crate) rule: Rule,
-    pub(crate) left: Dim,
-    pub(crate) right: Dim,
-    pub(crate) span: Span,
+    pub(crate) declared: Shape,
+    pub(crate) actual: Shape,
+    pub(crate) site: Site,
 }
 
 pub(crate) struct Graph {
@@ -123,5 +126,27 @@ impl Graph {
         } else {
             &self.nodes[value - self.inputs.len()].shape
         }
+    }
+
+    /// The data tensor's declared shape.
+    pub(crate) fn data_shape(&self, name: &Ident) -> Option<&Shape> {
+        self.data_tensors.iter().find(|(n, _)| n == name).map(|(_, s)| s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use exactgrad_spec::Dim as _;
+
+    #[test]
+    fn generic_dims_compare_only_with_themselves() {
+        let b = Dim::Sym(Ident::new("B", proc_macro2::Span::call_site()));
+        let c = Dim::Sym(Ident::new("C", proc_macro2::Span::call_site()));
+        assert_eq!(b.same(&b), Some(true));
+        assert_eq!(b.same(&c), None);
+        assert_eq!(b.same(&Dim::Lit(3)), None);
+        assert_eq!(Dim::Lit(2).same(&Dim::Lit(3)), Some(false));
+        assert_eq!(Shape(vec![b, Dim::Lit(4)]).to_string(), "[B, 4]");
     }
 }

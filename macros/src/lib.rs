@@ -1,11 +1,14 @@
 //! The `graph!` procedural macro of **exactgrad**. Use it through the `exactgrad` crate, which
-//! documents the syntax; this crate only parses, checks and expands.
+//! documents the syntax. A compiler in phases: [`parse`] (syntax → AST), [`lower`] (names,
+//! desugaring → IR), [`infer`] (literal shapes by the rules of `exactgrad_spec`), [`emit`] (IR →
+//! tokens); every error is collected in [`errors`] with its span.
 #![forbid(unsafe_code)]
 
-mod check;
-mod codegen;
+mod emit;
+mod errors;
+mod infer;
 mod ir;
-mod ops;
+mod lower;
 mod parse;
 mod typenum;
 
@@ -15,5 +18,5 @@ use proc_macro::TokenStream;
 #[proc_macro]
 pub fn graph(input: TokenStream) -> TokenStream {
     let def = syn::parse_macro_input!(input as parse::GraphDef);
-    codegen::expand(def).into()
+    emit::expand(&def).into()
 }

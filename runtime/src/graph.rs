@@ -353,39 +353,6 @@ impl<A: Scalar, D: 'static> GraphData<A, D, Nil, Nil> {
     }
 }
 
-/// The builder `graph!` expands to: the same checks as [`GraphData::push`], without a type that
-/// grows with every node (which would make compile time quadratic in the graph's size). The macro
-/// has inferred every shape, so it names the final shape lists once, in [`finish`](Self::finish).
-/// Not for hand-written code: use [`GraphData`]'s typed builder.
-#[doc(hidden)]
-pub struct MacroBuilder<A, D, Br> {
-    graph: GraphData<A, D, Nil, Nil, Br>,
-}
-
-impl<A: Scalar, D: 'static, Br> MacroBuilder<A, D, Br> {
-    /// An empty graph.
-    #[allow(clippy::new_without_default)]
-    pub fn new() -> Self {
-        MacroBuilder { graph: GraphData::branded() }
-    }
-
-    /// Declares the next input.
-    pub fn input<S: Shape>(&mut self) -> Position<S, Br> {
-        self.graph.input_in_place()
-    }
-
-    /// Appends a node.
-    pub fn push<S: Shape>(&mut self, node: Node<A, D, S>) -> Position<S, Br> {
-        self.graph.push_in_place(node)
-    }
-
-    /// The typed graph. `G` and `Ss` must list the shapes declared and pushed, in order: the
-    /// macro guarantees it.
-    pub fn finish<G, Ss>(self) -> GraphData<A, D, G, Ss, Br> {
-        self.graph.retype()
-    }
-}
-
 impl<A: Scalar, D: 'static, Br> GraphData<A, D, Nil, Nil, Br> {
     /// A graph with no input and no node whose handles carry the brand `Br`: handles of graphs
     /// with other brands are rejected by the compiler. `graph!` gives every graph a brand.
@@ -417,14 +384,14 @@ impl<A: Scalar, D: 'static, G, Ss, Br> GraphData<A, D, G, Ss, Br> {
         (self.retype(), pos)
     }
 
-    fn input_in_place<S: Shape>(&mut self) -> Position<S, Br> {
+    pub(crate) fn input_in_place<S: Shape>(&mut self) -> Position<S, Br> {
         let p = self.raw.dims.len();
         self.raw.dims.push(S::dims());
         self.raw.inputs += 1;
         Position::new(self.raw.id, p)
     }
 
-    fn push_in_place<S: Shape>(&mut self, node: Node<A, D, S>) -> Position<S, Br> {
+    pub(crate) fn push_in_place<S: Shape>(&mut self, node: Node<A, D, S>) -> Position<S, Br> {
         let k = self.raw.nodes.len();
         let p = self.raw.dims.len();
         if let Some(message) = node.error {
@@ -457,9 +424,10 @@ impl<A: Scalar, D: 'static, G, Ss, Br> GraphData<A, D, G, Ss, Br> {
         Position::new(self.raw.id, p)
     }
 
-    /// The same graph under other type-level shape lists. Private: only the typed builder (which
-    /// appends exactly the shapes it records) and `graph!`'s builder use it.
-    fn retype<G2, Ss2>(self) -> GraphData<A, D, G2, Ss2, Br> {
+    /// The same graph under other type-level shape lists. Crate-private: only the typed builders
+    /// (this one, and [`MacroBuilder`](crate::MacroBuilder), whose types grow with every push) use
+    /// it, each with exactly the list it recorded.
+    pub(crate) fn retype<G2, Ss2>(self) -> GraphData<A, D, G2, Ss2, Br> {
         GraphData { raw: self.raw, build_errors: self.build_errors, marker: PhantomData }
     }
 

@@ -46,6 +46,7 @@ pub mod error;
 pub mod gradients;
 pub mod graph;
 pub mod init;
+pub mod macro_builder;
 pub mod ops;
 pub mod optim;
 pub mod pack;
@@ -59,10 +60,10 @@ pub use deferred::History;
 pub use error::Error;
 pub use gradients::GradientContext;
 pub use graph::{
-    CompactOp, ErasedPosition, FromParents, GraphData, MacroBuilder, Node, NodeData, OpaqueForward, OpaqueVjp,
-    RawGraph, SavedValues,
+    CompactOp, ErasedPosition, FromParents, GraphData, Node, NodeData, OpaqueForward, OpaqueVjp, RawGraph, SavedValues,
 };
 pub use init::Init;
+pub use macro_builder::MacroBuilder;
 pub use optim::{Adam, InvalidHyperparameter, Optimizer, Sgd, Trainable};
 pub use pack::{ContextPack, Gradients, GradientsIter, Pack, RawSeeds, Seeds};
 pub use saved::{InputPack, PreparedNode, RawSavedGraph, SavedGraph};

@@ -7,5 +7,6 @@ fn ui() {
     t.compile_fail("ui/check/*.rs");
     t.compile_fail("ui/shape/*.rs");
     t.compile_fail("ui/hygiene/*.rs");
+    t.compile_fail("ui/types/*.rs");
     t.pass("pass/*.rs");
 }

@@ -7,7 +7,7 @@ use crate::contributions::{Contrib, Contributions};
 use crate::graph::{CompactOp, Node, SavedValues};
 use crate::scalar::Scalar;
 use crate::shape::rules::ElementwiseShape;
-use crate::shape::{Dims, Position};
+use crate::shape::{Dims, Position, Shape};
 use crate::tensor::RawTensor;
 
 /// Elementwise sum of two positions of the same shape.
@@ -44,10 +44,10 @@ impl<A: Scalar, D> CompactOp<A, D> for Add {
 }
 
 /// Typed `a + b` (elementwise): both operands of one shape ([`ElementwiseShape`]).
-pub fn add<A: Scalar, D: 'static, L: ElementwiseShape<R>, R, Br>(
+pub fn add<A: Scalar, D: 'static, L: ElementwiseShape<R, Output = O>, R, O: Shape, Br>(
     a: Position<L, Br>,
     b: Position<R, Br>,
-) -> Node<A, D, L::Output> {
+) -> Node<A, D, O> {
     Node::compact(Add::new(a.index(), b.index()), &[&a, &b])
 }
 

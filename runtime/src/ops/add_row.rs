@@ -8,7 +8,7 @@ use crate::contributions::{Contrib, Contributions};
 use crate::graph::{CompactOp, Node, SavedValues};
 use crate::scalar::Scalar;
 use crate::shape::rules::AddRowShape;
-use crate::shape::{Dims, Position};
+use crate::shape::{Dims, Position, Shape};
 use crate::tensor::RawTensor;
 
 /// Broadcast add of a row vector (a bias) to a matrix.
@@ -64,10 +64,10 @@ impl<A: Scalar, D> CompactOp<A, D> for AddRow {
 }
 
 /// Typed broadcast add: `(M, N)` + `(N,)` → `(M, N)` ([`AddRowShape`]).
-pub fn add_row<A: Scalar, D: 'static, S: AddRowShape<R>, R, Br>(
+pub fn add_row<A: Scalar, D: 'static, S: AddRowShape<R, Output = O>, R, O: Shape, Br>(
     x: Position<S, Br>,
     b: Position<R, Br>,
-) -> Node<A, D, S::Output> {
+) -> Node<A, D, O> {
     Node::compact(AddRow::new(x.index(), b.index()), &[&x, &b])
 }
 

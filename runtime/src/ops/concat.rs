@@ -15,7 +15,7 @@ use crate::contributions::{Contrib, Contributions};
 use crate::graph::{CompactOp, Node, SavedValues};
 use crate::scalar::Scalar;
 use crate::shape::rules::ConcatShape;
-use crate::shape::{Dims, Position};
+use crate::shape::{Dims, Position, Shape};
 use crate::tensor::RawTensor;
 
 /// Concatenation of two tensors along one axis.
@@ -79,11 +79,11 @@ impl<A: Scalar, D> CompactOp<A, D> for Concat {
 
 /// Typed `concat(a, b, axis)` with the axis a typenum value (`U1::new()`): the shapes agree off
 /// the axis and the sizes along it add ([`ConcatShape`]).
-pub fn concat<A: Scalar, D: 'static, L: ConcatShape<R, Ax>, R, Ax: Unsigned, Br>(
+pub fn concat<A: Scalar, D: 'static, L: ConcatShape<R, Ax, Output = O>, R, Ax: Unsigned, O: Shape, Br>(
     a: Position<L, Br>,
     b: Position<R, Br>,
     _axis: Ax,
-) -> Node<A, D, L::Output> {
+) -> Node<A, D, O> {
     Node::compact(Concat::new(a.index(), b.index(), Ax::USIZE), &[&a, &b])
 }
 

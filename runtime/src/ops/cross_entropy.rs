@@ -22,7 +22,7 @@ use super::softmax::shifted_exps;
 use crate::contributions::{Contrib, Contributions};
 use crate::graph::{CompactOp, Node, SavedValues};
 use crate::scalar::Scalar;
-use crate::shape::{Dims, Position};
+use crate::shape::{Dims, Position, Shape};
 use crate::tensor::RawTensor;
 
 /// Reads the labels out of the graph's data.
@@ -117,10 +117,10 @@ impl<A: Scalar + Float + FromPrimitive, D: 'static> CompactOp<A, D> for CrossEnt
 
 /// Typed `cross_entropy(logits, labels)`: `(M, C)` logits → `()` ([`LogitsShape`]), labels read
 /// from the data by `labels` (checked by `compile`: `M` labels, each `< C`).
-pub fn cross_entropy<A: Scalar + Float + FromPrimitive, D: 'static, S: LogitsShape, Br>(
+pub fn cross_entropy<A: Scalar + Float + FromPrimitive, D: 'static, S: LogitsShape<Output = O>, O: Shape, Br>(
     logits: Position<S, Br>,
     labels: LabelAccessor<D>,
-) -> Node<A, D, S::Output> {
+) -> Node<A, D, O> {
     Node::compact(CrossEntropy::new(logits.index(), labels), &[&logits])
 }
 

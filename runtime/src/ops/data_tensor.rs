@@ -20,7 +20,7 @@ use crate::contributions::{Contrib, Contributions};
 use crate::graph::{CompactOp, Node, SavedValues};
 use crate::scalar::Scalar;
 use crate::shape::rules::LeafShape;
-use crate::shape::Dims;
+use crate::shape::{Dims, Shape};
 use crate::tensor::RawTensor;
 
 use super::TensorAccessor;
@@ -95,8 +95,8 @@ impl<A: Scalar, D: 'static> CompactOp<A, D> for DataTensor<A, D> {
 /// let grads = saved.backprop_from(s, Tensor::full(1.0)).unwrap();
 /// assert_eq!(grads.get(w).unwrap().data(), &[3.0, 4.0]); // δ * x
 /// ```
-pub fn data_tensor<A: Scalar, D: 'static, S: LeafShape>(x: TensorAccessor<A, D>) -> Node<A, D, S::Output> {
-    Node::compact(DataTensor::new(x, <S::Output as crate::shape::Shape>::dims()), &[])
+pub fn data_tensor<A: Scalar, D: 'static, S: LeafShape<Output = S> + Shape>(x: TensorAccessor<A, D>) -> Node<A, D, S> {
+    Node::compact(DataTensor::new(x, S::dims()), &[])
 }
 
 #[cfg(test)]

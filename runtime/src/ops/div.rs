@@ -17,7 +17,7 @@ use core::ops::{Div as DivOp, Mul as MulOp, Sub as SubOp};
 use crate::contributions::{Contrib, Contributions};
 use crate::graph::{CompactOp, Node, SavedValues};
 use crate::scalar::Scalar;
-use crate::shape::{Dims, Position};
+use crate::shape::{Dims, Position, Shape};
 use crate::tensor::RawTensor;
 
 /// Elementwise quotient of two positions of the same shape.
@@ -62,13 +62,14 @@ impl<A: Scalar + DivOp<Output = A> + MulOp<Output = A> + SubOp<Output = A>, D> C
 pub fn div<
     A: Scalar + DivOp<Output = A> + MulOp<Output = A> + SubOp<Output = A>,
     D: 'static,
-    L: ElementwiseShape<R>,
+    L: ElementwiseShape<R, Output = O>,
     R,
+    O: Shape,
     Br,
 >(
     a: Position<L, Br>,
     b: Position<R, Br>,
-) -> Node<A, D, L::Output> {
+) -> Node<A, D, O> {
     Node::compact(Div::new(a.index(), b.index()), &[&a, &b])
 }
 

@@ -7,7 +7,7 @@ use num_traits::Float;
 use super::pointwise::{self, Pointwise, PointwiseFn};
 use crate::graph::Node;
 use crate::scalar::Scalar;
-use crate::shape::{rules::UnaryShape, Position};
+use crate::shape::{rules::UnaryShape, Position, Shape};
 
 /// `exp` as a [`PointwiseFn`]: the forward and the derivative of the module docs.
 #[derive(Clone, Copy, Debug)]
@@ -31,8 +31,10 @@ impl<A: Scalar + Float> PointwiseFn<A> for ExpFn {
 pub type Exp = Pointwise<ExpFn>;
 
 /// Typed `exp(a)`.
-pub fn exp<A: Scalar + Float, D: 'static, S: UnaryShape, Br>(a: Position<S, Br>) -> Node<A, D, S::Output> {
-    pointwise::node::<A, D, ExpFn, S, Br>(a)
+pub fn exp<A: Scalar + Float, D: 'static, S: UnaryShape<Output = O>, O: Shape, Br>(
+    a: Position<S, Br>,
+) -> Node<A, D, O> {
+    pointwise::node::<A, D, ExpFn, S, O, Br>(a)
 }
 
 #[cfg(test)]

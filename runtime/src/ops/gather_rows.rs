@@ -16,7 +16,7 @@ use crate::contributions::{Contrib, Contributions};
 use crate::graph::{CompactOp, Node, SavedValues};
 use crate::scalar::Scalar;
 use crate::shape::rules::GatherRowsShape;
-use crate::shape::{Dims, Position};
+use crate::shape::{Dims, Position, Shape};
 use crate::tensor::RawTensor;
 use typenum::Unsigned;
 
@@ -95,10 +95,10 @@ impl<A: Scalar, D: 'static> CompactOp<A, D> for GatherRows<D> {
 
 /// Typed `gather_rows(table, ids)`: a `(V, E)` table → `(N, E)` rows ([`GatherRowsShape`]), ids
 /// read from the data by `ids` (checked by `compile`: `N` ids, each `< V`).
-pub fn gather_rows<A: Scalar, D: 'static, S: GatherRowsShape<N>, N: Unsigned + 'static, Br>(
+pub fn gather_rows<A: Scalar, D: 'static, S: GatherRowsShape<N, Output = O>, N: Unsigned + 'static, O: Shape, Br>(
     table: Position<S, Br>,
     ids: LabelAccessor<D>,
-) -> Node<A, D, S::Output> {
+) -> Node<A, D, O> {
     Node::compact(GatherRows::new(table.index(), ids, N::USIZE), &[&table])
 }
 
@@ -191,7 +191,7 @@ mod tests {
         use crate::graph::GraphData;
         use typenum::{U3, U4, U5};
         let (g, table) = GraphData::<f64, ()>::new().input::<(U5, U3)>();
-        let (g, y) = g.push(gather_rows::<f64, (), _, U4, _>(table, fixed));
+        let (g, y) = g.push(gather_rows::<f64, (), _, U4, _, _>(table, fixed));
         assert!(g.build_errors().is_empty());
         assert_eq!(g.raw().dims()[y.index()], Dims::matrix(4, 3));
     }

@@ -30,7 +30,7 @@ use num_traits::Float;
 use super::pointwise::{self, Pointwise, PointwiseFn};
 use crate::graph::Node;
 use crate::scalar::Scalar;
-use crate::shape::{rules::UnaryShape, Position};
+use crate::shape::{rules::UnaryShape, Position, Shape};
 
 /// `√(2/π)`.
 const C: f64 = 0.797_884_560_802_865_4;
@@ -82,8 +82,10 @@ impl<A: Scalar + Float> PointwiseFn<A> for GeluFn {
 pub type Gelu = Pointwise<GeluFn>;
 
 /// Typed `gelu(a)` (tanh approximation).
-pub fn gelu<A: Scalar + Float, D: 'static, S: UnaryShape, Br>(a: Position<S, Br>) -> Node<A, D, S::Output> {
-    pointwise::node::<A, D, GeluFn, S, Br>(a)
+pub fn gelu<A: Scalar + Float, D: 'static, S: UnaryShape<Output = O>, O: Shape, Br>(
+    a: Position<S, Br>,
+) -> Node<A, D, O> {
+    pointwise::node::<A, D, GeluFn, S, O, Br>(a)
 }
 
 #[cfg(test)]

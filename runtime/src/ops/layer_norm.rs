@@ -21,7 +21,7 @@ use num_traits::{Float, FromPrimitive};
 use crate::contributions::{Contrib, Contributions};
 use crate::graph::{CompactOp, Node, SavedValues};
 use crate::scalar::Scalar;
-use crate::shape::{Dims, Position};
+use crate::shape::{Dims, Position, Shape};
 use crate::tensor::RawTensor;
 
 /// Layer normalisation over the last axis with a gain and a bias.
@@ -117,12 +117,20 @@ impl<A: Scalar + Float + FromPrimitive, D> CompactOp<A, D> for LayerNorm<A> {
 
 /// Typed `layer_norm(x, gain, bias)` with the constant `eps`: `(M, N)`, `(N,)`, `(N,)` → `(M, N)`
 /// ([`RowParamsShape`]).
-pub fn layer_norm<A: Scalar + Float + FromPrimitive, D: 'static, S: RowParamsShape<G, B>, G, B, Br>(
+pub fn layer_norm<
+    A: Scalar + Float + FromPrimitive,
+    D: 'static,
+    S: RowParamsShape<G, B, Output = O>,
+    G,
+    B,
+    O: Shape,
+    Br,
+>(
     x: Position<S, Br>,
     gain: Position<G, Br>,
     bias: Position<B, Br>,
     eps: A,
-) -> Node<A, D, S::Output> {
+) -> Node<A, D, O> {
     Node::compact(LayerNorm::new(x.index(), gain.index(), bias.index(), eps), &[&x, &gain, &bias])
 }
 

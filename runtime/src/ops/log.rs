@@ -12,7 +12,7 @@ use num_traits::Float;
 use super::pointwise::{self, Pointwise, PointwiseFn};
 use crate::graph::Node;
 use crate::scalar::Scalar;
-use crate::shape::{rules::UnaryShape, Position};
+use crate::shape::{rules::UnaryShape, Position, Shape};
 
 /// `log` as a [`PointwiseFn`]: the forward and the derivative of the module docs.
 #[derive(Clone, Copy, Debug)]
@@ -36,8 +36,10 @@ impl<A: Scalar + Float> PointwiseFn<A> for LogFn {
 pub type Log = Pointwise<LogFn>;
 
 /// Typed `log(a)`.
-pub fn log<A: Scalar + Float, D: 'static, S: UnaryShape, Br>(a: Position<S, Br>) -> Node<A, D, S::Output> {
-    pointwise::node::<A, D, LogFn, S, Br>(a)
+pub fn log<A: Scalar + Float, D: 'static, S: UnaryShape<Output = O>, O: Shape, Br>(
+    a: Position<S, Br>,
+) -> Node<A, D, O> {
+    pointwise::node::<A, D, LogFn, S, O, Br>(a)
 }
 
 #[cfg(test)]

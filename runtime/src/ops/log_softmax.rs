@@ -17,7 +17,7 @@ use super::softmax::{rows_dims, shifted_exps};
 use crate::contributions::{Contrib, Contributions};
 use crate::graph::{CompactOp, Node, SavedValues};
 use crate::scalar::Scalar;
-use crate::shape::{Dims, Position};
+use crate::shape::{Dims, Position, Shape};
 use crate::tensor::RawTensor;
 
 /// Log-softmax over the last axis.
@@ -68,7 +68,9 @@ impl<A: Scalar + Float, D> CompactOp<A, D> for LogSoftmax {
 }
 
 /// Typed `log_softmax(x)` over the last axis ([`LastAxisShape`]).
-pub fn log_softmax<A: Scalar + Float, D: 'static, S: LastAxisShape, Br>(x: Position<S, Br>) -> Node<A, D, S::Output> {
+pub fn log_softmax<A: Scalar + Float, D: 'static, S: LastAxisShape<Output = O>, O: Shape, Br>(
+    x: Position<S, Br>,
+) -> Node<A, D, O> {
     Node::compact(LogSoftmax::new(x.index()), &[&x])
 }
 

@@ -10,7 +10,7 @@ use core::ops::Mul;
 use crate::contributions::{Contrib, Contributions};
 use crate::graph::{CompactOp, Node, SavedValues};
 use crate::scalar::Scalar;
-use crate::shape::{Dims, Position};
+use crate::shape::{Dims, Position, Shape};
 use crate::tensor::RawTensor;
 
 mod fast;
@@ -177,10 +177,10 @@ impl<A: Scalar + Mul<Output = A>, D> CompactOp<A, D> for MatMul {
 }
 
 /// Typed `a · b`: `(M, K)` · `(K, N)` → `(M, N)` ([`MatMulShape`]).
-pub fn matmul<A: Scalar + Mul<Output = A>, D: 'static, L: MatMulShape<R>, R, Br>(
+pub fn matmul<A: Scalar + Mul<Output = A>, D: 'static, L: MatMulShape<R, Output = O>, R, O: Shape, Br>(
     a: Position<L, Br>,
     b: Position<R, Br>,
-) -> Node<A, D, L::Output> {
+) -> Node<A, D, O> {
     Node::compact(MatMul::new(a.index(), b.index()), &[&a, &b])
 }
 

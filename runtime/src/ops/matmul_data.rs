@@ -19,7 +19,7 @@ use core::ops::Mul;
 use crate::contributions::{Contrib, Contributions};
 use crate::graph::{CompactOp, Node, SavedValues};
 use crate::scalar::Scalar;
-use crate::shape::{Dims, Position};
+use crate::shape::{Dims, Position, Shape};
 use crate::tensor::RawTensor;
 
 /// Reads a tensor out of the graph's data.
@@ -105,7 +105,7 @@ impl<A: Scalar + Mul<Output = A>, D: 'static> CompactOp<A, D> for MatMulData<A, 
 ///     d
 /// }
 /// let (g, w) = GraphData::<f64, RawTensor<f64>>::new().input::<(U3, U2)>();
-/// let (g, y) = g.push(ops::matmul_data::<_, _, (U1, U3), _, _>(x_of, w));
+/// let (g, y) = g.push(ops::matmul_data::<_, _, (U1, U3), _, _, _>(x_of, w));
 /// let (g, s) = g.push(ops::sum(y));
 /// let x = RawTensor::from_vec(Dims::matrix(1, 3), vec![1.0, 2.0, 3.0]).unwrap();
 /// let inputs = Pack::new().push(Tensor::from_vec(vec![1.0, 0.0, 0.0, 1.0, 1.0, 1.0]).unwrap());
@@ -114,11 +114,11 @@ impl<A: Scalar + Mul<Output = A>, D: 'static> CompactOp<A, D> for MatMulData<A, 
 /// let grads = saved.backprop_from(s, Tensor::full(1.0)).unwrap();
 /// assert_eq!(grads.get(w).unwrap().data(), &[1.0, 1.0, 2.0, 2.0, 3.0, 3.0]); // xᵀ · 1
 /// ```
-pub fn matmul_data<A: Scalar + Mul<Output = A>, D: 'static, X: MatMulShape<W>, W, Br>(
+pub fn matmul_data<A: Scalar + Mul<Output = A>, D: 'static, X: MatMulShape<W, Output = O>, W, O: Shape, Br>(
     x: TensorAccessor<A, D>,
     w: Position<W, Br>,
-) -> Node<A, D, X::Output> {
-    let rows = <X::Output as crate::shape::Shape>::dims().as_slice().first().copied().unwrap_or(0);
+) -> Node<A, D, O> {
+    let rows = O::dims().as_slice().first().copied().unwrap_or(0);
     Node::compact(MatMulData::new(x, rows, w.index()), &[&w])
 }
 

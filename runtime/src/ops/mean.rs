@@ -10,7 +10,7 @@ use num_traits::FromPrimitive;
 use crate::contributions::{Contrib, Contributions};
 use crate::graph::{CompactOp, Node, SavedValues};
 use crate::scalar::Scalar;
-use crate::shape::{Dims, Position};
+use crate::shape::{Dims, Position, Shape};
 use crate::tensor::RawTensor;
 
 /// Mean of all elements.
@@ -57,9 +57,9 @@ impl<A: Scalar + Div<Output = A> + FromPrimitive, D> CompactOp<A, D> for Mean {
 }
 
 /// Typed `mean(a)`: any shape → `()` ([`ReduceShape`]).
-pub fn mean<A: Scalar + Div<Output = A> + FromPrimitive, D: 'static, S: ReduceShape, Br>(
+pub fn mean<A: Scalar + Div<Output = A> + FromPrimitive, D: 'static, S: ReduceShape<Output = O>, O: Shape, Br>(
     a: Position<S, Br>,
-) -> Node<A, D, S::Output> {
+) -> Node<A, D, O> {
     Node::compact(Mean::new(a.index()), &[&a])
 }
 

@@ -16,7 +16,7 @@ use super::sum_axis::{reduced_dims, split, sums_along};
 use crate::contributions::{Contrib, Contributions};
 use crate::graph::{CompactOp, Node, SavedValues};
 use crate::scalar::Scalar;
-use crate::shape::{Dims, Position};
+use crate::shape::{Dims, Position, Shape};
 use crate::tensor::RawTensor;
 
 /// Mean over one axis.
@@ -71,10 +71,17 @@ impl<A: Scalar + Div<Output = A> + FromPrimitive, D> CompactOp<A, D> for MeanAxi
 
 /// Typed `mean_axis(x, axis)` with the axis a typenum value (`U1::new()`): `S` without that axis
 /// ([`AxisReduceShape`]).
-pub fn mean_axis<A: Scalar + Div<Output = A> + FromPrimitive, D: 'static, S: AxisReduceShape<Ax>, Ax: Unsigned, Br>(
+pub fn mean_axis<
+    A: Scalar + Div<Output = A> + FromPrimitive,
+    D: 'static,
+    S: AxisReduceShape<Ax, Output = O>,
+    Ax: Unsigned,
+    O: Shape,
+    Br,
+>(
     x: Position<S, Br>,
     _axis: Ax,
-) -> Node<A, D, S::Output> {
+) -> Node<A, D, O> {
     Node::compact(MeanAxis::new(x.index(), Ax::USIZE), &[&x])
 }
 

@@ -14,16 +14,16 @@
 use crate::graph::Node;
 use crate::scalar::Scalar;
 use crate::shape::rules::ElementwiseShape;
-use crate::shape::Position;
+use crate::shape::{Position, Shape};
 
 /// Elementwise minimum of two positions of the same shape (ties and NaNs: see the module docs).
 pub type Min = super::select::Select<false>;
 
 /// Typed `min(a, b)` (elementwise): both operands of one shape ([`ElementwiseShape`]).
-pub fn min<A: Scalar + PartialOrd, D: 'static, L: ElementwiseShape<R>, R, Br>(
+pub fn min<A: Scalar + PartialOrd, D: 'static, L: ElementwiseShape<R, Output = O>, R, O: Shape, Br>(
     a: Position<L, Br>,
     b: Position<R, Br>,
-) -> Node<A, D, L::Output> {
+) -> Node<A, D, O> {
     Node::compact(Min::new(a.index(), b.index()), &[&a, &b])
 }
 

@@ -10,7 +10,7 @@ use num_traits::{Float, FromPrimitive};
 use crate::contributions::{Contrib, Contributions};
 use crate::graph::{CompactOp, Node, SavedValues};
 use crate::scalar::Scalar;
-use crate::shape::{Dims, Position};
+use crate::shape::{Dims, Position, Shape};
 use crate::tensor::RawTensor;
 
 /// Mean squared error of two tensors of one shape.
@@ -71,10 +71,17 @@ impl<A: Scalar + Float + FromPrimitive, D> CompactOp<A, D> for Mse {
 }
 
 /// Typed `mse(a, b)`: two tensors of one shape → `()` ([`ElementwiseToScalarShape`]).
-pub fn mse<A: Scalar + Float + FromPrimitive, D: 'static, L: ElementwiseToScalarShape<R>, R, Br>(
+pub fn mse<
+    A: Scalar + Float + FromPrimitive,
+    D: 'static,
+    L: ElementwiseToScalarShape<R, Output = O>,
+    R,
+    O: Shape,
+    Br,
+>(
     a: Position<L, Br>,
     b: Position<R, Br>,
-) -> Node<A, D, L::Output> {
+) -> Node<A, D, O> {
     Node::compact(Mse::new(a.index(), b.index()), &[&a, &b])
 }
 

@@ -8,7 +8,7 @@ use core::ops::Mul as MulOp;
 use crate::contributions::{Contrib, Contributions};
 use crate::graph::{CompactOp, Node, SavedValues};
 use crate::scalar::Scalar;
-use crate::shape::{Dims, Position};
+use crate::shape::{Dims, Position, Shape};
 use crate::tensor::RawTensor;
 
 /// Elementwise product of two positions of the same shape.
@@ -50,10 +50,10 @@ impl<A: Scalar + MulOp<Output = A>, D> CompactOp<A, D> for Mul {
 }
 
 /// Typed `a * b` (elementwise): both operands of one shape ([`ElementwiseShape`]).
-pub fn mul<A: Scalar + MulOp<Output = A>, D: 'static, L: ElementwiseShape<R>, R, Br>(
+pub fn mul<A: Scalar + MulOp<Output = A>, D: 'static, L: ElementwiseShape<R, Output = O>, R, O: Shape, Br>(
     a: Position<L, Br>,
     b: Position<R, Br>,
-) -> Node<A, D, L::Output> {
+) -> Node<A, D, O> {
     Node::compact(Mul::new(a.index(), b.index()), &[&a, &b])
 }
 

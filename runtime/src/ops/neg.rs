@@ -7,7 +7,7 @@ use core::ops::{Neg as NegOp, Sub as SubOp};
 use super::pointwise::{self, Pointwise, PointwiseFn};
 use crate::graph::Node;
 use crate::scalar::Scalar;
-use crate::shape::{rules::UnaryShape, Position};
+use crate::shape::{rules::UnaryShape, Position, Shape};
 
 /// `neg` as a [`PointwiseFn`]: the forward and the derivative of the module docs.
 #[derive(Clone, Copy, Debug)]
@@ -31,10 +31,10 @@ impl<A: Scalar + NegOp<Output = A> + SubOp<Output = A>> PointwiseFn<A> for NegFn
 pub type Neg = Pointwise<NegFn>;
 
 /// Typed `neg(a)`.
-pub fn neg<A: Scalar + NegOp<Output = A> + SubOp<Output = A>, D: 'static, S: UnaryShape, Br>(
+pub fn neg<A: Scalar + NegOp<Output = A> + SubOp<Output = A>, D: 'static, S: UnaryShape<Output = O>, O: Shape, Br>(
     a: Position<S, Br>,
-) -> Node<A, D, S::Output> {
-    pointwise::node::<A, D, NegFn, S, Br>(a)
+) -> Node<A, D, O> {
+    pointwise::node::<A, D, NegFn, S, O, Br>(a)
 }
 
 #[cfg(test)]

@@ -12,7 +12,7 @@ use crate::contributions::{Contrib, Contributions};
 use crate::graph::{CompactOp, Node, SavedValues};
 use crate::scalar::Scalar;
 use crate::shape::rules::{AxisList, PermuteShape};
-use crate::shape::{Dims, Position, MAX_RANK};
+use crate::shape::{Dims, Position, Shape, MAX_RANK};
 use crate::tensor::RawTensor;
 
 /// Axis permutation.
@@ -92,10 +92,10 @@ impl<A: Scalar, D> CompactOp<A, D> for Permute {
 /// Typed `permute(x, perm)` with the permutation a tuple of typenum values (`(U1::new(),
 /// U0::new())`): output axis `k` is axis `perm.k` of `x` ([`PermuteShape`]). That `perm` lists
 /// every axis once is checked when the node is pushed (reported by `compile`).
-pub fn permute<A: Scalar, D: 'static, S: PermuteShape<P>, P: AxisList, Br>(
+pub fn permute<A: Scalar, D: 'static, S: PermuteShape<P, Output = O>, P: AxisList, O: Shape, Br>(
     x: Position<S, Br>,
     _perm: P,
-) -> Node<A, D, S::Output> {
+) -> Node<A, D, O> {
     Node::compact(Permute::new(x.index(), &P::axes()), &[&x])
 }
 

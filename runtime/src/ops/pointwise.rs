@@ -12,7 +12,7 @@ use core::marker::PhantomData;
 use crate::contributions::{Contrib, Contributions};
 use crate::graph::{CompactOp, Node, SavedValues};
 use crate::scalar::Scalar;
-use crate::shape::{rules::UnaryShape, Dims, Position};
+use crate::shape::{rules::UnaryShape, Dims, Position, Shape};
 use crate::tensor::RawTensor;
 
 /// A pointwise function: its forward and its derivative applied to a cotangent.
@@ -94,6 +94,8 @@ impl<A: Scalar, D, F: PointwiseFn<A>> CompactOp<A, D> for Pointwise<F> {
 }
 
 /// Typed `f(a)`: the shape is kept ([`UnaryShape`]).
-pub fn node<A: Scalar, D: 'static, F: PointwiseFn<A>, S: UnaryShape, Br>(a: Position<S, Br>) -> Node<A, D, S::Output> {
+pub fn node<A: Scalar, D: 'static, F: PointwiseFn<A>, S: UnaryShape<Output = O>, O: Shape, Br>(
+    a: Position<S, Br>,
+) -> Node<A, D, O> {
     Node::compact(Pointwise::<F>::new(a.index()), &[&a])
 }

@@ -6,7 +6,7 @@
 use super::pointwise::{self, Pointwise, PointwiseFn};
 use crate::graph::Node;
 use crate::scalar::Scalar;
-use crate::shape::{rules::UnaryShape, Position};
+use crate::shape::{rules::UnaryShape, Position, Shape};
 
 /// `relu` as a [`PointwiseFn`]: the forward and the derivative of the module docs.
 #[derive(Clone, Copy, Debug)]
@@ -39,8 +39,10 @@ impl<A: Scalar + PartialOrd> PointwiseFn<A> for ReluFn {
 pub type Relu = Pointwise<ReluFn>;
 
 /// Typed `relu(a)`.
-pub fn relu<A: Scalar + PartialOrd, D: 'static, S: UnaryShape, Br>(a: Position<S, Br>) -> Node<A, D, S::Output> {
-    pointwise::node::<A, D, ReluFn, S, Br>(a)
+pub fn relu<A: Scalar + PartialOrd, D: 'static, S: UnaryShape<Output = O>, O: Shape, Br>(
+    a: Position<S, Br>,
+) -> Node<A, D, O> {
+    pointwise::node::<A, D, ReluFn, S, O, Br>(a)
 }
 
 #[cfg(test)]

@@ -47,7 +47,9 @@ impl<A: Scalar, D> CompactOp<A, D> for Reshape {
 
 /// Typed `reshape(x)` to the shape `To` (`ops::reshape::<(U3, U2), _, _, _, _>(x)`): the element
 /// counts agree ([`ReshapeShape`]).
-pub fn reshape<To: Shape, A: Scalar, D: 'static, S: ReshapeShape<To>, Br>(x: Position<S, Br>) -> Node<A, D, S::Output> {
+pub fn reshape<To: Shape, A: Scalar, D: 'static, S: ReshapeShape<To, Output = To>, Br>(
+    x: Position<S, Br>,
+) -> Node<A, D, To> {
     Node::compact(Reshape::new(x.index(), To::dims()), &[&x])
 }
 

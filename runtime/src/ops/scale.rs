@@ -8,7 +8,7 @@ use core::ops::Mul as MulOp;
 use crate::contributions::{Contrib, Contributions};
 use crate::graph::{CompactOp, Node, SavedValues};
 use crate::scalar::Scalar;
-use crate::shape::{Dims, Position};
+use crate::shape::{Dims, Position, Shape};
 use crate::tensor::RawTensor;
 
 /// Multiplication by a constant.
@@ -46,10 +46,10 @@ impl<A: Scalar + MulOp<Output = A>, D> CompactOp<A, D> for Scale<A> {
 }
 
 /// Typed `a * factor`.
-pub fn scale<A: Scalar + MulOp<Output = A>, D: 'static, S: UnaryShape, Br>(
+pub fn scale<A: Scalar + MulOp<Output = A>, D: 'static, S: UnaryShape<Output = O>, O: Shape, Br>(
     a: Position<S, Br>,
     factor: A,
-) -> Node<A, D, S::Output> {
+) -> Node<A, D, O> {
     Node::compact(Scale::new(a.index(), factor), &[&a])
 }
 

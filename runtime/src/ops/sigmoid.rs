@@ -13,7 +13,7 @@ use num_traits::Float;
 use super::pointwise::{self, Pointwise, PointwiseFn};
 use crate::graph::Node;
 use crate::scalar::Scalar;
-use crate::shape::{rules::UnaryShape, Position};
+use crate::shape::{rules::UnaryShape, Position, Shape};
 
 /// The logistic function `1 / (1 + exp(-x))` of one scalar, in the order documented on the
 /// module (shared with [`Softplus`](super::Softplus), whose derivative it is).
@@ -44,8 +44,10 @@ impl<A: Scalar + Float> PointwiseFn<A> for SigmoidFn {
 pub type Sigmoid = Pointwise<SigmoidFn>;
 
 /// Typed `sigmoid(a)`.
-pub fn sigmoid<A: Scalar + Float, D: 'static, S: UnaryShape, Br>(a: Position<S, Br>) -> Node<A, D, S::Output> {
-    pointwise::node::<A, D, SigmoidFn, S, Br>(a)
+pub fn sigmoid<A: Scalar + Float, D: 'static, S: UnaryShape<Output = O>, O: Shape, Br>(
+    a: Position<S, Br>,
+) -> Node<A, D, O> {
+    pointwise::node::<A, D, SigmoidFn, S, O, Br>(a)
 }
 
 #[cfg(test)]

@@ -14,7 +14,7 @@ use crate::contributions::{Contrib, Contributions};
 use crate::graph::{CompactOp, Node, SavedValues};
 use crate::scalar::Scalar;
 use crate::shape::rules::SliceShape;
-use crate::shape::{Dims, Position};
+use crate::shape::{Dims, Position, Shape};
 use crate::tensor::RawTensor;
 
 /// A contiguous range along one axis.
@@ -80,12 +80,12 @@ impl<A: Scalar, D> CompactOp<A, D> for Slice {
 /// Typed `slice(x, axis, start, len)` with the axis and the length typenum values
 /// (`U1::new()`): `S` with `len` entries along the axis ([`SliceShape`]). The range
 /// `start..start + len` is checked when the node is pushed (reported by `compile`).
-pub fn slice<A: Scalar, D: 'static, S: SliceShape<Ax, Len>, Ax: Unsigned, Len: Unsigned, Br>(
+pub fn slice<A: Scalar, D: 'static, S: SliceShape<Ax, Len, Output = O>, Ax: Unsigned, Len: Unsigned, O: Shape, Br>(
     x: Position<S, Br>,
     _axis: Ax,
     start: usize,
     _len: Len,
-) -> Node<A, D, S::Output> {
+) -> Node<A, D, O> {
     Node::compact(Slice::new(x.index(), Ax::USIZE, start, Len::USIZE), &[&x])
 }
 

@@ -19,7 +19,7 @@ use num_traits::Float;
 use crate::contributions::{Contrib, Contributions};
 use crate::graph::{CompactOp, Node, SavedValues};
 use crate::scalar::Scalar;
-use crate::shape::{Dims, Position};
+use crate::shape::{Dims, Position, Shape};
 use crate::tensor::RawTensor;
 
 /// Softmax over the last axis.
@@ -96,7 +96,9 @@ impl<A: Scalar + Float, D> CompactOp<A, D> for Softmax {
 }
 
 /// Typed `softmax(x)` over the last axis ([`LastAxisShape`]).
-pub fn softmax<A: Scalar + Float, D: 'static, S: LastAxisShape, Br>(x: Position<S, Br>) -> Node<A, D, S::Output> {
+pub fn softmax<A: Scalar + Float, D: 'static, S: LastAxisShape<Output = O>, O: Shape, Br>(
+    x: Position<S, Br>,
+) -> Node<A, D, O> {
     Node::compact(Softmax::new(x.index()), &[&x])
 }
 

@@ -20,7 +20,7 @@ use super::pointwise::{self, Pointwise, PointwiseFn};
 use super::sigmoid::logistic;
 use crate::graph::Node;
 use crate::scalar::Scalar;
-use crate::shape::{rules::UnaryShape, Position};
+use crate::shape::{rules::UnaryShape, Position, Shape};
 
 #[inline]
 fn softplus_scalar<A: Float>(x: A) -> A {
@@ -53,8 +53,10 @@ impl<A: Scalar + Float> PointwiseFn<A> for SoftplusFn {
 pub type Softplus = Pointwise<SoftplusFn>;
 
 /// Typed `softplus(a)`.
-pub fn softplus<A: Scalar + Float, D: 'static, S: UnaryShape, Br>(a: Position<S, Br>) -> Node<A, D, S::Output> {
-    pointwise::node::<A, D, SoftplusFn, S, Br>(a)
+pub fn softplus<A: Scalar + Float, D: 'static, S: UnaryShape<Output = O>, O: Shape, Br>(
+    a: Position<S, Br>,
+) -> Node<A, D, O> {
+    pointwise::node::<A, D, SoftplusFn, S, O, Br>(a)
 }
 
 #[cfg(test)]

@@ -13,7 +13,7 @@ use num_traits::Float;
 use super::pointwise::{self, Pointwise, PointwiseFn};
 use crate::graph::Node;
 use crate::scalar::Scalar;
-use crate::shape::{rules::UnaryShape, Position};
+use crate::shape::{rules::UnaryShape, Position, Shape};
 
 /// `sqrt` as a [`PointwiseFn`]: the forward and the derivative of the module docs.
 #[derive(Clone, Copy, Debug)]
@@ -37,8 +37,10 @@ impl<A: Scalar + Float> PointwiseFn<A> for SqrtFn {
 pub type Sqrt = Pointwise<SqrtFn>;
 
 /// Typed `sqrt(a)`.
-pub fn sqrt<A: Scalar + Float, D: 'static, S: UnaryShape, Br>(a: Position<S, Br>) -> Node<A, D, S::Output> {
-    pointwise::node::<A, D, SqrtFn, S, Br>(a)
+pub fn sqrt<A: Scalar + Float, D: 'static, S: UnaryShape<Output = O>, O: Shape, Br>(
+    a: Position<S, Br>,
+) -> Node<A, D, O> {
+    pointwise::node::<A, D, SqrtFn, S, O, Br>(a)
 }
 
 #[cfg(test)]

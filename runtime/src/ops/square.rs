@@ -12,7 +12,7 @@ use core::ops::Mul as MulOp;
 use crate::contributions::{Contrib, Contributions};
 use crate::graph::{CompactOp, Node, SavedValues};
 use crate::scalar::Scalar;
-use crate::shape::{Dims, Position};
+use crate::shape::{Dims, Position, Shape};
 use crate::tensor::RawTensor;
 
 /// Elementwise square, bit-identical to `mul(a, a)`.
@@ -53,9 +53,9 @@ impl<A: Scalar + MulOp<Output = A>, D> CompactOp<A, D> for Square {
 }
 
 /// Typed `a * a` (elementwise), the same as `mul(a, a)`.
-pub fn square<A: Scalar + MulOp<Output = A>, D: 'static, S: UnaryShape, Br>(
+pub fn square<A: Scalar + MulOp<Output = A>, D: 'static, S: UnaryShape<Output = O>, O: Shape, Br>(
     a: Position<S, Br>,
-) -> Node<A, D, S::Output> {
+) -> Node<A, D, O> {
     Node::compact(Square::new(a.index()), &[&a])
 }
 

@@ -8,7 +8,7 @@ use core::ops::Sub as SubOp;
 use crate::contributions::{Contrib, Contributions};
 use crate::graph::{CompactOp, Node, SavedValues};
 use crate::scalar::Scalar;
-use crate::shape::{Dims, Position};
+use crate::shape::{Dims, Position, Shape};
 use crate::tensor::RawTensor;
 
 /// Elementwise difference of two positions of the same shape.
@@ -48,10 +48,10 @@ impl<A: Scalar + SubOp<Output = A>, D> CompactOp<A, D> for Sub {
 }
 
 /// Typed `a - b` (elementwise): both operands of one shape ([`ElementwiseShape`]).
-pub fn sub<A: Scalar + SubOp<Output = A>, D: 'static, L: ElementwiseShape<R>, R, Br>(
+pub fn sub<A: Scalar + SubOp<Output = A>, D: 'static, L: ElementwiseShape<R, Output = O>, R, O: Shape, Br>(
     a: Position<L, Br>,
     b: Position<R, Br>,
-) -> Node<A, D, L::Output> {
+) -> Node<A, D, O> {
     Node::compact(Sub::new(a.index(), b.index()), &[&a, &b])
 }
 

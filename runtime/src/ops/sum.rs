@@ -6,7 +6,7 @@ use crate::contributions::{Contrib, Contributions};
 use crate::graph::{CompactOp, Node, SavedValues};
 use crate::scalar::Scalar;
 use crate::shape::rules::ReduceShape;
-use crate::shape::{Dims, Position};
+use crate::shape::{Dims, Position, Shape};
 use crate::tensor::RawTensor;
 
 /// Sum of all elements.
@@ -50,7 +50,7 @@ impl<A: Scalar, D> CompactOp<A, D> for Sum {
 }
 
 /// Typed `sum(a)`: any shape → `()` ([`ReduceShape`]).
-pub fn sum<A: Scalar, D: 'static, S: ReduceShape, Br>(a: Position<S, Br>) -> Node<A, D, S::Output> {
+pub fn sum<A: Scalar, D: 'static, S: ReduceShape<Output = O>, O: Shape, Br>(a: Position<S, Br>) -> Node<A, D, O> {
     Node::compact(Sum::new(a.index()), &[&a])
 }
 

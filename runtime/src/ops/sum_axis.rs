@@ -12,7 +12,7 @@ use crate::contributions::{Contrib, Contributions};
 use crate::graph::{CompactOp, Node, SavedValues};
 use crate::scalar::Scalar;
 use crate::shape::rules::AxisReduceShape;
-use crate::shape::{Dims, Position};
+use crate::shape::{Dims, Position, Shape};
 use crate::tensor::RawTensor;
 
 /// Sum over one axis.
@@ -78,10 +78,10 @@ impl<A: Scalar, D> CompactOp<A, D> for SumAxis {
 
 /// Typed `sum_axis(x, axis)` with the axis a typenum value (`U1::new()`): `S` without that axis
 /// ([`AxisReduceShape`]).
-pub fn sum_axis<A: Scalar, D: 'static, S: AxisReduceShape<Ax>, Ax: Unsigned, Br>(
+pub fn sum_axis<A: Scalar, D: 'static, S: AxisReduceShape<Ax, Output = O>, Ax: Unsigned, O: Shape, Br>(
     x: Position<S, Br>,
     _axis: Ax,
-) -> Node<A, D, S::Output> {
+) -> Node<A, D, O> {
     Node::compact(SumAxis::new(x.index(), Ax::USIZE), &[&x])
 }
 

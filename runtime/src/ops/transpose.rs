@@ -6,7 +6,7 @@ use crate::contributions::{Contrib, Contributions};
 use crate::graph::{CompactOp, Node, SavedValues};
 use crate::scalar::Scalar;
 use crate::shape::rules::TransposeShape;
-use crate::shape::{Dims, Position};
+use crate::shape::{Dims, Position, Shape};
 use crate::tensor::RawTensor;
 
 /// Matrix transpose.
@@ -53,7 +53,9 @@ impl<A: Scalar, D> CompactOp<A, D> for Transpose {
 }
 
 /// Typed `aᵀ`: `(M, N)` → `(N, M)` ([`TransposeShape`]).
-pub fn transpose<A: Scalar, D: 'static, S: TransposeShape, Br>(a: Position<S, Br>) -> Node<A, D, S::Output> {
+pub fn transpose<A: Scalar, D: 'static, S: TransposeShape<Output = O>, O: Shape, Br>(
+    a: Position<S, Br>,
+) -> Node<A, D, O> {
     Node::compact(Transpose::new(a.index()), &[&a])
 }
 

@@ -420,44 +420,7 @@ where
     type Count = Prod<Prod<Prod<D0, D1>, D2>, D3>;
 }
 
-// ---------------------------------------------------------------------------------------------
-// Dim-level checks (kept while `graph!` still emits them).
-
-/// `L` and `R` are the same dim, as elementwise ops need.
-#[diagnostic::on_unimplemented(
-    message = "an elementwise op needs both operands to have the same shape",
-    label = "these dims may differ",
-    note = "give both operands the same dims (the same literal sizes or the same generic dim)"
-)]
-pub trait SameShape<R> {}
-#[diagnostic::do_not_recommend]
-impl<T> SameShape<T> for T {}
-
-/// `L` (the left operand's columns) equals `R` (the right operand's rows).
-#[diagnostic::on_unimplemented(
-    message = "matmul needs the left operand's columns to equal the right operand's rows",
-    label = "these dims may differ",
-    note = "for `a.matmul(b)` with `a: [m, k]`, `b` must be `[k, n]`"
-)]
-pub trait MatmulInner<R> {}
-#[diagnostic::do_not_recommend]
-impl<T> MatmulInner<T> for T {}
-
-/// `L` (the matrix's columns) equals `R` (the row vector's length).
-#[diagnostic::on_unimplemented(
-    message = "adding a row vector to a matrix needs the vector's length to equal the matrix's columns",
-    label = "these dims may differ",
-    note = "for `x + b` with `x: [m, n]`, `b` must be `[n]`"
-)]
-pub trait RowLength<R> {}
-#[diagnostic::do_not_recommend]
-impl<T> RowLength<T> for T {}
-
-/// Compile-time check of [`SameShape`].
-pub fn same_shape<L: SameShape<R> + Unsigned, R: Unsigned>() {}
-/// Compile-time check of [`MatmulInner`].
-pub fn matmul_inner<L: MatmulInner<R> + Unsigned, R: Unsigned>() {}
-/// Compile-time check of [`RowLength`].
-pub fn row_length<L: RowLength<R> + Unsigned, R: Unsigned>() {}
-/// Compile-time check of [`DeclaredShape`].
-pub fn declared_shape<L: DeclaredShape<R> + Unsigned, R: Unsigned>() {}
+/// Compile-time check that the declared shape (or dim) `L` is the computed one `R` ([`DeclaredShape`]):
+/// `graph!` emits it where a `let` annotation or the signature declares generic dims it cannot
+/// compare itself.
+pub fn declared<L: DeclaredShape<R>, R>() {}

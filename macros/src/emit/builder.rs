@@ -1,0 +1,278 @@
+//! The graph function: a typed `MacroBuilder` fed every input and node. Each built-in node is its
+//! runtime op's typed constructor called with every shape type spelled out (operands and output),
+//! so the op's rule trait (`shape::rules`) checks the node — for generic dims too — and reports a
+//! broken rule at the user's expression; the builder's type records each shape, so the finished
+//! graph's lists are checked against the `…Inputs` and `…Nodes` aliases by the compiler.
+
+use exactgrad_spec::{Args, Bound, OpSpec, TypeRule, NODE_CHUNK};
+use proc_macro2::{Span, TokenStream};
+use quote::{format_ident, quote, quote_spanned, ToTokens};
+use syn::{Ident, Path};
+
+use super::constants::constant_tokens;
+use super::items::{
+    bound_tokens, common, dim_tokens, node_list, scalar_ident, used_dims, user_bounds, Common, DimUse, Names,
+};
+use super::private;
+use crate::ir::{Dim, ExtraArg, Graph, Node, NodeKind, Shape};
+use crate::parse::GraphDef;
+use crate::typenum::unsigned;
+
+/// The name of value `v` in the generated function.
+fn value(v: usize) -> Ident {
+    format_ident!("__v{}", v, span = Span::mixed_site())
+}
+
+/// A shape as a type, every token at `span` (generic dims re-spanned there, so the compiler
+/// points at the user's expression).
+fn shape_at(s: &Shape, span: Span) -> TokenStream {
+    let dims = s.0.iter().map(|d| match d {
+        Dim::Sym(i) => Ident::new(&i.to_string(), span).to_token_stream(),
+        lit => dim_tokens(lit, span),
+    });
+    quote_spanned!(span=> (#(#dims,)*))
+}
+
+pub(super) fn full(def: &GraphDef, graph: &Graph, names: &Names) -> TokenStream {
+    let p = private();
+    let s = scalar_ident(def);
+    let n_in = graph.inputs.len();
+    let input_shapes: Vec<TokenStream> = graph.inputs.iter().map(|(n, sh)| shape_at(sh, n.span())).collect();
+    let node_shapes: Vec<TokenStream> = graph.nodes.iter().map(|n| shape_at(&n.shape, Span::call_site())).collect();
+    let outputs: Vec<TokenStream> =
+        graph.outputs.iter().map(|&o| shape_at(graph.shape_of(o), Span::call_site())).collect();
+    let input_shape_list: Vec<&Shape> = graph.inputs.iter().map(|(_, s)| s).collect();
+    let mut handle_shapes = input_shape_list.clone();
+    handle_shapes.extend(graph.outputs.iter().map(|&o| graph.shape_of(o)));
+    let used = DimUse {
+        inputs: used_dims(&def.dims, &input_shape_list),
+        handles: used_dims(&def.dims, &handle_shapes),
+        data: used_dims(&def.dims, &graph.data_tensors.iter().map(|(_, s)| s).collect::<Vec<_>>()),
+        nodes: used_dims(&def.dims, &graph.nodes.iter().map(|n| &n.shape).collect::<Vec<_>>()),
+    };
+    let input_names: Vec<&Ident> = def.inputs.iter().map(|i| &i.name).collect();
+    let Common { items, generics, dim_bounds, handle_generics, data_ty: data } =
+        common(def, &def.dims, &used, names, &input_names, &input_shapes, &outputs, node_list(&node_shapes));
+    let Names { alias, handles, brand, .. } = names;
+
+    let mut bounds: Vec<Bound> = Vec::new();
+    let mut body = quote!(let __b = #p::MacroBuilder::<#s, #data, #brand>::new(););
+    for (k, shape) in input_shapes.iter().enumerate() {
+        let v = value(k);
+        body.extend(quote!(let (__b, #v) = __b.input::<#shape>();));
+    }
+    for check in &graph.checks {
+        let span = check.site.span;
+        let (l, r) = (shape_at(&check.declared, span), shape_at(&check.actual, span));
+        body.extend(quote_spanned!(span=> #p::rules::declared::<#l, #r>();));
+    }
+    let cx = Cx { p: &p, s: &s, data: &data, brand, graph };
+    for (k, node) in graph.nodes.iter().enumerate() {
+        if k > 0 && k % NODE_CHUNK == 0 {
+            body.extend(quote!(let __b = __b.flush();));
+        }
+        let v = value(n_in + k);
+        let expr = cx.node(node, &mut bounds);
+        body.extend(quote!(let (__b, #v) = __b.push(#expr);));
+    }
+    let finish = if graph.nodes.is_empty() { quote!(finish_empty) } else { quote!(finish) };
+    bounds.sort();
+    bounds.dedup();
+    let scalar_bounds = bounds.iter().map(|&b| bound_tokens(b, &s));
+    let user = user_bounds(def);
+    let (attrs, vis, name) = (&def.attrs, &def.vis, &def.name);
+    let input_fields = def.inputs.iter().enumerate().map(|(k, i)| {
+        let (n, v) = (&i.name, value(k));
+        quote!(#n: #v)
+    });
+    let output_fields = graph.outputs.iter().enumerate().map(|(k, &o)| {
+        let field = if graph.outputs.len() == 1 { format_ident!("output") } else { format_ident!("output{k}") };
+        let v = value(o);
+        quote!(#field: #v)
+    });
+    quote! {
+        #items
+
+        #(#attrs)*
+        #vis fn #name<#s, #generics>() -> (#alias<#s, #generics>, #handles<#handle_generics>)
+        where
+            #s: #p::Scalar #(+ #scalar_bounds)* #user,
+            #dim_bounds
+        {
+            #body
+            (__b.#finish(), #handles { #(#input_fields,)* #(#output_fields,)* })
+        }
+    }
+}
+
+/// What every node's tokens need.
+struct Cx<'a> {
+    p: &'a TokenStream,
+    s: &'a Ident,
+    data: &'a TokenStream,
+    brand: &'a Ident,
+    graph: &'a Graph,
+}
+
+impl Cx<'_> {
+    /// The typed node for `node`, adding the scalar bounds it needs to `bounds`.
+    fn node(&self, node: &Node, bounds: &mut Vec<Bound>) -> TokenStream {
+        let Cx { p, s, data, .. } = self;
+        let span = node.site.span;
+        let out = shape_at(&node.shape, span);
+        let ty = quote_spanned!(span=> #p::Node::<#s, #data, #out>);
+        let parents: Vec<Ident> = node.parents.iter().map(|&q| value(q)).collect();
+        match &node.kind {
+            NodeKind::Builtin(op, extra) => {
+                bounds.extend(op.bounds);
+                self.builtin(op, extra, node, &parents, &out, &ty)
+            }
+            NodeKind::Opaque { name, forward, vjp, whole_prefix } => {
+                bounds.push(Bound::Float);
+                self.opaque(name, forward, vjp, *whole_prefix, &parents, &ty, span)
+            }
+            NodeKind::Custom(path) => custom(path, &ty, &parents, span),
+        }
+    }
+
+    /// `ops::name::<S, D, operand shapes…, extra types…, output, Brand>(values…, extras…)`.
+    fn builtin(
+        &self,
+        op: &OpSpec,
+        extra: &ExtraArg,
+        node: &Node,
+        parents: &[Ident],
+        out: &TokenStream,
+        ty: &TokenStream,
+    ) -> TokenStream {
+        let Cx { p, s, data, brand, graph } = self;
+        let span = node.site.span;
+        let f = Ident::new(op.name, span);
+        let ps: Vec<TokenStream> = node.parents.iter().map(|&q| shape_at(graph.shape_of(q), span)).collect();
+        let default = quote_spanned!(span=> ::core::default::Default::default());
+        let typenum = |n: usize| unsigned(n as u64, span);
+        let accessor = |field: &Ident| match extra {
+            ExtraArg::Labels(_) => quote_spanned!(span=>
+                |__d: &#data| -> &[usize] { ::core::convert::AsRef::<[usize]>::as_ref(&__d.#field) }),
+            _ => quote_spanned!(span=> |__d: &#data| -> &#p::RawTensor<#s> { #p::Tensor::raw(&__d.#field) }),
+        };
+        let mut values: Vec<TokenStream> = parents.iter().map(ToTokens::to_token_stream).collect();
+        let types: Vec<TokenStream> = match (op.type_rule, extra) {
+            (TypeRule::MatMul, ExtraArg::Data(x)) => {
+                let xs = shape_at(graph.data_shape(x).unwrap_or(&node.shape), span);
+                values.insert(0, accessor(x));
+                vec![xs, ps[0].clone(), out.clone()]
+            }
+            (TypeRule::Leaf, ExtraArg::Data(x)) => {
+                let x = accessor(x);
+                return quote_spanned!(span=> #p::ops::#f::<#s, #data, #out>(#x));
+            }
+            (TypeRule::Reshape, _) => {
+                let x = &parents[0];
+                return quote_spanned!(span=> #p::ops::#f::<#out, #s, #data, #(#ps,)* #brand>(#x));
+            }
+            (TypeRule::AxisReduce, ExtraArg::Axis(axis)) | (TypeRule::Concat, ExtraArg::Axis(axis)) => {
+                values.push(default.clone());
+                let mut t = ps.clone();
+                t.extend([typenum(*axis), out.clone()]);
+                t
+            }
+            (TypeRule::Slice, ExtraArg::Slice(axis, start, len)) => {
+                values.extend([default.clone(), quote_spanned!(span=> #start), default.clone()]);
+                vec![ps[0].clone(), typenum(*axis), typenum(*len), out.clone()]
+            }
+            (TypeRule::Permute, ExtraArg::Perm(perm)) => {
+                let axes = perm.iter().map(|&a| typenum(a));
+                values.push(default.clone());
+                vec![ps[0].clone(), quote_spanned!(span=> (#(#axes,)*)), out.clone()]
+            }
+            (TypeRule::GatherRows, ExtraArg::Labels(ids)) => {
+                values.push(accessor(ids));
+                let rows = dim_tokens(&node.shape.0[0], span);
+                vec![ps[0].clone(), rows, out.clone()]
+            }
+            (_, ExtraArg::Labels(labels)) => {
+                values.push(accessor(labels));
+                let mut t = ps.clone();
+                t.push(out.clone());
+                t
+            }
+            _ => {
+                let mut t = ps.clone();
+                t.push(out.clone());
+                t
+            }
+        };
+        let constant = match (op.args, extra) {
+            (Args::Factor, ExtraArg::Factor(c)) | (Args::Eps(_), ExtraArg::Eps(c)) => Some(c),
+            _ => None,
+        };
+        if constant.is_some() {
+            values.push(quote_spanned!(span=> __k));
+        }
+        let call = quote_spanned!(span=> #p::ops::#f::<#s, #data, #(#types,)* #brand>(#(#values),*));
+        match constant {
+            None => call,
+            Some(c) => {
+                let c = constant_tokens(c, s);
+                let name = op.name;
+                quote_spanned!(span=> match #c {
+                    ::core::option::Option::Some(__k) => #call,
+                    ::core::option::Option::None => #ty::failed(#name, &[#(&#parents),*], "the constant is not representable in the scalar type"),
+                })
+            }
+        }
+    }
+
+    /// An opaque node: the user's closures behind the runtime's dense-VJP interface.
+    #[allow(clippy::too_many_arguments)]
+    fn opaque(
+        &self,
+        name: &str,
+        forward: &syn::ExprClosure,
+        vjp: &syn::ExprClosure,
+        whole_prefix: bool,
+        parents: &[Ident],
+        ty: &TokenStream,
+        span: Span,
+    ) -> TokenStream {
+        let Cx { p, s, data, .. } = self;
+        let idx: Vec<TokenStream> = (0..parents.len()).map(|i| quote!(__ctx[__reads[#i]])).collect();
+        let count = parents.len();
+        let tensor_refs: Vec<TokenStream> = (0..count).map(|_| quote!(&#p::RawTensor<#s>)).collect();
+        let vjp_body = if whole_prefix {
+            quote_spanned!(span=>
+                #[allow(clippy::type_complexity)]
+                let __vjp: &dyn Fn(&[#p::RawTensor<#s>], &#p::RawTensor<#s>) -> #p::Vec<#p::RawTensor<#s>> = &(#vjp);
+                __vjp(__ctx, __g)
+            )
+        } else {
+            quote_spanned!(span=>
+                #[allow(clippy::type_complexity)]
+                let __vjp: &dyn Fn(#(#tensor_refs,)* &#p::RawTensor<#s>) -> [#p::RawTensor<#s>; #count] = &(#vjp);
+                #p::opaque_pack(__ctx, &__reads, __vjp(#(&#idx,)* __g))
+            )
+        };
+        quote_spanned!(span=> {
+            let __reads: [usize; #count] = [#(#parents.index()),*];
+            #ty::opaque(
+                #name,
+                &[#(&#parents),*],
+                move |__ctx: &[#p::RawTensor<#s>], _: &#data| -> #p::RawTensor<#s> {
+                    #[allow(clippy::type_complexity)]
+                    let __forward: &dyn Fn(#(#tensor_refs),*) -> #p::RawTensor<#s> = &(#forward);
+                    __forward(#(&#idx),*)
+                },
+                move |__ctx: &[#p::RawTensor<#s>], _: &#data, __g: &#p::RawTensor<#s>| -> #p::Vec<#p::RawTensor<#s>> {
+                    #vjp_body
+                },
+            )
+        })
+    }
+}
+
+/// A user compact op built from its parents.
+fn custom(path: &Path, ty: &TokenStream, parents: &[Ident], span: Span) -> TokenStream {
+    let p = private();
+    quote_spanned!(span=> #ty::compact(<#path as #p::FromParents>::from_parents(&[#(#parents.index()),*]), &[#(&#parents),*]))
+}

@@ -1,0 +1,249 @@
+//! The items shared by the full expansion and the error stub: the data struct (Δ), the brand, the
+//! shape-list aliases and the handles struct, plus the tokens of dims, shapes and lists.
+
+use exactgrad_spec::{Bound, NODE_CHUNK};
+use proc_macro2::{Span, TokenStream};
+use quote::{format_ident, quote, ToTokens};
+use syn::Ident;
+
+use super::private;
+use crate::ir::{Dim, Shape};
+use crate::parse::{DataType, DimDecl, GraphDef, ShapeDecl};
+use crate::typenum::unsigned;
+
+/// Names of the generated items for a graph called `name`.
+pub(super) struct Names {
+    pub(super) alias: Ident,
+    pub(super) handles: Ident,
+    pub(super) data: Ident,
+    pub(super) brand: Ident,
+    pub(super) inputs: Ident,
+    pub(super) nodes: Ident,
+}
+
+impl Names {
+    pub(super) fn new(name: &Ident) -> Self {
+        let camel: String = name
+            .to_string()
+            .split('_')
+            .filter(|s| !s.is_empty())
+            .map(|s| {
+                let mut c = s.chars();
+                c.next().map(|f| f.to_ascii_uppercase().to_string() + c.as_str()).unwrap_or_default()
+            })
+            .collect();
+        let at = |suffix: &str| Ident::new(&format!("{camel}{suffix}"), name.span());
+        Names {
+            alias: at(""),
+            handles: at("Handles"),
+            data: at("Data"),
+            brand: at("Brand"),
+            inputs: at("Inputs"),
+            nodes: at("Nodes"),
+        }
+    }
+}
+
+pub(super) fn dim_tokens(d: &Dim, span: Span) -> TokenStream {
+    match d {
+        Dim::Lit(n) => unsigned(*n, span),
+        Dim::Sym(i) => i.to_token_stream(),
+    }
+}
+
+/// A declared shape as tokens; undeclared dims become `UTerm` (their error is reported already).
+pub(super) fn decl_tokens(s: &ShapeDecl, dims: &[Ident]) -> TokenStream {
+    let p = private();
+    let ds = s.dims.iter().map(|d| match d {
+        DimDecl::Lit(n, span) => unsigned(*n, *span),
+        DimDecl::Sym(i) if dims.contains(i) => i.to_token_stream(),
+        DimDecl::Sym(_) => quote!(#p::typenum::UTerm),
+    });
+    quote!((#(#ds,)*))
+}
+
+/// The input list as a type: `Snoc<…Snoc<Nil, S0>…, Sn>` (the list input packs are built on).
+pub(super) fn snoc(items: impl Iterator<Item = TokenStream>) -> TokenStream {
+    let p = private();
+    items.fold(quote!(#p::Nil), |acc, s| quote!(#p::Snoc<#acc, #s>))
+}
+
+/// The node list as a type, in chunks of `NODE_CHUNK` shapes as `MacroBuilder` builds it:
+/// `Snoc<…Snoc<Nil, (S0, …, S31)>…, (S32, …)>`, or `Nil` without nodes.
+pub(super) fn node_list(items: &[TokenStream]) -> TokenStream {
+    let p = private();
+    items.chunks(NODE_CHUNK).fold(quote!(#p::Nil), |acc, chunk| quote!(#p::Snoc<#acc, (#(#chunk,)*)>))
+}
+
+/// The generic dims among `dims` that occur in `shapes`, in declaration order.
+pub(super) fn used_dims<'d>(dims: &'d [Ident], shapes: &[&Shape]) -> Vec<&'d Ident> {
+    dims.iter().filter(|d| shapes.iter().any(|s| s.0.iter().any(|x| matches!(x, Dim::Sym(i) if i == *d)))).collect()
+}
+
+/// The generic dims among `dims` that occur in the declared `shapes`, in declaration order.
+pub(super) fn used_decl_dims<'d>(dims: &'d [Ident], shapes: &[&ShapeDecl]) -> Vec<&'d Ident> {
+    dims.iter()
+        .filter(|d| shapes.iter().any(|s| s.dims.iter().any(|x| matches!(x, DimDecl::Sym(i) if i == *d))))
+        .collect()
+}
+
+/// The declared shapes of the data tensors.
+pub(super) fn data_tensor_decls(def: &GraphDef) -> Vec<&ShapeDecl> {
+    def.data.iter().filter_map(|d| d.tensor_shape()).collect()
+}
+
+/// Which generic dims each generated item takes (all of them are among the graph's `dims`).
+pub(super) struct DimUse<'d> {
+    /// Dims of the input shapes (the `…Inputs` alias).
+    pub(super) inputs: Vec<&'d Ident>,
+    /// Dims of the input and output shapes (the `…Handles` struct).
+    pub(super) handles: Vec<&'d Ident>,
+    /// Dims of the data tensors' shapes (the `…Data` struct, generic when it holds a tensor).
+    pub(super) data: Vec<&'d Ident>,
+    /// Dims of the node shapes (the `…Nodes` alias).
+    pub(super) nodes: Vec<&'d Ident>,
+}
+
+pub(super) fn bound_tokens(b: Bound, s: &Ident) -> TokenStream {
+    let p = private();
+    match b {
+        Bound::Sub => quote!(::core::ops::Sub<Output = #s>),
+        Bound::Mul => quote!(::core::ops::Mul<Output = #s>),
+        Bound::Neg => quote!(::core::ops::Neg<Output = #s>),
+        Bound::Div => quote!(::core::ops::Div<Output = #s>),
+        Bound::FromPrimitive => quote!(#p::num_traits::FromPrimitive),
+        Bound::Num => quote!(#p::num_traits::Num),
+        Bound::PartialOrd => quote!(::core::cmp::PartialOrd),
+        Bound::Float => quote!(#p::num_traits::Float),
+    }
+}
+
+/// Items shared by the full expansion and the stub: data type, brand, handles struct, aliases.
+pub(super) struct Common {
+    pub(super) items: TokenStream,
+    /// Every generic dim of the graph.
+    pub(super) generics: TokenStream,
+    pub(super) dim_bounds: TokenStream,
+    /// The generic dims of the handles struct.
+    pub(super) handle_generics: TokenStream,
+    /// The data type Δ as used in the graph's types (`NameData<S, B>` when it holds tensors).
+    pub(super) data_ty: TokenStream,
+}
+
+#[allow(clippy::too_many_arguments)]
+pub(super) fn common(
+    def: &GraphDef,
+    dims: &[Ident],
+    used: &DimUse<'_>,
+    names: &Names,
+    input_names: &[&Ident],
+    input_shapes: &[TokenStream],
+    outputs: &[TokenStream],
+    nodes: TokenStream,
+) -> Common {
+    let p = private();
+    let vis = &def.vis;
+    let Names { alias, handles, data, brand, inputs, nodes: nodes_alias } = names;
+    let scalar = scalar_ident(def);
+    let generics = quote!(#(#dims),*);
+    let dim_bounds = quote!(#(#dims: #p::typenum::Unsigned + 'static),*);
+    let (input_dims, handle_dims, data_dims, node_dims) = (&used.inputs, &used.handles, &used.data, &used.nodes);
+    let handle_generics = quote!(#(#handle_dims),*);
+    let handle_bounds = quote!(#(#handle_dims: #p::typenum::Unsigned + 'static),*);
+    let has_tensors = def.data.iter().any(|d| d.tensor_shape().is_some());
+    let data_ty = if has_tensors { quote!(#data<#scalar, #(#data_dims),*>) } else { quote!(#data) };
+    let data_item = if def.data.is_empty() {
+        quote!(
+            /// The graph's non-differentiable data (Δ): this graph has none.
+            #vis type #data = ();
+        )
+    } else {
+        // The first of duplicate names only (a duplicate is reported; the stub must type-check).
+        let unique = def.data.iter().enumerate().filter(|(i, d)| !def.data[..*i].iter().any(|e| e.name == d.name));
+        let fields = unique.map(|(_, d)| {
+            let n = &d.name;
+            match &d.ty {
+                DataType::Other(t) => {
+                    let doc = format!("The data parameter `{n}`.");
+                    quote!(#[doc = #doc] pub #n: #t)
+                }
+                DataType::Tensor(shape) => {
+                    let doc = format!("The data tensor `{n}` (not differentiable).");
+                    let shape = decl_tokens(shape, dims);
+                    quote!(#[doc = #doc] pub #n: #p::Tensor<#scalar, #shape>)
+                }
+            }
+        });
+        if has_tensors {
+            quote!(
+                /// The graph's non-differentiable data (Δ), with its data tensors in the scalar type.
+                #vis struct #data<#scalar, #(#data_dims),*> { #(#fields,)* }
+            )
+        } else {
+            quote!(
+                /// The graph's non-differentiable data (Δ).
+                #vis struct #data { #(#fields,)* }
+            )
+        }
+    };
+    let output_names: Vec<Ident> = if outputs.len() == 1 {
+        vec![format_ident!("output")]
+    } else {
+        (0..outputs.len()).map(|k| format_ident!("output{k}")).collect()
+    };
+    let input_list = snoc(input_shapes.iter().cloned());
+    let items = quote! {
+        #data_item
+
+        /// The brand of this graph's handles: a handle of another graph does not type-check here.
+        #[doc(hidden)]
+        #vis enum #brand {}
+
+        /// The input shapes (Γ) of this graph.
+        #vis type #inputs<#(#input_dims),*> = #input_list;
+
+        /// The node shapes (ss) of this graph.
+        #vis type #nodes_alias<#(#node_dims),*> = #nodes;
+
+        /// The typed graph.
+        #vis type #alias<#scalar, #generics> = #p::GraphData<#scalar, #data_ty, #inputs<#(#input_dims),*>, #nodes_alias<#(#node_dims),*>, #brand>;
+
+        /// Typed handles to the inputs and outputs of this graph.
+        #[derive(Clone, Copy, Debug)]
+        #vis struct #handles<#handle_bounds> {
+            #(
+                #[doc = "Handle to an input."]
+                pub #input_names: #p::Position<#input_shapes, #brand>,
+            )*
+            #(
+                #[doc = "Handle to an output."]
+                pub #output_names: #p::Position<#outputs, #brand>,
+            )*
+        }
+
+        impl<#handle_bounds> #handles<#handle_generics> {
+            /// The input pack, in declaration order.
+            #[allow(clippy::too_many_arguments, clippy::unused_self)]
+            #vis fn inputs<#scalar>(&self, #(#input_names: #p::Tensor<#scalar, #input_shapes>),*) -> #p::Pack<#scalar, #inputs<#(#input_dims),*>> {
+                #p::Pack::new()#(.push(#input_names))*
+            }
+        }
+    };
+    Common { items, generics, dim_bounds, handle_generics, data_ty }
+}
+
+/// The scalar type parameter: the user's, or a hidden `__S`.
+pub(super) fn scalar_ident(def: &GraphDef) -> Ident {
+    def.scalar.as_ref().map_or_else(|| format_ident!("__S"), |(i, _)| i.clone())
+}
+
+/// The user's bounds on the scalar parameter, as `+ bound` items.
+pub(super) fn user_bounds(def: &GraphDef) -> TokenStream {
+    match &def.scalar {
+        Some((_, bounds)) => {
+            let b = bounds.iter();
+            quote!(#(+ #b)*)
+        }
+        None => TokenStream::new(),
+    }
+}

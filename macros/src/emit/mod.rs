@@ -1,0 +1,77 @@
+//! Emission: the IR to tokens. Everything is named through `::exactgrad::__private`; user spans go
+//! on every emitted item that can fail to type-check, so the compiler points at the user's code.
+
+mod builder;
+mod constants;
+mod items;
+
+use proc_macro2::TokenStream;
+use quote::quote;
+use syn::Ident;
+
+use crate::parse::{GraphDef, ShapeDecl};
+use items::{common, data_tensor_decls, decl_tokens, scalar_ident, used_decl_dims, user_bounds, Common, DimUse, Names};
+
+fn private() -> TokenStream {
+    quote!(::exactgrad::__private)
+}
+
+/// Expands a definition: the full graph, or a well-typed stub plus every error.
+pub(crate) fn expand(def: &GraphDef) -> TokenStream {
+    let names = Names::new(&def.name);
+    match crate::lower::lower(def) {
+        Ok(graph) => builder::full(def, &graph, &names),
+        Err(e) => {
+            let stub = stub(def, &names);
+            let e = e.to_compile_error();
+            quote!(#stub #e)
+        }
+    }
+}
+
+/// On error: the items with the declared input and output shapes and an empty node list, so the
+/// user's other code still type-checks and sees only the real errors.
+fn stub(def: &GraphDef, names: &Names) -> TokenStream {
+    let p = private();
+    let s = scalar_ident(def);
+    let user = user_bounds(def);
+    // Keep the first of duplicate inputs, drop inputs named like output handles, and keep only the
+    // dims the inputs use, so the stub itself type-checks.
+    let mut inputs: Vec<&crate::parse::InputDecl> = Vec::new();
+    for i in &def.inputs {
+        let reserved = i.name.to_string().starts_with("output");
+        if !reserved && !inputs.iter().any(|j| j.name == i.name) {
+            inputs.push(i);
+        }
+    }
+    let input_decls: Vec<&ShapeDecl> = inputs.iter().map(|i| &i.shape).collect();
+    let data_decls = data_tensor_decls(def);
+    let dims: Vec<Ident> =
+        used_decl_dims(&def.dims, &[&input_decls[..], &data_decls[..]].concat()).into_iter().cloned().collect();
+    let input_names: Vec<&Ident> = inputs.iter().map(|i| &i.name).collect();
+    let input_shapes: Vec<TokenStream> = input_decls.iter().map(|s| decl_tokens(s, &dims)).collect();
+    let outputs: Vec<TokenStream> = def.outputs.iter().map(|o| decl_tokens(o, &dims)).collect();
+    let output_decls: Vec<&ShapeDecl> = def.outputs.iter().collect();
+    let used = DimUse {
+        inputs: used_decl_dims(&dims, &input_decls),
+        handles: used_decl_dims(&dims, &[&input_decls[..], &output_decls[..]].concat()),
+        data: used_decl_dims(&dims, &data_decls),
+        nodes: Vec::new(),
+    };
+    let Common { items, generics, dim_bounds, handle_generics, .. } =
+        common(def, &dims, &used, names, &input_names, &input_shapes, &outputs, quote!(#p::Nil));
+    let Names { alias, handles, .. } = names;
+    let (attrs, vis, name) = (&def.attrs, &def.vis, &def.name);
+    quote! {
+        #items
+
+        #(#attrs)*
+        #vis fn #name<#s, #generics>() -> (#alias<#s, #generics>, #handles<#handle_generics>)
+        where
+            #s: #p::Scalar #user,
+            #dim_bounds
+        {
+            ::core::unreachable!("graph! reported errors for this graph")
+        }
+    }
+}

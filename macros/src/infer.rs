@@ -1,0 +1,130 @@
+//! Literal shape inference: every node's output shape from its operands' shapes by the rules of
+//! `exactgrad_spec` (the runtime runs the same rules, so both say the same words), and the
+//! comparison of declared shapes with computed ones. A comparison that involves a generic dim is
+//! left to the compiler (the type-level rule traits).
+
+use exactgrad_spec::{rules, OpSpec, Rule};
+
+use crate::ir::{Dim, ExtraArg, Shape};
+
+fn shape(s: exactgrad_spec::Shape<Dim>) -> Shape {
+    Shape(s.dims().to_vec())
+}
+
+/// The output shape of `op` on `operands`, or the rule's message. `declared` is the binding's
+/// shape for ops whose output the binding declares (`reshape`, `gather_rows`); `data` is the data
+/// tensor's shape for `matmul_data` and `data_tensor`.
+pub(crate) fn output(
+    op: &OpSpec,
+    extra: &ExtraArg,
+    operands: &[&Shape],
+    declared: Option<&Shape>,
+    data: Option<&Shape>,
+) -> Result<Shape, String> {
+    let x = |k: usize| operands.get(k).map_or(&[][..], |s| &s.0[..]);
+    let name = op.name;
+    let empty = Shape(Vec::new());
+    let declared = declared.unwrap_or(&empty);
+    let out = match (op.rule, extra) {
+        (Rule::Elementwise, _) => rules::elementwise(name, x(0), x(1)),
+        (Rule::ElementwiseToScalar, _) => rules::same_shape_to_scalar(name, x(0), x(1)),
+        (Rule::Unary, _) => rules::unary(x(0)),
+        (Rule::LastAxis, _) => rules::last_axis(name, x(0)),
+        (Rule::Reduce, _) => rules::reduce(name, x(0), op.needs_element()),
+        (Rule::MatMul, ExtraArg::Data(_)) => rules::matmul(&data.unwrap_or(&empty).0, x(0)),
+        (Rule::MatMul, _) => rules::matmul(x(0), x(1)),
+        (Rule::Transpose, _) => rules::transpose(x(0)),
+        (Rule::AddRow, _) => rules::add_row(x(0), x(1)),
+        (Rule::AxisReduce, ExtraArg::Axis(axis)) => rules::axis_reduce(name, x(0), *axis, op.needs_element()),
+        (Rule::RowParams, _) => rules::row_params(name, x(0), x(1), x(2)),
+        (Rule::Logits, _) => rules::logits(name, x(0)),
+        (Rule::Concat, ExtraArg::Axis(axis)) => rules::concat(x(0), x(1), *axis),
+        (Rule::Slice, ExtraArg::Slice(axis, start, len)) => rules::slice(x(0), *axis, *start, *len),
+        (Rule::Permute, ExtraArg::Perm(perm)) => rules::permute(x(0), perm),
+        (Rule::Reshape, _) => rules::reshape(x(0), &declared.0),
+        (Rule::GatherRows, _) => {
+            let count = declared.0.first().cloned().unwrap_or(Dim::Lit(0));
+            let out = shape(rules::gather_rows(x(0), count)?);
+            if declared.0.len() != 2 || compare(declared, &out) == Compared::Differ {
+                let width = &out.0[1];
+                return Err(format!(
+                    "gather_rows gives rows of the table's width {width}, so the binding is [rows, {width}], but it declares {declared}"
+                ));
+            }
+            return Ok(out);
+        }
+        (Rule::Leaf, _) => rules::leaf(&data.unwrap_or(&empty).0),
+        (rule, _) => unreachable!("lowering gives {rule:?} ({name}) its extra arguments"),
+    };
+    out.map(shape)
+}
+
+/// How a declared shape compares with a computed one.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Compared {
+    /// Equal dim by dim.
+    Same,
+    /// Known to differ (a rank or a literal size).
+    Differ,
+    /// Equal where the macro can tell; some generic dims only the compiler can compare.
+    Compiler,
+}
+
+/// Compares `declared` with `actual`.
+pub(crate) fn compare(declared: &Shape, actual: &Shape) -> Compared {
+    use exactgrad_spec::Dim as _;
+    if declared.0.len() != actual.0.len() {
+        return Compared::Differ;
+    }
+    let mut out = Compared::Same;
+    for (d, a) in declared.0.iter().zip(&actual.0) {
+        match d.same(a) {
+            Some(true) => {}
+            Some(false) => return Compared::Differ,
+            None => out = Compared::Compiler,
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use exactgrad_spec::ops::{by_name, lookup};
+    use proc_macro2::Span;
+    use syn::Ident;
+
+    fn lit(d: &[u64]) -> Shape {
+        Shape(d.iter().map(|&n| Dim::Lit(n)).collect())
+    }
+
+    fn sym(n: &str) -> Dim {
+        Dim::Sym(Ident::new(n, Span::call_site()))
+    }
+
+    #[test]
+    fn literal_shapes_follow_the_spec_rules() {
+        let mm = lookup("matmul").unwrap();
+        assert_eq!(output(mm, &ExtraArg::None, &[&lit(&[2, 3]), &lit(&[3, 5])], None, None), Ok(lit(&[2, 5])));
+        assert_eq!(
+            output(mm, &ExtraArg::None, &[&lit(&[4, 3]), &lit(&[2, 5])], None, None).unwrap_err(),
+            "matmul needs the left operand's columns (3) to equal the right operand's rows (2)"
+        );
+        let cat = lookup("concat").unwrap();
+        assert_eq!(output(cat, &ExtraArg::Axis(1), &[&lit(&[2, 3]), &lit(&[2, 1])], None, None), Ok(lit(&[2, 4])));
+        let md = by_name("matmul_data").unwrap();
+        let x = Ident::new("x", Span::call_site());
+        assert_eq!(output(md, &ExtraArg::Data(x), &[&lit(&[3, 4])], None, Some(&lit(&[7, 3]))), Ok(lit(&[7, 4])));
+    }
+
+    #[test]
+    fn generic_dims_are_left_to_the_compiler() {
+        let add = lookup("add").unwrap();
+        let b = Shape(vec![sym("B"), Dim::Lit(3)]);
+        let c = Shape(vec![sym("C"), Dim::Lit(3)]);
+        assert_eq!(output(add, &ExtraArg::None, &[&b, &c], None, None), Ok(b.clone()));
+        assert_eq!(compare(&b, &c), Compared::Compiler);
+        assert_eq!(compare(&b, &b), Compared::Same);
+        assert_eq!(compare(&b, &lit(&[2])), Compared::Differ);
+    }
+}

@@ -1,0 +1,345 @@
+//! Calls: built-in ops by name with their extra arguments, and the calls that need a declared
+//! output shape (`opaque`, user ops, `reshape`, `gather_rows`).
+
+use syn::spanned::Spanned;
+use syn::{Expr, ExprCall, ExprClosure, Ident};
+
+use super::expr::{by_name, Operand};
+use super::Lowering;
+use crate::errors::Site;
+use crate::infer::{self, Compared};
+use crate::ir::{Check, ExtraArg, NodeKind, Shape};
+use crate::parse::ShapeDecl;
+use exactgrad_spec::ops::{call_names, lookup};
+use exactgrad_spec::{Args, OpSpec};
+
+/// The default constant of an optional argument, written as a literal in the op table.
+fn default_literal(text: &str) -> Expr {
+    syn::parse_str(text).unwrap_or_else(|_| Expr::Verbatim(text.parse().unwrap_or_default()))
+}
+
+impl Lowering<'_> {
+    pub(super) fn call(&mut self, ident: &Ident, args: Vec<&Expr>, site: &Site) -> Option<usize> {
+        let name = ident.to_string();
+        if name == "scale" {
+            if args.len() != 2 {
+                self.errors
+                    .at_site(site, format!("scale takes 2 arguments (a value and a constant), got {}", args.len()));
+                return None;
+            }
+            let v = self.value(args[0])?;
+            match self.operand(args[1])? {
+                Operand::Const(_) => {}
+                Operand::Value(_) => {
+                    self.errors.at_site(
+                        &Site::new(args[1].span(), args[1]),
+                        "scale multiplies by a constant (`scale(x, 0.5)`); to multiply two graph values write `x * y`",
+                    );
+                    return None;
+                }
+            }
+            return self.builtin_with(by_name("scale"), ExtraArg::Factor(args[1].clone()), &[v], site);
+        }
+        let Some(op) = lookup(&name) else {
+            self.errors.at(ident.span(), format!(
+                    "unknown op `{name}`; the built-in ops are {}, and a user op is a CamelCase type called with a declared shape (`let y: [d0, …] = MyOp(x);`)",
+                    call_names().join(", ")
+                ));
+            return None;
+        };
+        let optional = matches!(op.args, Args::Eps(_));
+        let with_extra = op.arity
+            + match op.args {
+                Args::None => 0,
+                Args::Slice => 3,
+                _ => 1,
+            };
+        if args.len() != with_extra && !(optional && args.len() == op.arity) {
+            let what = match op.args {
+                Args::None => String::new(),
+                Args::Axis => " and an axis".to_owned(),
+                Args::Eps(d) => format!(" and optionally eps (default {d})"),
+                Args::Labels => " and the name of a data parameter holding the labels".to_owned(),
+                Args::Slice => " and three integer literals (axis, start, length)".to_owned(),
+                Args::Perm => " and the permutation as an array literal, e.g. `[1, 0]`".to_owned(),
+                Args::Factor => " and a constant".to_owned(),
+            };
+            self.errors.at_site(
+                site,
+                format!(
+                    "{} takes {} value{}{what}, got {} argument{}",
+                    op.name,
+                    op.arity,
+                    if op.arity == 1 { "" } else { "s" },
+                    args.len(),
+                    if args.len() == 1 { "" } else { "s" }
+                ),
+            );
+            return None;
+        }
+        let extra = match op.args {
+            Args::None => ExtraArg::None,
+            Args::Axis => match args[op.arity] {
+                Expr::Lit(syn::ExprLit { lit: syn::Lit::Int(i), .. }) => match i.base10_parse::<usize>() {
+                    Ok(axis) => ExtraArg::Axis(axis),
+                    Err(e) => {
+                        self.errors.push(e);
+                        return None;
+                    }
+                },
+                other => {
+                    self.errors.at_site(
+                        &Site::new(other.span(), other),
+                        format!("{}'s axis is an integer literal, e.g. `{}(x, 1)`", op.name, op.name),
+                    );
+                    return None;
+                }
+            },
+            Args::Eps(default) => match args.get(op.arity) {
+                Some(e) => match self.operand(e)? {
+                    Operand::Const(c) => ExtraArg::Eps(c),
+                    Operand::Value(_) => {
+                        self.errors
+                            .at_site(&Site::new(e.span(), *e), format!("{}'s eps is a constant, e.g. `1e-5`", op.name));
+                        return None;
+                    }
+                },
+                None => ExtraArg::Eps(default_literal(default)),
+            },
+            Args::Slice => {
+                let n: Vec<Option<usize>> = args[op.arity..].iter().map(|a| self.int_literal(a, op.name)).collect();
+                match n[..] {
+                    [Some(axis), Some(start), Some(len)] => ExtraArg::Slice(axis, start, len),
+                    _ => return None,
+                }
+            }
+            Args::Perm => match args[op.arity] {
+                Expr::Array(a) => {
+                    let n: Vec<Option<usize>> = a.elems.iter().map(|e| self.int_literal(e, op.name)).collect();
+                    ExtraArg::Perm(n.into_iter().collect::<Option<_>>()?)
+                }
+                other => {
+                    self.errors.at_site(
+                        &Site::new(other.span(), other),
+                        "permute takes the permutation as an array literal, e.g. `permute(x, [1, 0])`",
+                    );
+                    return None;
+                }
+            },
+            Args::Factor => unreachable!("scale is lowered above"),
+            Args::Labels => {
+                let arg = args[op.arity];
+                let name = match arg {
+                    Expr::Path(p) => p.path.get_ident(),
+                    _ => None,
+                };
+                if let Some(n) = name.filter(|n| self.data_tensor_index(n).is_some()) {
+                    self.errors.at_site(
+                        &Site::new(arg.span(), arg),
+                        format!("`{n}` is a data tensor, but {}'s labels are a data parameter holding one `usize` per row (e.g. `; labels: Vec<usize>`)", op.name),
+                    );
+                    return None;
+                }
+                match name.and_then(|n| self.data.iter().find(|d| **d == n)) {
+                    Some(d) => ExtraArg::Labels((*d).clone()),
+                    None => {
+                        self.errors.at_site(
+                            &Site::new(arg.span(), arg),
+                            format!("{}'s labels are a data parameter (declared after `;`, e.g. `; labels: Vec<usize>`), named here", op.name),
+                        );
+                        return None;
+                    }
+                }
+            }
+        };
+        if op.name == "matmul" {
+            if let Some(k) = self.data_tensor_ref(args[0]) {
+                let w = self.value(args[1])?;
+                return self.matmul_data(k, w, site);
+            }
+        }
+        let values: Vec<Option<usize>> = args[..op.arity].iter().map(|a| self.value(a)).collect();
+        let values: Vec<usize> = values.into_iter().collect::<Option<_>>()?;
+        self.builtin_with(op, extra, &values, site)
+    }
+
+    /// `let y: [d…] = reshape(x);`: the declared shape, with the same element count when both are
+    /// literal (the runtime checks it at push otherwise).
+    pub(super) fn reshape(&mut self, call: &ExprCall, shape: Shape) -> Option<usize> {
+        let site = Site::new(call.func.span(), call);
+        if call.args.len() != 1 {
+            self.errors.at_site(
+                &site,
+                format!("reshape takes 1 value (the target shape is the binding's), got {} arguments", call.args.len()),
+            );
+            return None;
+        }
+        let x = self.value(&call.args[0])?;
+        self.declared_op(by_name("reshape"), ExtraArg::None, &[x], &shape, &site)
+    }
+
+    /// `let e: [n, dim] = gather_rows(table, ids);` with `ids` a data parameter (one id per row;
+    /// `n` from the binding, `dim` the table's columns).
+    pub(super) fn gather_rows(&mut self, call: &ExprCall, shape: Shape) -> Option<usize> {
+        let site = Site::new(call.func.span(), call);
+        let args: Vec<&Expr> = call.args.iter().collect();
+        if args.len() != 2 {
+            self.errors.at_site(
+                &site,
+                format!("gather_rows takes a table and a data parameter of ids, got {} arguments", args.len()),
+            );
+            return None;
+        }
+        let table = self.value(args[0])?;
+        if let Expr::Path(p) = args[1] {
+            if let Some(n) = p.path.get_ident().filter(|n| self.data_tensor_index(n).is_some()) {
+                self.errors.at_site(
+                    &Site::new(args[1].span(), args[1]),
+                    format!("`{n}` is a data tensor, but gather_rows's ids are a data parameter holding one `usize` per row (e.g. `; ids: Vec<usize>`)"),
+                );
+                return None;
+            }
+        }
+        let field = match args[1] {
+            Expr::Path(p) => p.path.get_ident().and_then(|n| self.data.iter().find(|d| **d == n)).map(|d| (*d).clone()),
+            _ => None,
+        };
+        let Some(field) = field else {
+            self.errors.at_site(
+                &Site::new(args[1].span(), args[1]),
+                "gather_rows's ids are a data parameter (declared after `;`, e.g. `; ids: Vec<usize>`), named here",
+            );
+            return None;
+        };
+        self.declared_op(by_name("gather_rows"), ExtraArg::Labels(field), &[table], &shape, &site)
+    }
+
+    /// A built-in op whose output shape the binding declares (`reshape`, `gather_rows`).
+    fn declared_op(
+        &mut self,
+        op: &'static OpSpec,
+        extra: ExtraArg,
+        args: &[usize],
+        declared: &Shape,
+        site: &Site,
+    ) -> Option<usize> {
+        let shapes: Vec<Shape> = args.iter().map(|&a| self.graph.shape_of(a).clone()).collect();
+        let operands: Vec<&Shape> = shapes.iter().collect();
+        match infer::output(op, &extra, &operands, Some(declared), None) {
+            Ok(out) => {
+                if infer::compare(declared, &out) == Compared::Compiler {
+                    self.graph.checks.push(Check {
+                        declared: declared.clone(),
+                        actual: out.clone(),
+                        site: site.clone(),
+                    });
+                }
+                Some(self.push(NodeKind::Builtin(op, extra), args.to_vec(), declared.clone(), site))
+            }
+            Err(message) => {
+                self.errors.at_site(site, message);
+                None
+            }
+        }
+    }
+    fn int_literal(&mut self, e: &Expr, op: &str) -> Option<usize> {
+        match e {
+            Expr::Lit(syn::ExprLit { lit: syn::Lit::Int(i), .. }) => match i.base10_parse::<usize>() {
+                Ok(n) => Some(n),
+                Err(err) => {
+                    self.errors.push(err);
+                    None
+                }
+            },
+            other => {
+                self.errors.at_site(&Site::new(other.span(), other), format!("{op} takes integer literals here"));
+                None
+            }
+        }
+    }
+
+    /// `opaque(reads…, forward = |…| …, vjp = |…| …)` or `UserOp(reads…)`, with a declared shape.
+    pub(super) fn special(&mut self, call: &ExprCall, ann: &ShapeDecl, binding: &Ident) -> Option<usize> {
+        let shape = self.shape(ann);
+        let Expr::Path(p) = &*call.func else { return None };
+        let is_opaque = p.path.is_ident("opaque");
+        if p.path.is_ident("reshape") {
+            return self.reshape(call, shape);
+        }
+        if p.path.is_ident("gather_rows") {
+            return self.gather_rows(call, shape);
+        }
+        let mut reads = Vec::new();
+        let (mut forward, mut vjp): (Option<ExprClosure>, Option<ExprClosure>) = (None, None);
+        let mut whole_prefix = false;
+        let mut ok = true;
+        for arg in &call.args {
+            match arg {
+                Expr::Assign(a) if is_opaque => {
+                    let key = match &*a.left {
+                        Expr::Path(k) => k.path.get_ident().map(ToString::to_string).unwrap_or_default(),
+                        _ => String::new(),
+                    };
+                    let Expr::Closure(c) = &*a.right else {
+                        self.errors.at(a.right.span(), format!("`{key}` must be a closure, e.g. `{key} = |x| …`"));
+                        ok = false;
+                        continue;
+                    };
+                    match key.as_str() {
+                        "forward" => forward = Some(c.clone()),
+                        "vjp" | "vjp_all" if vjp.is_some() => {
+                            self.errors.at(a.left.span(), "an opaque node takes one of `vjp` and `vjp_all`, not both");
+                            ok = false;
+                        }
+                        "vjp" => vjp = Some(c.clone()),
+                        "vjp_all" => {
+                            vjp = Some(c.clone());
+                            whole_prefix = true;
+                        }
+                        _ => {
+                            self.errors.at(
+                                a.left.span(),
+                                "an opaque node takes `forward = |reads…| …` and `vjp = |reads…, g| [grads…]` (or `vjp_all = |prefix, g| pack`)",
+                            );
+                            ok = false;
+                        }
+                    }
+                }
+                other => match self.value(other) {
+                    Some(v) => reads.push(v),
+                    None => ok = false,
+                },
+            }
+        }
+        let site = Site::new(call.func.span(), call);
+        if is_opaque {
+            let (Some(forward), Some(vjp)) = (forward, vjp) else {
+                self.errors.at_site(
+                    &site,
+                    "an opaque node needs both closures: `opaque(x, forward = |x| …, vjp = |x, g| [dx])` (one gradient per read value) or `vjp_all = |prefix, g| …` (one tensor per earlier position)",
+                );
+                return None;
+            };
+            let vjp_rule = if whole_prefix {
+                (2, "the vjp_all closure takes the prefix (`&[RawTensor]`) and the cotangent")
+            } else {
+                (reads.len() + 1, "the vjp closure takes one argument per read value, then the cotangent")
+            };
+            let rules =
+                [(&forward, (reads.len(), "the forward closure takes one argument per read value")), (&vjp, vjp_rule)];
+            for (c, (want, what)) in rules {
+                if c.inputs.len() != want {
+                    self.errors.at(c.span(), format!("{what}: {want} argument(s), got {}", c.inputs.len()));
+                    ok = false;
+                }
+            }
+            if !ok {
+                return None;
+            }
+            let name = binding.to_string();
+            Some(self.push(NodeKind::Opaque { name, forward, vjp, whole_prefix }, reads, shape, &site))
+        } else {
+            ok.then(|| self.push(NodeKind::Custom(p.path.clone()), reads, shape, &site))
+        }
+    }
+}

@@ -1,0 +1,220 @@
+//! Expressions: names, constants, operators, calls, and the built-in nodes they make.
+
+use proc_macro2::Span;
+use syn::spanned::Spanned;
+use syn::{BinOp, Expr, Ident, UnOp};
+
+use super::{is_special, Lowering};
+use crate::errors::Site;
+use crate::infer;
+use crate::ir::{ExtraArg, NodeKind};
+use exactgrad_spec::{ops::by_name as spec_by_name, OpSpec};
+
+/// An operand: a graph value or a constant expression.
+pub(super) enum Operand {
+    Value(usize),
+    Const(Expr),
+}
+
+/// The built-in op called `name` (an op of `exactgrad_spec::OPS`, lowered ones included).
+pub(super) fn by_name(name: &str) -> &'static OpSpec {
+    match spec_by_name(name) {
+        Some(op) => op,
+        None => unreachable!("`{name}` is an op of exactgrad_spec::OPS"),
+    }
+}
+
+impl Lowering<'_> {
+    /// An expression that must be a graph value.
+    pub(super) fn value(&mut self, expr: &Expr) -> Option<usize> {
+        match self.operand(expr)? {
+            Operand::Value(v) => Some(v),
+            Operand::Const(c) => {
+                self.errors.at(c.span(), "a constant is not a graph value; constants scale values, as in `x * 0.5`");
+                None
+            }
+        }
+    }
+
+    pub(super) fn operand(&mut self, expr: &Expr) -> Option<Operand> {
+        match expr {
+            Expr::Paren(p) => self.operand(&p.expr),
+            Expr::Group(g) => self.operand(&g.expr),
+            Expr::Lit(syn::ExprLit { lit: syn::Lit::Float(_) | syn::Lit::Int(_), .. }) => {
+                Some(Operand::Const(expr.clone()))
+            }
+            Expr::Path(p) => {
+                let Some(ident) = p.path.get_ident() else {
+                    self.errors.at(p.span(), "expected the name of an input or of a `let` binding");
+                    return None;
+                };
+                match self.names.get(&ident.to_string()) {
+                    Some(&Some(v)) => Some(Operand::Value(v)),
+                    Some(None) => None,
+                    None if self.data_tensor_index(ident).is_some() => {
+                        self.data_tensor_index(ident).map(|k| Operand::Value(self.data_leaf(k, ident.span())))
+                    }
+                    None if self.data.contains(&ident) => {
+                        self.errors.at(
+                            ident.span(),
+                            format!(
+                                "`{ident}` is a data parameter of a non-tensor type: it can only name labels or ids (`cross_entropy(z, {ident})`, `gather_rows(table, {ident})`); a data tensor is declared with its shape after `;`, e.g. `x: [B, 784]`"
+                            ),
+                        );
+                        None
+                    }
+                    None => {
+                        self.errors.at(
+                            ident.span(),
+                            format!(
+                                "cannot find `{ident}` in this graph: it is neither an input nor a `let` binding above"
+                            ),
+                        );
+                        None
+                    }
+                }
+            }
+            Expr::Unary(u) if matches!(u.op, UnOp::Neg(_)) => match self.operand(&u.expr)? {
+                Operand::Const(_) => Some(Operand::Const(expr.clone())),
+                Operand::Value(v) => self.builtin("neg", &[v], &Site::new(u.op.span(), expr)).map(Operand::Value),
+            },
+            Expr::Binary(b) => {
+                let name = match b.op {
+                    BinOp::Add(_) => "add",
+                    BinOp::Sub(_) => "sub",
+                    BinOp::Mul(_) => "mul",
+                    _ => {
+                        self.errors
+                            .at(b.op.span(), "unsupported operator: graph values support `+`, `-`, `*` and unary `-`");
+                        return None;
+                    }
+                };
+                let (l, r) = (self.operand(&b.left), self.operand(&b.right));
+                match (l?, r?) {
+                    (Operand::Value(l), Operand::Value(r)) => {
+                        let op = if name == "add" && self.is_row_broadcast(l, r) { "add_row" } else { name };
+                        self.builtin(op, &[l, r], &Site::new(b.op.span(), expr)).map(Operand::Value)
+                    }
+                    (Operand::Value(v), Operand::Const(c)) | (Operand::Const(c), Operand::Value(v))
+                        if name == "mul" =>
+                    {
+                        self.builtin_with(by_name("scale"), ExtraArg::Factor(c), &[v], &Site::new(b.op.span(), expr))
+                            .map(Operand::Value)
+                    }
+                    (Operand::Const(_), Operand::Const(_)) => Some(Operand::Const(expr.clone())),
+                    _ => {
+                        self.errors.at_site(&Site::new(b.op.span(), expr), format!("`{name}` of a graph value and a constant is not an op; only `*` takes a constant (`x * 0.5`)"));
+                        None
+                    }
+                }
+            }
+            Expr::Call(call) => {
+                let Expr::Path(p) = &*call.func else {
+                    self.errors.at(call.func.span(), "expected an op name, e.g. `relu(h)`");
+                    return None;
+                };
+                let Some(ident) = p.path.get_ident() else {
+                    self.errors.at(p.span(), "a user op needs its output shape: write `let y: [d0, …] = MyOp(…);`");
+                    return None;
+                };
+                if is_special(call) {
+                    self.errors.at(
+                        ident.span(),
+                        format!("`{ident}` needs its output shape: bind it with `let y: [d0, …] = {ident}(…);`"),
+                    );
+                    return None;
+                }
+                self.call(ident, call.args.iter().collect(), &Site::new(ident.span(), expr)).map(Operand::Value)
+            }
+            Expr::MethodCall(m) => {
+                let mut args = vec![&*m.receiver];
+                args.extend(m.args.iter());
+                self.call(&m.method, args, &Site::new(m.method.span(), expr)).map(Operand::Value)
+            }
+            Expr::Closure(c) => {
+                self.errors.at(c.span(), "a closure is only allowed inside `opaque(…, forward = |…| …, vjp = |…| …)`");
+                None
+            }
+            other => {
+                self.errors.at(
+                    other.span(),
+                    "unsupported expression: the graph body has names, op calls (`relu(h)`, `x.matmul(w)`), `+ - *`, unary `-` and constants",
+                );
+                None
+            }
+        }
+    }
+
+    fn is_row_broadcast(&self, l: usize, r: usize) -> bool {
+        let (ls, rs) = (self.graph.shape_of(l), self.graph.shape_of(r));
+        ls.0.len() == 2 && rs.0.len() == 1
+    }
+
+    /// The index in `graph.data_tensors` of the data tensor called `ident`.
+    pub(super) fn data_tensor_index(&self, ident: &Ident) -> Option<usize> {
+        self.graph.data_tensors.iter().position(|(n, _)| n == ident)
+    }
+
+    /// The data tensor `expr` names: a bare name (possibly parenthesised) that no input or
+    /// binding shadows.
+    pub(super) fn data_tensor_ref(&self, expr: &Expr) -> Option<usize> {
+        match expr {
+            Expr::Paren(p) => self.data_tensor_ref(&p.expr),
+            Expr::Group(g) => self.data_tensor_ref(&g.expr),
+            Expr::Path(p) => {
+                let ident = p.path.get_ident()?;
+                if self.names.contains_key(&ident.to_string()) {
+                    None
+                } else {
+                    self.data_tensor_index(ident)
+                }
+            }
+            _ => None,
+        }
+    }
+
+    /// The leaf node holding data tensor `k`: made at its first use, shared by later ones.
+    fn data_leaf(&mut self, k: usize, span: Span) -> usize {
+        let (name, shape) = self.graph.data_tensors[k].clone();
+        if let Some(&v) = self.leaves.get(&name.to_string()) {
+            return v;
+        }
+        let kind = NodeKind::Builtin(by_name("data_tensor"), ExtraArg::Data(name.clone()));
+        let v = self.push(kind, Vec::new(), shape, &Site::span_only(span));
+        self.leaves.insert(name.to_string(), v);
+        v
+    }
+
+    /// `x.matmul(w)` with `x` data tensor `k`: `w` is the only parent.
+    pub(super) fn matmul_data(&mut self, k: usize, w: usize, site: &Site) -> Option<usize> {
+        let name = self.graph.data_tensors[k].0.clone();
+        self.builtin_with(by_name("matmul_data"), ExtraArg::Data(name), &[w], site)
+    }
+
+    pub(super) fn builtin(&mut self, name: &str, args: &[usize], site: &Site) -> Option<usize> {
+        self.builtin_with(by_name(name), ExtraArg::None, args, site)
+    }
+
+    /// A built-in node: its shape by the op's rule (an error at `site` if the rule is broken).
+    pub(super) fn builtin_with(
+        &mut self,
+        op: &'static OpSpec,
+        extra: ExtraArg,
+        args: &[usize],
+        site: &Site,
+    ) -> Option<usize> {
+        let shapes: Vec<_> = args.iter().map(|&a| self.graph.shape_of(a).clone()).collect();
+        let operands: Vec<_> = shapes.iter().collect();
+        let data = match &extra {
+            ExtraArg::Data(name) => self.graph.data_shape(name).cloned(),
+            _ => None,
+        };
+        match infer::output(op, &extra, &operands, None, data.as_ref()) {
+            Ok(out) => Some(self.push(NodeKind::Builtin(op, extra), args.to_vec(), out, site)),
+            Err(message) => {
+                self.errors.at_site(site, message);
+                None
+            }
+        }
+    }
+}

@@ -1,0 +1,211 @@
+//! Lowering: names, scopes and desugaring (`x * 0.5` → `scale`, `matrix + row` → `add_row`,
+//! `x.matmul(w)` with a data tensor `x` → `matmul_data`, data tensors used as values → one
+//! `data_tensor` leaf) into the graph IR. Every node's shape comes from [`crate::infer`] as it is
+//! made; every error is collected, and a binding whose value failed reports nothing more.
+
+mod calls;
+mod expr;
+
+use std::collections::HashMap;
+
+use syn::spanned::Spanned;
+use syn::{Expr, ExprCall, Ident};
+
+use crate::errors::{Errors, Site};
+use crate::infer::{self, Compared};
+use crate::ir::{Check, Dim, Graph, Node, NodeKind, Shape};
+use crate::parse::{DimDecl, GraphDef, ShapeDecl};
+
+pub(crate) struct Lowering<'d> {
+    dims: &'d [Ident],
+    /// Data parameters that are not tensors (labels, ids, other values).
+    data: Vec<&'d Ident>,
+    /// The leaf node of each data tensor used outside the left of a `matmul`, made at first use.
+    leaves: HashMap<String, usize>,
+    graph: Graph,
+    /// Names in scope; `None` for a binding whose value failed (its uses report nothing more).
+    names: HashMap<String, Option<usize>>,
+    errors: Errors,
+}
+
+/// Lowers the definition into the IR, or returns every error found.
+pub(crate) fn lower(def: &GraphDef) -> Result<Graph, syn::Error> {
+    let mut l = Lowering {
+        dims: &def.dims,
+        data: def.data.iter().filter(|d| d.tensor_shape().is_none()).map(|d| &d.name).collect(),
+        leaves: HashMap::new(),
+        graph: Graph {
+            inputs: Vec::new(),
+            data_tensors: Vec::new(),
+            nodes: Vec::new(),
+            outputs: Vec::new(),
+            checks: Vec::new(),
+        },
+        names: HashMap::new(),
+        errors: Errors::default(),
+    };
+    l.declarations(def);
+    for stmt in &def.lets {
+        let value = match (&stmt.expr, &stmt.annotation) {
+            (Expr::Call(call), Some(ann)) if is_special(call) => l.special(call, ann, &stmt.name),
+            (Expr::Call(call), None) if is_special(call) => {
+                l.errors.at(
+                    stmt.name.span(),
+                    format!("`{}` needs its output shape: write `let {}: [d0, …] = …`", stmt.name, stmt.name),
+                );
+                None
+            }
+            (expr, ann) => {
+                let v = l.value(expr);
+                if let (Some(v), Some(ann)) = (v, ann) {
+                    let declared = l.shape(ann);
+                    let message = |actual: &Shape| {
+                        format!("`{}` is declared {declared} but its value has shape {actual}", stmt.name)
+                    };
+                    l.declared(v, &declared, &Site::span_only(ann.span), message);
+                }
+                v
+            }
+        };
+        l.names.insert(stmt.name.to_string(), value);
+    }
+    let results: Vec<&Expr> = match &def.result {
+        Expr::Tuple(t) => t.elems.iter().collect(),
+        e => vec![e],
+    };
+    if results.len() != def.outputs.len() {
+        l.errors.at(
+            def.result.span(),
+            format!("the signature declares {} output(s) but the body returns {}", def.outputs.len(), results.len()),
+        );
+    }
+    for (expr, decl) in results.iter().zip(&def.outputs) {
+        if let Some(v) = l.value(expr) {
+            let declared = l.shape(decl);
+            let message = |actual: &Shape| {
+                format!("the graph returns shape {actual} here, but its signature declares {declared}")
+            };
+            l.declared(v, &declared, &Site::new(expr.span(), expr), message);
+            l.graph.outputs.push(v);
+        }
+    }
+    l.errors.into_result().map(|()| l.graph)
+}
+
+/// A call that needs a declared output shape: `opaque`, `reshape`, `gather_rows`, or a user op
+/// (a CamelCase name).
+fn is_special(call: &ExprCall) -> bool {
+    match &*call.func {
+        Expr::Path(p) => {
+            let last = p.path.segments.last().map(|s| s.ident.to_string()).unwrap_or_default();
+            matches!(last.as_str(), "opaque" | "reshape" | "gather_rows")
+                || last.starts_with(|c: char| c.is_ascii_uppercase())
+        }
+        _ => false,
+    }
+}
+
+impl Lowering<'_> {
+    /// Dims, inputs and data parameters: names declared once, dims used, no clash with the
+    /// generated handles.
+    fn declarations(&mut self, def: &GraphDef) {
+        for (i, d) in def.dims.iter().enumerate() {
+            if def.dims[..i].contains(d) {
+                self.errors.at(d.span(), format!("the dim `{d}` is declared twice"));
+            }
+        }
+        for input in &def.inputs {
+            let shape = self.shape(&input.shape);
+            let key = input.name.to_string();
+            let reserved = key == "output"
+                || (key.starts_with("output") && key[6..].parse::<usize>().is_ok() && def.outputs.len() > 1);
+            if reserved {
+                self.errors.at(
+                    input.name.span(),
+                    format!("`{key}` names an output handle of the generated `…Handles` struct; rename the input"),
+                );
+            }
+            if self.names.contains_key(&key) {
+                self.errors.at(
+                    input.name.span(),
+                    format!("the input `{key}` is declared twice; give each input its own name"),
+                );
+                continue;
+            }
+            self.names.insert(key, Some(self.graph.inputs.len()));
+            self.graph.inputs.push((input.name.clone(), shape));
+        }
+        for d in &def.data {
+            if let Some(decl) = d.tensor_shape() {
+                let shape = self.shape(decl);
+                self.graph.data_tensors.push((d.name.clone(), shape));
+            }
+        }
+        for d in &def.dims {
+            let used = self
+                .graph
+                .inputs
+                .iter()
+                .chain(&self.graph.data_tensors)
+                .any(|(_, s)| s.0.iter().any(|x| matches!(x, Dim::Sym(i) if i == d)));
+            if !used {
+                self.errors.at(
+                    d.span(),
+                    format!(
+                        "the dim `{d}` is not used by any input or data tensor shape; remove it or use it in an input"
+                    ),
+                );
+            }
+        }
+        for (i, d) in def.data.iter().enumerate() {
+            if self.names.contains_key(&d.name.to_string()) {
+                self.errors.at(d.name.span(), format!("`{}` is both an input and a data parameter", d.name));
+            } else if def.data[..i].iter().any(|e| e.name == d.name) {
+                self.errors.at(
+                    d.name.span(),
+                    format!("the data parameter `{}` is declared twice; give each data parameter its own name", d.name),
+                );
+            }
+        }
+    }
+
+    fn shape(&mut self, decl: &ShapeDecl) -> Shape {
+        Shape(
+            decl.dims
+                .iter()
+                .map(|d| match d {
+                    DimDecl::Lit(n, _) => Dim::Lit(*n),
+                    DimDecl::Sym(i) => {
+                        if !self.dims.contains(i) {
+                            self.errors.at(
+                                i.span(),
+                                format!(
+                                    "unknown dim `{i}`: declare it as a generic dim of the graph, `fn name<{i}>(…)`"
+                                ),
+                            );
+                        }
+                        Dim::Sym(i.clone())
+                    }
+                })
+                .collect(),
+        )
+    }
+
+    /// Checks value `v` against a declared shape: a known difference is an error now; generic
+    /// dims become a compiler check at `site`.
+    fn declared(&mut self, v: usize, declared: &Shape, site: &Site, message: impl Fn(&Shape) -> String) {
+        let actual = self.graph.shape_of(v).clone();
+        match infer::compare(declared, &actual) {
+            Compared::Same => {}
+            Compared::Differ => self.errors.at_site(site, message(&actual)),
+            Compared::Compiler => {
+                self.graph.checks.push(Check { declared: declared.clone(), actual, site: site.clone() })
+            }
+        }
+    }
+
+    fn push(&mut self, kind: NodeKind, parents: Vec<usize>, shape: Shape, site: &Site) -> usize {
+        self.graph.nodes.push(Node { kind, parents, shape, site: site.clone() });
+        self.graph.inputs.len() + self.graph.nodes.len() - 1
+    }
+}
