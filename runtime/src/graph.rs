@@ -440,6 +440,12 @@ impl<A: Scalar, D: 'static, G, Ss, Br> GraphData<A, D, G, Ss, Br> {
         &self.build_errors
     }
 
+    /// Records an error of the graph as a whole (reported by `compile` with the last node).
+    pub(crate) fn record_build_error(&mut self, message: String) {
+        let k = self.raw.nodes.len().saturating_sub(1);
+        self.build_errors.push((k, message));
+    }
+
     /// A listing of the graph (see [`RawGraph::describe`]).
     pub fn describe(&self) -> String {
         self.raw.describe()

@@ -1,13 +1,15 @@
-//! The builder `graph!` expands to: a typed builder whose type records every shape it is given, so
+//! The builder `graph!` expands to: a typed builder whose type records the shapes it is given, so
 //! the [`GraphData`] it finishes has exactly the input and node shape lists that were pushed — the
 //! compiler checks that they equal the lists the macro names (`NameInputs`, `NameNodes`), and every
 //! node's shape is its rule trait's `Output` (`shape::rules`): no list is retyped unchecked.
 //!
 //! Inputs grow a plain snoc list (`Snoc<Snoc<Nil, S0>, S1>`, the list input packs are built on).
-//! Nodes grow in chunks of [`CHUNK`] shapes: the current chunk is a tuple `(S0, …, Sk)` that each
-//! push extends, and [`flush`](MacroBuilder::flush) moves a full chunk onto the snoc list of
-//! chunks. So a type never nests deeper than `nodes / CHUNK` levels (rustc slows sharply on types
-//! nested several hundred levels deep), and no trait recursion is needed to check a list.
+//! Nodes are pushed without changing the builder's type; every [`CHUNK`] nodes (and at the end)
+//! [`chunk`](MacroBuilder::chunk) takes the tuple of their positions, whose types are the shapes
+//! the typed constructors computed, and appends that tuple of shapes to the node list: the list is
+//! `Snoc<…Snoc<Nil, (S0, …, S31)>…, (S32, …)>`. The builder's type changes once per chunk, so a
+//! 1 000-node graph has 32 builder types, not 1 000 (each a distinct type to check, name and
+//! describe in debug info), and no type nests deeper than `nodes / CHUNK` levels.
 //!
 //! Not for hand-written code: use [`GraphData`]'s typed builder.
 
@@ -17,43 +19,51 @@ use crate::graph::{GraphData, Node};
 use crate::scalar::Scalar;
 use crate::shape::{Nil, Position, Shape, Snoc};
 
-/// Node shapes per chunk of a `graph!` node list.
-pub const CHUNK: usize = 32;
+/// Node shapes per chunk of a `graph!` node list (`exactgrad_spec::NODE_CHUNK`).
+pub const CHUNK: usize = exactgrad_spec::NODE_CHUNK;
 
-/// A tuple of fewer than [`CHUNK`] shapes that can take one more: `(S0, …, Sk)` + `S`.
-pub trait Append<S> {
-    /// The longer tuple.
-    type Output;
+/// A tuple of 1 to [`CHUNK`] positions: its shapes as a tuple type, and its indices.
+pub trait PositionChunk<Br> {
+    /// `(S0, …, Sk)` for `(Position<S0, Br>, …, Position<Sk, Br>)`.
+    type Shapes;
+    /// The positions' indices, in order.
+    fn indices(&self) -> Vec<usize>;
 }
 
-macro_rules! append {
+macro_rules! position_chunk {
     () => {};
     ($last:ident $(, $s:ident)*) => {
-        impl<$($s,)* $last> Append<$last> for ($($s,)*) {
-            type Output = ($($s,)* $last,);
+        impl<Br, $($s: Shape,)* $last: Shape> PositionChunk<Br> for ($(Position<$s, Br>,)* Position<$last, Br>,) {
+            type Shapes = ($($s,)* $last,);
+            #[allow(non_snake_case)]
+            fn indices(&self) -> Vec<usize> {
+                let ($($s,)* $last,) = self;
+                vec![$($s.index(),)* $last.index()]
+            }
         }
-        append!($($s),*);
+        position_chunk!($($s),*);
     };
 }
-// Arities 0..CHUNK-1 (listed last to first: each line appends the first name to the others).
-append!(
+// Arities CHUNK down to 1 (each line's first name is the tuple's last element).
+position_chunk!(
     S31, S30, S29, S28, S27, S26, S25, S24, S23, S22, S21, S20, S19, S18, S17, S16, S15, S14, S13, S12, S11, S10, S9,
     S8, S7, S6, S5, S4, S3, S2, S1, S0
 );
 
-/// The builder: the graph so far, the input list `G`, the full node chunks `Done` and the current
-/// chunk `Part`.
+/// The builder: the graph so far, the input list `G` and the node list `Done` of closed chunks.
 #[doc(hidden)]
-pub struct MacroBuilder<A, D, Br, G = Nil, Done = Nil, Part = ()> {
+pub struct MacroBuilder<A, D, Br, G = Nil, Done = Nil> {
     graph: GraphData<A, D, Nil, Nil, Br>,
-    lists: PhantomData<fn() -> (G, Done, Part)>,
+    /// Nodes in closed chunks.
+    chunked: usize,
+    lists: PhantomData<fn() -> (G, Done)>,
 }
 
 impl<A: Scalar, D: 'static, Br> MacroBuilder<A, D, Br> {
     /// An empty graph.
     #[allow(clippy::new_without_default)]
     pub fn new() -> Self {
-        MacroBuilder { graph: GraphData::branded(), lists: PhantomData }
+        MacroBuilder { graph: GraphData::branded(), chunked: 0, lists: PhantomData }
     }
 }
 
@@ -61,38 +71,41 @@ impl<A: Scalar, D: 'static, Br, G> MacroBuilder<A, D, Br, G> {
     /// Declares the next input (inputs come before any node).
     pub fn input<S: Shape>(mut self) -> (MacroBuilder<A, D, Br, Snoc<G, S>>, Position<S, Br>) {
         let pos = self.graph.input_in_place::<S>();
-        (MacroBuilder { graph: self.graph, lists: PhantomData }, pos)
+        (MacroBuilder { graph: self.graph, chunked: self.chunked, lists: PhantomData }, pos)
     }
 }
 
-impl<A: Scalar, D: 'static, Br, G, Done, Part> MacroBuilder<A, D, Br, G, Done, Part> {
-    /// Appends a node of shape `S` to the current chunk (which has fewer than [`CHUNK`] shapes).
-    #[allow(clippy::type_complexity)]
-    pub fn push<S: Shape>(
-        mut self,
-        node: Node<A, D, S>,
-    ) -> (MacroBuilder<A, D, Br, G, Done, <Part as Append<S>>::Output>, Position<S, Br>)
-    where
-        Part: Append<S>,
-    {
-        let pos = self.graph.push_in_place(node);
-        (MacroBuilder { graph: self.graph, lists: PhantomData }, pos)
+impl<A: Scalar, D: 'static, Br, G, Done> MacroBuilder<A, D, Br, G, Done> {
+    /// Appends a node of shape `S`.
+    pub fn push<S: Shape>(&mut self, node: Node<A, D, S>) -> Position<S, Br> {
+        self.graph.push_in_place(node)
     }
 
-    /// Closes the current (full) chunk: it becomes the last entry of the chunk list.
-    pub fn flush(self) -> MacroBuilder<A, D, Br, G, Snoc<Done, Part>, ()> {
-        MacroBuilder { graph: self.graph, lists: PhantomData }
+    /// Closes a chunk: `positions` are the nodes pushed since the last chunk, in order, and their
+    /// shapes become the next entry of the node list. (Other positions are recorded as a build
+    /// error, reported by `compile`.)
+    pub fn chunk<C: PositionChunk<Br>>(mut self, positions: C) -> MacroBuilder<A, D, Br, G, Snoc<Done, C::Shapes>> {
+        let start = self.graph.raw().num_inputs() + self.chunked;
+        let indices = positions.indices();
+        let expected = start..start + indices.len();
+        if !indices.iter().copied().eq(expected.clone()) || expected.end > self.graph.raw().dims().len() {
+            self.graph.record_build_error(format!(
+                "graph!: a node-list chunk names positions {indices:?}, but the next nodes are {expected:?}"
+            ));
+        }
+        let chunked = self.chunked + indices.len();
+        MacroBuilder { graph: self.graph, chunked, lists: PhantomData }
     }
 
-    /// The typed graph, its node list ending with the current chunk.
-    pub fn finish(self) -> GraphData<A, D, G, Snoc<Done, Part>, Br> {
-        self.graph.retype()
-    }
-}
-
-impl<A: Scalar, D: 'static, Br, G> MacroBuilder<A, D, Br, G> {
-    /// The typed graph of a graph without nodes.
-    pub fn finish_empty(self) -> GraphData<A, D, G, Nil, Br> {
+    /// The typed graph. (Nodes left out of every chunk are recorded as a build error.)
+    pub fn finish(mut self) -> GraphData<A, D, G, Done, Br> {
+        let nodes = self.graph.raw().nodes().len();
+        if self.chunked != nodes {
+            self.graph.record_build_error(format!(
+                "graph!: the node list names {} nodes, but {nodes} were pushed",
+                self.chunked
+            ));
+        }
         self.graph.retype()
     }
 }
@@ -102,20 +115,35 @@ mod tests {
     use super::*;
     use crate::ops;
     use crate::typenum::{U1, U2, U3};
+    use crate::{Error, Pack, Tensor};
 
     #[test]
     fn the_lists_are_the_shapes_pushed() {
         let b = MacroBuilder::<f64, (), ()>::new();
-        let (b, x) = b.input::<(U2, U3)>();
-        let (b, y) = b.push(ops::tanh(x));
-        let (b, s) = b.push(ops::sum(y));
-        let b = b.flush();
-        let (b, t) = b.push(ops::tanh(s));
+        let (mut b, x) = b.input::<(U2, U3)>();
+        let y = b.push(ops::tanh(x));
+        let s = b.push(ops::sum(y));
+        let mut b = b.chunk((y, s));
+        let t = b.push(ops::tanh(s));
+        let b = b.chunk((t,));
         type Nodes = Snoc<Snoc<Nil, ((U2, U3), ())>, ((),)>;
         let g: GraphData<f64, (), Snoc<Nil, (U2, U3)>, Nodes, ()> = b.finish();
+        assert!(g.build_errors().is_empty());
         assert_eq!(g.raw().dims().len(), 4);
-        assert_eq!(t.index(), 3);
         let (e, _) = MacroBuilder::<f64, (), ()>::new().input::<(U1,)>();
-        let _: GraphData<f64, (), Snoc<Nil, (U1,)>, Nil, ()> = e.finish_empty();
+        let _: GraphData<f64, (), Snoc<Nil, (U1,)>, Nil, ()> = e.finish();
+    }
+
+    #[test]
+    fn chunks_must_name_the_next_nodes_in_order() {
+        let (mut b, x) = MacroBuilder::<f64, (), ()>::new().input::<(U2,)>();
+        let y = b.push(ops::tanh(x));
+        let z = b.push(ops::tanh(y));
+        let g = b.chunk((z, y)).finish();
+        let err = g.compile(Pack::new().push(Tensor::zeros()), ()).err();
+        assert!(matches!(err, Some(Error::Node { .. })), "{err:?}");
+        let (mut b, x) = MacroBuilder::<f64, (), ()>::new().input::<(U2,)>();
+        let _ = b.push(ops::tanh(x));
+        assert_eq!(b.finish().build_errors().len(), 1);
     }
 }

@@ -132,12 +132,14 @@ pub struct RawSavedGraph<'g, A, D> {
 }
 
 fn node_error<A: 'static, D: 'static>(graph: &RawGraph<A, D>, k: usize, message: String) -> Error {
-    let node = &graph.nodes()[k];
-    Error::Node {
-        node: k,
-        op: node.name().to_owned(),
-        parent_shapes: node.parents().iter().filter_map(|&q| graph.dims().get(q).copied()).collect(),
-        message,
+    match graph.nodes().get(k) {
+        Some(node) => Error::Node {
+            node: k,
+            op: node.name().to_owned(),
+            parent_shapes: node.parents().iter().filter_map(|&q| graph.dims().get(q).copied()).collect(),
+            message,
+        },
+        None => Error::Node { node: k, op: "graph".to_owned(), parent_shapes: Vec::new(), message },
     }
 }
 

@@ -1,7 +1,8 @@
 //! The op table of the crate docs, generated from [`OPS`](crate::ops::OPS): the facade's docs
 //! include `docs/ops.md`, and a test keeps that file equal to [`op_table`].
 
-use crate::ops::{Form, Pattern, Reads, OPS};
+use crate::ops::{Form, OPS};
+use crate::vjp::{Pattern, Reads};
 
 /// Operand names for the table's VJP column, by arity.
 fn operand_names(arity: usize) -> &'static [&'static str] {

@@ -20,12 +20,14 @@ pub mod ops;
 pub mod rules;
 pub mod shape;
 pub mod types;
+pub mod vjp;
 
 /// Node shapes per chunk of the node-list type `graph!` names and its builder grows (the runtime's
 /// `MacroBuilder` has one tuple impl per chunk length below it).
 pub const NODE_CHUNK: usize = 32;
 
-pub use ops::{Args, Bound, Form, OpSpec, Pattern, Reads, OPS};
+pub use ops::{Args, Bound, Form, OpSpec, OPS};
 pub use rules::Rule;
 pub use shape::{Dim, Shape};
 pub use types::TypeRule;
+pub use vjp::{Pattern, Reads};

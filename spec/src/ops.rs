@@ -3,64 +3,12 @@
 
 use crate::rules::Rule;
 use crate::types::TypeRule;
-
-/// The shape of an op's compact VJP (SEMANTICS §4) over its operands (`Single(i)` puts a tensor at
-/// operand `i`'s position). It fixes the static support (duplicates kept), the uniform outside it
-/// (`Zero` → `0`, `Single` → `0`, `Add(l, r)` → `l.uniform + r.uniform`) and how the reader adds at
-/// a position read by several operands (`add(l.read(q), r.read(q))`, left first).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Pattern {
-    /// `zero()`: no support.
-    Zero,
-    /// `single(operand i, t)`.
-    Single(usize),
-    /// `add(l, r)`.
-    Add(&'static Pattern, &'static Pattern),
-}
-
-impl Pattern {
-    /// The support as operand indices, left before right, duplicates kept.
-    pub fn support(&self) -> Vec<usize> {
-        let mut out = Vec::new();
-        let mut stack = vec![*self];
-        while let Some(p) = stack.pop() {
-            match p {
-                Pattern::Zero => {}
-                Pattern::Single(i) => out.push(i),
-                Pattern::Add(l, r) => {
-                    stack.push(*r);
-                    stack.push(*l);
-                }
-            }
-        }
-        out
-    }
-
-    /// Written as in SEMANTICS §4 with operand names `names`.
-    pub fn describe(&self, names: &[&str]) -> String {
-        match self {
-            Pattern::Zero => "zero()".to_owned(),
-            Pattern::Single(i) => format!("single({})", names.get(*i).copied().unwrap_or("?")),
-            Pattern::Add(l, r) => format!("add({}, {})", l.describe(names), r.describe(names)),
-        }
-    }
-}
+use crate::vjp::{Pattern, Reads};
 
 const S0: Pattern = Pattern::Single(0);
 const S1: Pattern = Pattern::Single(1);
 const S2: Pattern = Pattern::Single(2);
 const BINARY: Pattern = Pattern::Add(&S0, &S1);
-
-/// Which saved values an op's VJP reads (beyond the cotangent and the operands' shapes).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Reads {
-    /// Operand indices whose saved values it reads.
-    pub operands: &'static [usize],
-    /// Whether it reads the node's own saved output.
-    pub output: bool,
-    /// Whether it reads the graph's data (labels, ids, a data tensor).
-    pub data: bool,
-}
 
 const NOTHING: Reads = Reads { operands: &[], output: false, data: false };
 const OUTPUT: Reads = Reads { operands: &[], output: true, data: false };

@@ -61,6 +61,7 @@ pub(super) fn full(def: &GraphDef, graph: &Graph, names: &Names) -> TokenStream 
         let v = value(k);
         body.extend(quote!(let (__b, #v) = __b.input::<#shape>();));
     }
+    body.extend(quote!(#[allow(unused_mut)] let mut __b = __b;));
     for check in &graph.checks {
         let span = check.site.span;
         let (l, r) = (shape_at(&check.declared, span), shape_at(&check.actual, span));
@@ -68,14 +69,16 @@ pub(super) fn full(def: &GraphDef, graph: &Graph, names: &Names) -> TokenStream 
     }
     let cx = Cx { p: &p, s: &s, data: &data, brand, graph };
     for (k, node) in graph.nodes.iter().enumerate() {
-        if k > 0 && k % NODE_CHUNK == 0 {
-            body.extend(quote!(let __b = __b.flush();));
-        }
         let v = value(n_in + k);
         let expr = cx.node(node, &mut bounds);
-        body.extend(quote!(let (__b, #v) = __b.push(#expr);));
+        body.extend(quote!(let #v = __b.push(#expr);));
+        if (k + 1) % NODE_CHUNK == 0 || k + 1 == graph.nodes.len() {
+            // The chunk's positions: their types are the shapes the typed constructors computed.
+            let chunk = (k - k % NODE_CHUNK..=k).map(|j| value(n_in + j));
+            let binding = if k + 1 == graph.nodes.len() { quote!(__b) } else { quote!(mut __b) };
+            body.extend(quote!(let #binding = __b.chunk((#(#chunk,)*));));
+        }
     }
-    let finish = if graph.nodes.is_empty() { quote!(finish_empty) } else { quote!(finish) };
     bounds.sort();
     bounds.dedup();
     let scalar_bounds = bounds.iter().map(|&b| bound_tokens(b, &s));
@@ -100,7 +103,7 @@ pub(super) fn full(def: &GraphDef, graph: &Graph, names: &Names) -> TokenStream 
             #dim_bounds
         {
             #body
-            (__b.#finish(), #handles { #(#input_fields,)* #(#output_fields,)* })
+            (__b.finish(), #handles { #(#input_fields,)* #(#output_fields,)* })
         }
     }
 }

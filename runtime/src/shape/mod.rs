@@ -8,6 +8,7 @@
 
 mod dims;
 pub mod rules;
+mod type_ops;
 mod typed;
 
 pub use dims::{Dims, MAX_RANK};

@@ -12,8 +12,9 @@ graph! {
 fn main() {
     let b = MacroBuilder::<f32, (), AffineBrand>::new();
     let (b, x) = b.input::<(U2, U3)>();
-    let (b, w) = b.input::<(U3, U4)>();
-    let (b, h) = b.push(ops::matmul(x, w));
-    let (b, _) = b.push(ops::transpose(h)); // [4, 2], where `affine` has relu: [2, 4]
+    let (mut b, w) = b.input::<(U3, U4)>();
+    let h = b.push(ops::matmul(x, w));
+    let t = b.push(ops::transpose(h)); // [4, 2], where `affine` has relu: [2, 4]
+    let b = b.chunk((h, t));
     let _graph: Affine<f32> = b.finish();
 }

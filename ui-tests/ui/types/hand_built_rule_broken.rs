@@ -12,7 +12,7 @@ graph! {
 fn main() {
     let b = MacroBuilder::<f32, (), AffineBrand>::new();
     let (b, x) = b.input::<(U2, U3)>();
-    let (b, w) = b.input::<(U3, U4)>();
-    let (_b, _) = b.push(ops::matmul::<f32, (), (U2, U3), (U2, U3), (U2, U3), AffineBrand>(x, x));
+    let (mut b, w) = b.input::<(U3, U4)>();
+    let _ = b.push(ops::matmul::<f32, (), (U2, U3), (U2, U3), (U2, U3), AffineBrand>(x, x));
     let _ = w;
 }
