@@ -79,21 +79,25 @@
 //!
 //! # What it generates
 //!
-//! For `fn name<B>(…)`: a function `name::<Scalar, B>()` returning `(Name<Scalar, B>,
-//! NameHandles<B>)`, where `Name` is an alias of [`GraphData`] with both shape lists spelled as
-//! typenum types (`NameInputs<B>`, `NameNodes<…>`) and a brand of its own, and `NameHandles` holds
-//! a typed [`Position`] per input (named after it) and per output (`output`, or `output0`,
+//! For `fn name<B>(…)`: a function `name::<Scalar, B>()` returning `(NameGraph<Scalar, B>,
+//! NameHandles<B>)`, where `NameGraph` is an alias of [`GraphData`] with both shape lists spelled
+//! as typenum types (`NameInputs<B>`, `NameNodes<…>`) and a brand of its own, and `NameHandles`
+//! holds a typed [`Position`] per input (named after it) and per output (`output`, or `output0`,
 //! `output1`, …), plus `inputs(…)` to build the input pack in order. Each generated type takes
 //! exactly the generic dims its shapes use: `NameInputs` those of the inputs, `NameHandles` those
 //! of the inputs and outputs (so with `fn mlp<B>(w: [784, 10]; x: [B, 784]) -> []` it is plain
 //! `MlpHandles`), `NameNodes` those of the nodes. The data struct is `NameData` (no generics)
 //! unless it holds a data tensor; then it is `NameData<Scalar, …>`, generic over the scalar and the
 //! dims its tensors use, with one typed field per data tensor (`pub x: Tensor<Scalar, (B, U784)>`),
-//! and `Name<Scalar, B>` names it so. Passing inputs of the wrong
+//! and `NameGraph<Scalar, B>` names it so. Passing inputs of the wrong
 //! shapes to `compile`, a seed of the wrong shape, or a handle of another graph is a compile
 //! error at the call site. For every built-in op node the graph holds its compact VJP and static
 //! support; `describe()` (or `Display`) lists nodes with op, parents, shape, support and opaque
 //! markers.
+//!
+//! And the model type `Name` (see [Generated backward programs](#generated-backward-programs)):
+//! `Name::SUPPORT` and `Name::READS` (per node, its static support and the saved values its VJP
+//! reads), `Name::describe_backward()` and `Name::program::<Scalar, B>()`.
 //!
 //! `graph! { pub fn affine(x: [2, 3], w: [3, 4]) -> [2, 4] { relu(x.matmul(w)) } }` expands to
 //! (abridged; literal dims are spelled structurally, `UInt<UInt<UTerm, B1>, B0>` for 2, shown
@@ -104,7 +108,7 @@
 //! pub enum AffineBrand {}
 //! pub type AffineInputs = Snoc<Snoc<Nil, (U2, U3)>, (U3, U4)>;
 //! pub type AffineNodes = Snoc<Nil, ((U2, U4), (U2, U4))>;   // node shapes, in chunks of 32
-//! pub type Affine<S> = GraphData<S, AffineData, AffineInputs, AffineNodes, AffineBrand>;
+//! pub type AffineGraph<S> = GraphData<S, AffineData, AffineInputs, AffineNodes, AffineBrand>;
 //! pub struct AffineHandles {
 //!     pub x: Position<(U2, U3), AffineBrand>,
 //!     pub w: Position<(U3, U4), AffineBrand>,
@@ -113,7 +117,7 @@
 //! impl AffineHandles {
 //!     pub fn inputs<S>(&self, x: Tensor<S, (U2, U3)>, w: Tensor<S, (U3, U4)>) -> Pack<S, AffineInputs> { … }
 //! }
-//! pub fn affine<S>() -> (Affine<S>, AffineHandles)
+//! pub fn affine<S>() -> (AffineGraph<S>, AffineHandles)
 //! where S: Scalar + Mul<Output = S> + PartialOrd
 //! {
 //!     let b = MacroBuilder::<S, AffineData, AffineBrand>::new();
@@ -122,7 +126,7 @@
 //!     // Every shape spelled out: `(U2, U3): MatMulShape<(U3, U4), Output = (U2, U4)>` must hold.
 //!     let (b, v2) = b.push(ops::matmul::<S, AffineData, (U2, U3), (U3, U4), (U2, U4), AffineBrand>(v0, v1));
 //!     let (b, v3) = b.push(ops::relu::<S, AffineData, (U2, U4), (U2, U4), AffineBrand>(v2));
-//!     (b.finish(), AffineHandles { x: v0, w: v1, output: v3 })   // finish's type must be `Affine<S>`
+//!     (b.finish(), AffineHandles { x: v0, w: v1, output: v3 })   // finish's type must be `AffineGraph<S>`
 //! }
 //! ```
 //!
@@ -132,6 +136,64 @@
 //! graph's type is checked against the `…Inputs` and `…Nodes` aliases: nothing is retyped
 //! unchecked. The macro's own inference runs first, for literal dims, so its messages carry the
 //! sizes in decimal and point at the expression.
+//!
+//! # Generated backward programs
+//!
+//! `graph!` also writes the backward program of each model. From the ops' support patterns
+//! (`exactgrad_spec`) it plans, at expansion time, every reverse sweep — the all-inputs pass seeded
+//! at the outputs, and the single-output pass of each declared output (which visits only what the
+//! output reaches, SEMANTICS §7) — down to which uniforms are pending on each gradient position
+//! when it is written, and emits it as straight-line Rust: per node, its saved forward and its
+//! compact VJP (the op itself, called without dynamic dispatch), then one call per write.
+//! `Name::program::<Scalar, B>()` returns a [`Program`] that runs them on reused buffers:
+//!
+//! ```
+//! use exactgrad::typenum::U2;
+//! use exactgrad::{graph, Seeds, Tensor};
+//!
+//! graph! {
+//!     fn mlp<B>(x: [B, 3], w1: [3, 4], w2: [4, 2]) -> [] {
+//!         mean(tanh(relu(x.matmul(w1)).matmul(w2)))
+//!     }
+//! }
+//!
+//! let (g, h) = mlp::<f64, U2>();
+//! let mut params = h.inputs(Tensor::full(0.5), Tensor::full(0.1), Tensor::full(-0.2));
+//! let mut prog = Mlp::program::<f64, U2>();
+//! let grads = prog.gradients(&mut params, &(), &Tensor::full(1.0)).unwrap();   // all inputs
+//! let w1 = grads.get(h.w1).unwrap().clone();
+//!
+//! // Bit for bit the runtime's dense reference on the same graph:
+//! let saved = g.compile(params.clone(), ()).unwrap();
+//! let dense = saved.backprop_inputs_dense(Seeds::single(&g, h.output, Tensor::full(1.0)).unwrap()).unwrap();
+//! assert!(w1.storage_eq(dense.get(h.w1).unwrap()));
+//! println!("{}", Mlp::describe_backward());
+//! ```
+//!
+//! Its sweep reads like hand-written code; for `affine` above the all-inputs pass is (abridged):
+//!
+//! ```text
+//! __st.forward(0, required(&__o2, 0)?, __d)?;          // %2 = matmul(%0, %1)
+//! __st.forward(1, required(&__o3, 1)?, __d)?;          // %3 = relu(%2)
+//! let g = __st.cotangent(3, 0..0);                     // relu's cotangent: its seed
+//! let r = __st.vjp(0, 1, required(&__o3, 1)?, &g, __d); // relu's compact VJP (visit 0)
+//! __st.accumulate(1, "relu", r, 2, 0..0, &g)?;         // %2 = (%2 + nothing pending) + read(%2)
+//! __st.release(g);
+//! let g = __st.cotangent(2, 1..1);                     // written at visit 0: nothing pending
+//! let r = __st.vjp(1, 0, required(&__o2, 0)?, &g, __d); // matmul's compact VJP (visit 1)
+//! __st.accumulate(0, "matmul", r, 0, 0..1, &g)?;       // %0 = (%0 + the uniform of visit 0) + read(%0)
+//! __st.accumulate(0, "matmul", r, 1, 0..1, &g)?;
+//! __st.release(g);
+//! __st.input_gradient(0, 2..2);
+//! __st.input_gradient(1, 2..2);
+//! ```
+//!
+//! Every result is the runtime pass's, bit for bit, on every scalar type (`tests/program_*.rs`
+//! check it on every op, a corpus of random models, integers and a symbolic scalar): a pending
+//! run of uniforms is applied as one addition for scalars where adding zero is idempotent
+//! ([`Storage::ZERO_ADD_IDEMPOTENT`]) and addition by addition otherwise. Opaque nodes and user
+//! compact ops run through the runtime's machinery and touch their whole prefix; a model with
+//! user compact ops has no generated single-output pass (their support is known only at run time).
 //!
 //! # Data tensors
 //!
@@ -243,8 +305,9 @@ pub mod __private {
     pub use ::core::option::Option;
     pub use ::std::vec::Vec;
     pub use exactgrad_runtime::dsl::{constant, constant_f64, opaque_pack};
+    pub use exactgrad_runtime::program::{required, Pass, Program, ProgramState, Sweep};
     pub use exactgrad_runtime::{
-        num_traits, ops, rules, typenum, FromParents, GraphData, MacroBuilder, Nil, Node, Pack, Position, RawTensor,
-        Scalar, Shape, Snoc, Tensor,
+        num_traits, ops, rules, typenum, Error, FromParents, GraphData, IntoNode, KeepOp, MacroBuilder, Nil, Node,
+        Pack, Position, RawGraph, RawTensor, Scalar, Shape, Snoc, Tensor,
     };
 }

@@ -101,6 +101,17 @@ pub(crate) struct Node {
     pub(crate) site: Site,
 }
 
+impl Node {
+    /// The op's name, as the runtime reports it.
+    pub(crate) fn op_name(&self) -> String {
+        match &self.kind {
+            NodeKind::Builtin(op, _) => op.name.to_owned(),
+            NodeKind::Opaque { name, .. } => name.clone(),
+            NodeKind::Custom(p) => quote::quote!(#p).to_string().replace(' ', ""),
+        }
+    }
+}
+
 /// A declared shape (a `let` annotation or the signature's output) that involves generic dims
 /// the macro cannot compare: the compiler checks `declared == actual` through the `DeclaredShape`
 /// rule trait at `site`.

@@ -1,7 +1,7 @@
 //! The `graph!` procedural macro of **exactgrad**. Use it through the `exactgrad` crate, which
 //! documents the syntax. A compiler in phases: [`parse`] (syntax → AST), [`lower`] (names,
-//! desugaring → IR), [`infer`] (literal shapes by the rules of `exactgrad_spec`), [`emit`] (IR →
-//! tokens); every error is collected in [`errors`] with its span.
+//! desugaring → IR), [`infer`] (literal shapes by the rules of `exactgrad_spec`), [`plan`] (the backward
+//! schedules), [`emit`] (IR → tokens); every error is collected in [`errors`] with its span.
 #![forbid(unsafe_code)]
 
 mod emit;
@@ -10,6 +10,7 @@ mod infer;
 mod ir;
 mod lower;
 mod parse;
+mod plan;
 mod typenum;
 
 use proc_macro::TokenStream;

@@ -47,6 +47,16 @@ pub trait CompactOp<A, D>: 'static {
     /// The node's value.
     fn forward(&self, ctx: &[RawTensor<A>], data: &D) -> RawTensor<A>;
 
+    /// The node's value appended to `out` (empty on entry), so a caller can reuse one buffer run
+    /// after run (the programs `graph!` generates do). Defaults to [`forward`](Self::forward)'s
+    /// elements; ops on hot paths write directly.
+    fn forward_into(&self, ctx: &[RawTensor<A>], data: &D, out: &mut Vec<A>)
+    where
+        A: Clone,
+    {
+        out.extend_from_slice(self.forward(ctx, data).data());
+    }
+
     /// The VJP at cotangent `g`, described with `c`; returns the root description.
     fn contributions(&self, saved: &SavedValues<'_, A, D>, g: &RawTensor<A>, c: &mut Contributions<A>) -> Contrib;
 }
@@ -199,6 +209,94 @@ impl<A: Scalar, D: 'static, S: Shape> Node<A, D, S> {
             origins: reads.iter().map(|p| p.graph()).collect(),
             shape: PhantomData,
         }
+    }
+}
+
+/// A typed node running the compact op `Op`, as the typed op constructors (`ops::matmul`, …) return
+/// it: push it on a graph like a [`Node`], or take the op back with [`into_op`](Self::into_op) to
+/// run it directly (the programs `graph!` generates call their ops without dynamic dispatch).
+pub struct Compact<Op, A, D, S> {
+    op: Op,
+    /// Graph ids of the handles the node was built from.
+    origins: Vec<u64>,
+    marker: PhantomData<fn() -> (A, D, S)>,
+}
+
+impl<Op: CompactOp<A, D>, A: Scalar, D: 'static, S: Shape> Compact<Op, A, D, S> {
+    /// The node running `op`, built from the handles `reads` (used to check they belong to the
+    /// graph the node is pushed on).
+    pub fn new(op: Op, reads: &[&dyn ErasedPosition]) -> Self {
+        Compact { op, origins: reads.iter().map(|p| p.graph()).collect(), marker: PhantomData }
+    }
+
+    /// The op.
+    pub fn op(&self) -> &Op {
+        &self.op
+    }
+
+    /// The op, consuming the node.
+    pub fn into_op(self) -> Op {
+        self.op
+    }
+}
+
+/// A node of shape [`Shape`](Self::Shape) that a graph can take: a [`Node`] or a [`Compact`].
+pub trait IntoNode<A, D> {
+    /// The node's output shape.
+    type Shape: Shape;
+    /// The type-erased node.
+    fn into_node(self) -> Node<A, D, Self::Shape>;
+}
+
+impl<A, D, S: Shape> IntoNode<A, D> for Node<A, D, S> {
+    type Shape = S;
+    fn into_node(self) -> Node<A, D, S> {
+        self
+    }
+}
+
+impl<Op: CompactOp<A, D>, A: Scalar, D: 'static, S: Shape> IntoNode<A, D> for Compact<Op, A, D, S> {
+    type Shape = S;
+    fn into_node(self) -> Node<A, D, S> {
+        Node { data: NodeData::compact(self.op), error: None, origins: self.origins, shape: PhantomData }
+    }
+}
+
+/// A node whose op could not be built (`Err`, e.g. a constant the scalar type cannot represent)
+/// is pushed as is and reported by `compile`.
+impl<Op: CompactOp<A, D>, A: Scalar, D: 'static, S: Shape> IntoNode<A, D>
+    for Result<Compact<Op, A, D, S>, Node<A, D, S>>
+{
+    type Shape = S;
+    fn into_node(self) -> Node<A, D, S> {
+        match self {
+            Ok(c) => c.into_node(),
+            Err(failed) => failed,
+        }
+    }
+}
+
+/// A node whose concrete op a generated program keeps (to call without dynamic dispatch).
+pub trait KeepOp {
+    /// The op.
+    type Op;
+    /// A copy of the op, `None` for a node that could not be built.
+    fn kept(&self) -> Option<Self::Op>;
+}
+
+impl<Op: CompactOp<A, D> + Clone, A: Scalar, D: 'static, S: Shape> KeepOp for Compact<Op, A, D, S> {
+    type Op = Op;
+    fn kept(&self) -> Option<Op> {
+        Some(self.op.clone())
+    }
+}
+
+impl<Op: CompactOp<A, D> + Clone, A: Scalar, D: 'static, S: Shape> KeepOp
+    for Result<Compact<Op, A, D, S>, Node<A, D, S>>
+{
+    type Op = Op;
+    fn kept(&self) -> Option<Op> {
+        self.as_ref().ok().map(|c| c.op.clone())
     }
 }
 
@@ -379,8 +477,12 @@ impl<A: Scalar, D: 'static, G, Ss, Br> GraphData<A, D, G, Ss, Br> {
     /// Appends a node of shape `S`. Never fails here: a node built from another graph's handles,
     /// or whose shape rule disagrees with `S`, is recorded and reported by
     /// [`compile`](Self::compile) with the node index and op.
-    pub fn push<S: Shape>(mut self, node: Node<A, D, S>) -> (GraphData<A, D, G, Snoc<Ss, S>, Br>, Position<S, Br>) {
-        let pos = self.push_in_place(node);
+    #[allow(clippy::type_complexity)]
+    pub fn push<N: IntoNode<A, D>>(
+        mut self,
+        node: N,
+    ) -> (GraphData<A, D, G, Snoc<Ss, N::Shape>, Br>, Position<N::Shape, Br>) {
+        let pos = self.push_in_place(node.into_node());
         (self.retype(), pos)
     }
 
@@ -438,6 +540,16 @@ impl<A: Scalar, D: 'static, G, Ss, Br> GraphData<A, D, G, Ss, Br> {
 
     pub(crate) fn build_errors(&self) -> &[(usize, String)] {
         &self.build_errors
+    }
+
+    /// The first error recorded while building, as `compile` reports it.
+    pub(crate) fn first_build_error(&self) -> Option<Error> {
+        self.build_errors.first().map(|(k, m)| crate::saved::node_error(&self.raw, *k, m.clone()))
+    }
+
+    /// The untyped graph, consuming the typed one.
+    pub(crate) fn into_raw(self) -> RawGraph<A, D> {
+        self.raw
     }
 
     /// Records an error of the graph as a whole (reported by `compile` with the last node).

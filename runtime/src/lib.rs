@@ -50,6 +50,7 @@ pub mod macro_builder;
 pub mod ops;
 pub mod optim;
 pub mod pack;
+pub mod program;
 pub mod saved;
 pub mod scalar;
 pub mod shape;
@@ -60,12 +61,14 @@ pub use deferred::History;
 pub use error::Error;
 pub use gradients::GradientContext;
 pub use graph::{
-    CompactOp, ErasedPosition, FromParents, GraphData, Node, NodeData, OpaqueForward, OpaqueVjp, RawGraph, SavedValues,
+    Compact, CompactOp, ErasedPosition, FromParents, GraphData, IntoNode, KeepOp, Node, NodeData, OpaqueForward,
+    OpaqueVjp, RawGraph, SavedValues,
 };
 pub use init::Init;
 pub use macro_builder::MacroBuilder;
 pub use optim::{Adam, InvalidHyperparameter, Optimizer, Sgd, Trainable};
 pub use pack::{ContextPack, Gradients, GradientsIter, Pack, RawSeeds, Seeds};
+pub use program::{OutputSeeds, Pass, Program, ProgramState};
 pub use saved::{InputPack, PreparedNode, RawSavedGraph, SavedGraph};
 pub use scalar::{Scalar, Storage};
 pub use shape::{rules, Dims, Nil, Position, Shape, ShapeList, Snoc, MAX_RANK};

@@ -15,7 +15,7 @@
 
 use core::marker::PhantomData;
 
-use crate::graph::{GraphData, Node};
+use crate::graph::{GraphData, IntoNode};
 use crate::scalar::Scalar;
 use crate::shape::{Nil, Position, Shape, Snoc};
 
@@ -77,8 +77,8 @@ impl<A: Scalar, D: 'static, Br, G> MacroBuilder<A, D, Br, G> {
 
 impl<A: Scalar, D: 'static, Br, G, Done> MacroBuilder<A, D, Br, G, Done> {
     /// Appends a node of shape `S`.
-    pub fn push<S: Shape>(&mut self, node: Node<A, D, S>) -> Position<S, Br> {
-        self.graph.push_in_place(node)
+    pub fn push<N: IntoNode<A, D>>(&mut self, node: N) -> Position<N::Shape, Br> {
+        self.graph.push_in_place(node.into_node())
     }
 
     /// Closes a chunk: `positions` are the nodes pushed since the last chunk, in order, and their

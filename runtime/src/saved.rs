@@ -131,7 +131,7 @@ pub struct RawSavedGraph<'g, A, D> {
     data: D,
 }
 
-fn node_error<A: 'static, D: 'static>(graph: &RawGraph<A, D>, k: usize, message: String) -> Error {
+pub(crate) fn node_error<A: 'static, D: 'static>(graph: &RawGraph<A, D>, k: usize, message: String) -> Error {
     match graph.nodes().get(k) {
         Some(node) => Error::Node {
             node: k,

@@ -30,6 +30,15 @@ pub trait Storage {
     /// otherwise.
     fn storage_eq(&self, other: &Self) -> bool;
 
+    /// Whether adding zero settles after one step: `pinned_add(0, 0)` is storage-equal to `0`
+    /// and, for every `x`, `pinned_add(pinned_add(x, 0), 0)` is storage-equal to
+    /// `pinned_add(x, 0)` (`0` the scalar's zero). True for floats (`x + 0` only turns `-0` into
+    /// `+0` and quiets a NaN, and does nothing more a second time), integers and rationals. The
+    /// generated programs then apply a run of built-in ops' uniforms (all sums of zeros) as one
+    /// addition; for a type that says `false` (the default) they add every uniform in order. Both
+    /// are the dense sequence of additions; this only decides how much of it must run.
+    const ZERO_ADD_IDEMPOTENT: bool = false;
+
     /// The engine's `a + b` (`a` left). For floats it pins the NaN payload of a NaN result: the
     /// left operand's NaN (quieted) if it is one, else the right one's, else the hardware's
     /// default NaN (`inf + -inf`). Rust lets the compiler pick either operand's payload when both
@@ -64,6 +73,7 @@ macro_rules! float_storage {
     ($($t:ty => $quiet:expr),*) => {$(
         impl Storage for $t {
             const HAS_STORAGE_EQUALITY: bool = true;
+            const ZERO_ADD_IDEMPOTENT: bool = true;
             #[inline]
             fn storage_eq(&self, other: &Self) -> bool {
                 self.to_bits() == other.to_bits()
@@ -88,6 +98,7 @@ macro_rules! int_storage {
     ($($t:ty),*) => {$(
         impl Storage for $t {
             const HAS_STORAGE_EQUALITY: bool = true;
+            const ZERO_ADD_IDEMPOTENT: bool = true;
             #[inline]
             fn storage_eq(&self, other: &Self) -> bool {
                 self == other
@@ -95,6 +106,7 @@ macro_rules! int_storage {
         }
         impl Storage for Wrapping<$t> {
             const HAS_STORAGE_EQUALITY: bool = true;
+            const ZERO_ADD_IDEMPOTENT: bool = true;
             #[inline]
             fn storage_eq(&self, other: &Self) -> bool {
                 self == other
@@ -119,6 +131,7 @@ int_storage!(i8, i16, i32, i64, i128, u8, u16, u32, u64, u128, isize, usize);
 #[cfg(feature = "rational")]
 impl<T: Storage> Storage for num_rational::Ratio<T> {
     const HAS_STORAGE_EQUALITY: bool = T::HAS_STORAGE_EQUALITY;
+    const ZERO_ADD_IDEMPOTENT: bool = T::ZERO_ADD_IDEMPOTENT;
     #[inline]
     fn storage_eq(&self, other: &Self) -> bool {
         self.numer().storage_eq(other.numer()) && self.denom().storage_eq(other.denom())

@@ -26,7 +26,7 @@ mod core {}
 fn main() {
     use ::exactgrad::typenum::U2;
     let _ = (Option, Vec);
-    let (g, h): (Mlp<f32, U2>, MlpHandles) = mlp::<f32, U2>();
+    let (g, h): (MlpGraph<f32, U2>, MlpHandles) = mlp::<f32, U2>();
     let data: MlpData<f32, U2> = MlpData {
         x: ::exactgrad::Tensor::full(0.5),
         m: ::exactgrad::Tensor::full(1.0),

@@ -19,13 +19,18 @@ use crate::parse::GraphDef;
 use crate::typenum::unsigned;
 
 /// The name of value `v` in the generated function.
-fn value(v: usize) -> Ident {
+pub(super) fn value(v: usize) -> Ident {
     format_ident!("__v{}", v, span = Span::mixed_site())
+}
+
+/// The name of the kept op of the node at position `v` in a generated program.
+pub(super) fn kept(v: usize) -> Ident {
+    format_ident!("__o{}", v, span = Span::mixed_site())
 }
 
 /// A shape as a type, every token at `span` (generic dims re-spanned there, so the compiler
 /// points at the user's expression).
-fn shape_at(s: &Shape, span: Span) -> TokenStream {
+pub(super) fn shape_at(s: &Shape, span: Span) -> TokenStream {
     let dims = s.0.iter().map(|d| match d {
         Dim::Sym(i) => Ident::new(&i.to_string(), span).to_token_stream(),
         lit => dim_tokens(lit, span),
@@ -36,7 +41,6 @@ fn shape_at(s: &Shape, span: Span) -> TokenStream {
 pub(super) fn full(def: &GraphDef, graph: &Graph, names: &Names) -> TokenStream {
     let p = private();
     let s = scalar_ident(def);
-    let n_in = graph.inputs.len();
     let input_shapes: Vec<TokenStream> = graph.inputs.iter().map(|(n, sh)| shape_at(sh, n.span())).collect();
     let node_shapes: Vec<TokenStream> = graph.nodes.iter().map(|n| shape_at(&n.shape, Span::call_site())).collect();
     let outputs: Vec<TokenStream> =
@@ -53,36 +57,33 @@ pub(super) fn full(def: &GraphDef, graph: &Graph, names: &Names) -> TokenStream 
     let input_names: Vec<&Ident> = def.inputs.iter().map(|i| &i.name).collect();
     let Common { items, generics, dim_bounds, handle_generics, data_ty: data } =
         common(def, &def.dims, &used, names, &input_names, &input_shapes, &outputs, node_list(&node_shapes));
-    let Names { alias, handles, brand, .. } = names;
+    let Names { alias, handles, brand, model, inputs: inputs_alias, .. } = names;
 
     let mut bounds: Vec<Bound> = Vec::new();
-    let mut body = quote!(let __b = #p::MacroBuilder::<#s, #data, #brand>::new(););
-    for (k, shape) in input_shapes.iter().enumerate() {
-        let v = value(k);
-        body.extend(quote!(let (__b, #v) = __b.input::<#shape>();));
-    }
-    body.extend(quote!(#[allow(unused_mut)] let mut __b = __b;));
-    for check in &graph.checks {
-        let span = check.site.span;
-        let (l, r) = (shape_at(&check.declared, span), shape_at(&check.actual, span));
-        body.extend(quote_spanned!(span=> #p::rules::declared::<#l, #r>();));
-    }
     let cx = Cx { p: &p, s: &s, data: &data, brand, graph };
-    for (k, node) in graph.nodes.iter().enumerate() {
-        let v = value(n_in + k);
-        let expr = cx.node(node, &mut bounds);
-        body.extend(quote!(let #v = __b.push(#expr);));
-        if (k + 1) % NODE_CHUNK == 0 || k + 1 == graph.nodes.len() {
-            // The chunk's positions: their types are the shapes the typed constructors computed.
-            let chunk = (k - k % NODE_CHUNK..=k).map(|j| value(n_in + j));
-            let binding = if k + 1 == graph.nodes.len() { quote!(__b) } else { quote!(mut __b) };
-            body.extend(quote!(let #binding = __b.chunk((#(#chunk,)*));));
-        }
-    }
+    let body = cx.builder(&input_shapes, &mut bounds, false);
     bounds.sort();
     bounds.dedup();
-    let scalar_bounds = bounds.iter().map(|&b| bound_tokens(b, &s));
+    let scalar_bounds: Vec<TokenStream> = bounds.iter().map(|&b| bound_tokens(b, &s)).collect();
     let user = user_bounds(def);
+    let all_bounds = quote!(#(+ #scalar_bounds)* #user);
+    let input_dims = &used.inputs;
+    let seeds_ty = match &outputs[..] {
+        [one] => quote!(#p::Tensor<#s, #one>),
+        many => quote!((#(#p::Tensor<#s, #many>,)*)),
+    };
+    let model_items = super::program::model(&super::program::ModelParts {
+        cx: Cx { p: &p, s: &s, data: &data, brand, graph },
+        model,
+        graph_fn: &def.name,
+        generics: &generics,
+        dim_bounds: &dim_bounds,
+        scalar_bounds: &all_bounds,
+        inputs_ty: quote!(#inputs_alias<#(#input_dims),*>),
+        seeds_ty,
+        input_shapes: &input_shapes,
+        vis: &def.vis,
+    });
     let (attrs, vis, name) = (&def.attrs, &def.vis, &def.name);
     let input_fields = def.inputs.iter().enumerate().map(|(k, i)| {
         let (n, v) = (&i.name, value(k));
@@ -99,25 +100,63 @@ pub(super) fn full(def: &GraphDef, graph: &Graph, names: &Names) -> TokenStream 
         #(#attrs)*
         #vis fn #name<#s, #generics>() -> (#alias<#s, #generics>, #handles<#handle_generics>)
         where
-            #s: #p::Scalar #(+ #scalar_bounds)* #user,
+            #s: #p::Scalar #all_bounds,
             #dim_bounds
         {
             #body
             (__b.finish(), #handles { #(#input_fields,)* #(#output_fields,)* })
         }
+
+        #model_items
     }
 }
 
 /// What every node's tokens need.
-struct Cx<'a> {
-    p: &'a TokenStream,
-    s: &'a Ident,
-    data: &'a TokenStream,
-    brand: &'a Ident,
-    graph: &'a Graph,
+pub(super) struct Cx<'a> {
+    pub(super) p: &'a TokenStream,
+    pub(super) s: &'a Ident,
+    pub(super) data: &'a TokenStream,
+    pub(super) brand: &'a Ident,
+    pub(super) graph: &'a Graph,
 }
 
 impl Cx<'_> {
+    /// The builder statements: every input, the declared-shape checks, every node pushed (closing
+    /// a chunk every `NODE_CHUNK` nodes). With `keep`, each built-in node's op is also kept, as
+    /// `__o{position}: Option<Op>`, for a program to call directly.
+    pub(super) fn builder(&self, input_shapes: &[TokenStream], bounds: &mut Vec<Bound>, keep: bool) -> TokenStream {
+        let Cx { p, s, data, brand, graph } = self;
+        let n_in = graph.inputs.len();
+        let mut body = quote!(let __b = #p::MacroBuilder::<#s, #data, #brand>::new(););
+        for (k, shape) in input_shapes.iter().enumerate() {
+            let v = value(k);
+            body.extend(quote!(let (__b, #v) = __b.input::<#shape>();));
+        }
+        body.extend(quote!(#[allow(unused_mut)] let mut __b = __b;));
+        for check in &graph.checks {
+            let span = check.site.span;
+            let (l, r) = (shape_at(&check.declared, span), shape_at(&check.actual, span));
+            body.extend(quote_spanned!(span=> #p::rules::declared::<#l, #r>();));
+        }
+        for (k, node) in graph.nodes.iter().enumerate() {
+            let v = value(n_in + k);
+            let expr = self.node(node, bounds);
+            if keep && matches!(node.kind, NodeKind::Builtin(..)) {
+                let o = kept(n_in + k);
+                body.extend(quote!(let __n = #expr; let #o = #p::KeepOp::kept(&__n); let #v = __b.push(__n);));
+            } else {
+                body.extend(quote!(let #v = __b.push(#expr);));
+            }
+            if (k + 1) % NODE_CHUNK == 0 || k + 1 == graph.nodes.len() {
+                // The chunk's positions: their types are the shapes the typed constructors computed.
+                let chunk = (k - k % NODE_CHUNK..=k).map(|j| value(n_in + j));
+                let binding = if k + 1 == graph.nodes.len() { quote!(__b) } else { quote!(mut __b) };
+                body.extend(quote!(let #binding = __b.chunk((#(#chunk,)*));));
+            }
+        }
+        body
+    }
+
     /// The typed node for `node`, adding the scalar bounds it needs to `bounds`.
     fn node(&self, node: &Node, bounds: &mut Vec<Bound>) -> TokenStream {
         let Cx { p, s, data, .. } = self;
@@ -220,8 +259,8 @@ impl Cx<'_> {
                 let c = constant_tokens(c, s);
                 let name = op.name;
                 quote_spanned!(span=> match #c {
-                    ::core::option::Option::Some(__k) => #call,
-                    ::core::option::Option::None => #ty::failed(#name, &[#(&#parents),*], "the constant is not representable in the scalar type"),
+                    ::core::option::Option::Some(__k) => ::core::result::Result::Ok(#call),
+                    ::core::option::Option::None => ::core::result::Result::Err(#ty::failed(#name, &[#(&#parents),*], "the constant is not representable in the scalar type")),
                 })
             }
         }

@@ -13,6 +13,9 @@ use crate::typenum::unsigned;
 
 /// Names of the generated items for a graph called `name`.
 pub(super) struct Names {
+    /// The model struct (`Mlp` for `fn mlp`).
+    pub(super) model: Ident,
+    /// The typed graph alias (`MlpGraph`).
     pub(super) alias: Ident,
     pub(super) handles: Ident,
     pub(super) data: Ident,
@@ -34,7 +37,8 @@ impl Names {
             .collect();
         let at = |suffix: &str| Ident::new(&format!("{camel}{suffix}"), name.span());
         Names {
-            alias: at(""),
+            model: at(""),
+            alias: at("Graph"),
             handles: at("Handles"),
             data: at("Data"),
             brand: at("Brand"),
@@ -143,7 +147,7 @@ pub(super) fn common(
 ) -> Common {
     let p = private();
     let vis = &def.vis;
-    let Names { alias, handles, data, brand, inputs, nodes: nodes_alias } = names;
+    let Names { alias, handles, data, brand, inputs, nodes: nodes_alias, .. } = names;
     let scalar = scalar_ident(def);
     let generics = quote!(#(#dims),*);
     let dim_bounds = quote!(#(#dims: #p::typenum::Unsigned + 'static),*);

@@ -4,6 +4,7 @@
 mod builder;
 mod constants;
 mod items;
+mod program;
 
 use proc_macro2::TokenStream;
 use quote::quote;
@@ -58,9 +59,14 @@ fn stub(def: &GraphDef, names: &Names) -> TokenStream {
         data: used_decl_dims(&dims, &data_decls),
         nodes: Vec::new(),
     };
-    let Common { items, generics, dim_bounds, handle_generics, .. } =
+    let input_dims = used.inputs.clone();
+    let Common { items, generics, dim_bounds, handle_generics, data_ty } =
         common(def, &dims, &used, names, &input_names, &input_shapes, &outputs, quote!(#p::Nil));
-    let Names { alias, handles, .. } = names;
+    let Names { alias, handles, model, inputs: inputs_alias, brand, .. } = names;
+    let seeds_ty = match &outputs[..] {
+        [one] => quote!(#p::Tensor<#s, #one>),
+        many => quote!((#(#p::Tensor<#s, #many>,)*)),
+    };
     let (attrs, vis, name) = (&def.attrs, &def.vis, &def.name);
     quote! {
         #items
@@ -72,6 +78,33 @@ fn stub(def: &GraphDef, names: &Names) -> TokenStream {
             #dim_bounds
         {
             ::core::unreachable!("graph! reported errors for this graph")
+        }
+
+        /// The model (not generated: `graph!` reported errors for this graph).
+        #[derive(Clone, Copy, Debug)]
+        #vis struct #model;
+
+        #[allow(unreachable_code, clippy::diverging_sub_expression)]
+        impl #model {
+            /// Not generated: `graph!` reported errors for this graph.
+            pub const SUPPORT: &'static [&'static [usize]] = &[];
+            /// Not generated: `graph!` reported errors for this graph.
+            pub const READS: &'static [&'static [usize]] = &[];
+            /// Not generated: `graph!` reported errors for this graph.
+            pub const NODES: usize = 0;
+            /// Not generated: `graph!` reported errors for this graph.
+            pub fn describe_backward() -> &'static str {
+                ""
+            }
+            /// Not generated: `graph!` reported errors for this graph.
+            pub fn program<#s, #generics>() -> #p::Program<#s, #data_ty, #inputs_alias<#(#input_dims),*>, #seeds_ty, #brand, impl #p::Sweep<#s, #data_ty>>
+            where
+                #s: #p::Scalar #user,
+                #dim_bounds
+            {
+                let __graph: #alias<#s, #generics> = ::core::unreachable!("graph! reported errors for this graph");
+                #p::Program::new(__graph, &[], |_: &mut #p::ProgramState<#s>, _: &#p::RawGraph<#s, #data_ty>, _: &#data_ty, _: #p::Pass| -> ::core::result::Result<(), #p::Error> { ::core::result::Result::Ok(()) })
+            }
         }
     }
 }

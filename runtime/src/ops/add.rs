@@ -4,7 +4,7 @@
 //! At `a` the reader gives `δ + 0`; when `a == b` it gives `δ + δ`.
 
 use crate::contributions::{Contrib, Contributions};
-use crate::graph::{CompactOp, Node, SavedValues};
+use crate::graph::{Compact, CompactOp, SavedValues};
 use crate::scalar::Scalar;
 use crate::shape::rules::ElementwiseShape;
 use crate::shape::{Dims, Position, Shape};
@@ -47,8 +47,8 @@ impl<A: Scalar, D> CompactOp<A, D> for Add {
 pub fn add<A: Scalar, D: 'static, L: ElementwiseShape<R, Output = O>, R, O: Shape, Br>(
     a: Position<L, Br>,
     b: Position<R, Br>,
-) -> Node<A, D, O> {
-    Node::compact(Add::new(a.index(), b.index()), &[&a, &b])
+) -> Compact<Add, A, D, O> {
+    Compact::new(Add::new(a.index(), b.index()), &[&a, &b])
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@
 //! sums in ascending row order).
 
 use crate::contributions::{Contrib, Contributions};
-use crate::graph::{CompactOp, Node, SavedValues};
+use crate::graph::{Compact, CompactOp, SavedValues};
 use crate::scalar::Scalar;
 use crate::shape::rules::AddRowShape;
 use crate::shape::{Dims, Position, Shape};
@@ -67,8 +67,8 @@ impl<A: Scalar, D> CompactOp<A, D> for AddRow {
 pub fn add_row<A: Scalar, D: 'static, S: AddRowShape<R, Output = O>, R, O: Shape, Br>(
     x: Position<S, Br>,
     b: Position<R, Br>,
-) -> Node<A, D, O> {
-    Node::compact(AddRow::new(x.index(), b.index()), &[&x, &b])
+) -> Compact<AddRow, A, D, O> {
+    Compact::new(AddRow::new(x.index(), b.index()), &[&x, &b])
 }
 
 #[cfg(test)]

@@ -12,7 +12,7 @@ use typenum::Unsigned;
 
 use super::sum_axis::split;
 use crate::contributions::{Contrib, Contributions};
-use crate::graph::{CompactOp, Node, SavedValues};
+use crate::graph::{Compact, CompactOp, SavedValues};
 use crate::scalar::Scalar;
 use crate::shape::rules::ConcatShape;
 use crate::shape::{Dims, Position, Shape};
@@ -83,8 +83,8 @@ pub fn concat<A: Scalar, D: 'static, L: ConcatShape<R, Ax, Output = O>, R, Ax: U
     a: Position<L, Br>,
     b: Position<R, Br>,
     _axis: Ax,
-) -> Node<A, D, O> {
-    Node::compact(Concat::new(a.index(), b.index(), Ax::USIZE), &[&a, &b])
+) -> Compact<Concat, A, D, O> {
+    Compact::new(Concat::new(a.index(), b.index(), Ax::USIZE), &[&a, &b])
 }
 
 #[cfg(test)]

@@ -20,7 +20,7 @@ use num_traits::{Float, FromPrimitive};
 
 use super::softmax::shifted_exps;
 use crate::contributions::{Contrib, Contributions};
-use crate::graph::{CompactOp, Node, SavedValues};
+use crate::graph::{Compact, CompactOp, SavedValues};
 use crate::scalar::Scalar;
 use crate::shape::{Dims, Position, Shape};
 use crate::tensor::RawTensor;
@@ -120,8 +120,8 @@ impl<A: Scalar + Float + FromPrimitive, D: 'static> CompactOp<A, D> for CrossEnt
 pub fn cross_entropy<A: Scalar + Float + FromPrimitive, D: 'static, S: LogitsShape<Output = O>, O: Shape, Br>(
     logits: Position<S, Br>,
     labels: LabelAccessor<D>,
-) -> Node<A, D, O> {
-    Node::compact(CrossEntropy::new(logits.index(), labels), &[&logits])
+) -> Compact<CrossEntropy<D>, A, D, O> {
+    Compact::new(CrossEntropy::new(logits.index(), labels), &[&logits])
 }
 
 #[cfg(test)]

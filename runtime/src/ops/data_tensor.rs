@@ -17,7 +17,7 @@
 //! reporting both in decimal — an error from `compile`, never a panic.
 
 use crate::contributions::{Contrib, Contributions};
-use crate::graph::{CompactOp, Node, SavedValues};
+use crate::graph::{Compact, CompactOp, SavedValues};
 use crate::scalar::Scalar;
 use crate::shape::rules::LeafShape;
 use crate::shape::{Dims, Shape};
@@ -95,8 +95,10 @@ impl<A: Scalar, D: 'static> CompactOp<A, D> for DataTensor<A, D> {
 /// let grads = saved.backprop_from(s, Tensor::full(1.0)).unwrap();
 /// assert_eq!(grads.get(w).unwrap().data(), &[3.0, 4.0]); // δ * x
 /// ```
-pub fn data_tensor<A: Scalar, D: 'static, S: LeafShape<Output = S> + Shape>(x: TensorAccessor<A, D>) -> Node<A, D, S> {
-    Node::compact(DataTensor::new(x, S::dims()), &[])
+pub fn data_tensor<A: Scalar, D: 'static, S: LeafShape<Output = S> + Shape>(
+    x: TensorAccessor<A, D>,
+) -> Compact<DataTensor<A, D>, A, D, S> {
+    Compact::new(DataTensor::new(x, S::dims()), &[])
 }
 
 #[cfg(test)]

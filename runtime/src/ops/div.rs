@@ -15,7 +15,7 @@ use crate::shape::rules::ElementwiseShape;
 use core::ops::{Div as DivOp, Mul as MulOp, Sub as SubOp};
 
 use crate::contributions::{Contrib, Contributions};
-use crate::graph::{CompactOp, Node, SavedValues};
+use crate::graph::{Compact, CompactOp, SavedValues};
 use crate::scalar::Scalar;
 use crate::shape::{Dims, Position, Shape};
 use crate::tensor::RawTensor;
@@ -69,8 +69,8 @@ pub fn div<
 >(
     a: Position<L, Br>,
     b: Position<R, Br>,
-) -> Node<A, D, O> {
-    Node::compact(Div::new(a.index(), b.index()), &[&a, &b])
+) -> Compact<Div, A, D, O> {
+    Compact::new(Div::new(a.index(), b.index()), &[&a, &b])
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@
 use num_traits::Float;
 
 use super::pointwise::{self, Pointwise, PointwiseFn};
-use crate::graph::Node;
+use crate::graph::Compact;
 use crate::scalar::Scalar;
 use crate::shape::{rules::UnaryShape, Position, Shape};
 
@@ -33,7 +33,7 @@ pub type Exp = Pointwise<ExpFn>;
 /// Typed `exp(a)`.
 pub fn exp<A: Scalar + Float, D: 'static, S: UnaryShape<Output = O>, O: Shape, Br>(
     a: Position<S, Br>,
-) -> Node<A, D, O> {
+) -> Compact<Exp, A, D, O> {
     pointwise::node::<A, D, ExpFn, S, O, Br>(a)
 }
 

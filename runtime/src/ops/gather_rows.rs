@@ -13,7 +13,7 @@
 
 use super::LabelAccessor;
 use crate::contributions::{Contrib, Contributions};
-use crate::graph::{CompactOp, Node, SavedValues};
+use crate::graph::{Compact, CompactOp, SavedValues};
 use crate::scalar::Scalar;
 use crate::shape::rules::GatherRowsShape;
 use crate::shape::{Dims, Position, Shape};
@@ -98,8 +98,8 @@ impl<A: Scalar, D: 'static> CompactOp<A, D> for GatherRows<D> {
 pub fn gather_rows<A: Scalar, D: 'static, S: GatherRowsShape<N, Output = O>, N: Unsigned + 'static, O: Shape, Br>(
     table: Position<S, Br>,
     ids: LabelAccessor<D>,
-) -> Node<A, D, O> {
-    Node::compact(GatherRows::new(table.index(), ids, N::USIZE), &[&table])
+) -> Compact<GatherRows<D>, A, D, O> {
+    Compact::new(GatherRows::new(table.index(), ids, N::USIZE), &[&table])
 }
 
 #[cfg(test)]

@@ -28,7 +28,7 @@
 use num_traits::Float;
 
 use super::pointwise::{self, Pointwise, PointwiseFn};
-use crate::graph::Node;
+use crate::graph::Compact;
 use crate::scalar::Scalar;
 use crate::shape::{rules::UnaryShape, Position, Shape};
 
@@ -84,7 +84,7 @@ pub type Gelu = Pointwise<GeluFn>;
 /// Typed `gelu(a)` (tanh approximation).
 pub fn gelu<A: Scalar + Float, D: 'static, S: UnaryShape<Output = O>, O: Shape, Br>(
     a: Position<S, Br>,
-) -> Node<A, D, O> {
+) -> Compact<Gelu, A, D, O> {
     pointwise::node::<A, D, GeluFn, S, O, Br>(a)
 }
 

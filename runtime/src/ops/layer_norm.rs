@@ -19,7 +19,7 @@ use crate::shape::rules::RowParamsShape;
 use num_traits::{Float, FromPrimitive};
 
 use crate::contributions::{Contrib, Contributions};
-use crate::graph::{CompactOp, Node, SavedValues};
+use crate::graph::{Compact, CompactOp, SavedValues};
 use crate::scalar::Scalar;
 use crate::shape::{Dims, Position, Shape};
 use crate::tensor::RawTensor;
@@ -130,8 +130,8 @@ pub fn layer_norm<
     gain: Position<G, Br>,
     bias: Position<B, Br>,
     eps: A,
-) -> Node<A, D, O> {
-    Node::compact(LayerNorm::new(x.index(), gain.index(), bias.index(), eps), &[&x, &gain, &bias])
+) -> Compact<LayerNorm<A>, A, D, O> {
+    Compact::new(LayerNorm::new(x.index(), gain.index(), bias.index(), eps), &[&x, &gain, &bias])
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@
 use num_traits::Float;
 
 use super::pointwise::{self, Pointwise, PointwiseFn};
-use crate::graph::Node;
+use crate::graph::Compact;
 use crate::scalar::Scalar;
 use crate::shape::{rules::UnaryShape, Position, Shape};
 
@@ -38,7 +38,7 @@ pub type Log = Pointwise<LogFn>;
 /// Typed `log(a)`.
 pub fn log<A: Scalar + Float, D: 'static, S: UnaryShape<Output = O>, O: Shape, Br>(
     a: Position<S, Br>,
-) -> Node<A, D, O> {
+) -> Compact<Log, A, D, O> {
     pointwise::node::<A, D, LogFn, S, O, Br>(a)
 }
 

@@ -15,7 +15,7 @@ use num_traits::Float;
 
 use super::softmax::{rows_dims, shifted_exps};
 use crate::contributions::{Contrib, Contributions};
-use crate::graph::{CompactOp, Node, SavedValues};
+use crate::graph::{Compact, CompactOp, SavedValues};
 use crate::scalar::Scalar;
 use crate::shape::{Dims, Position, Shape};
 use crate::tensor::RawTensor;
@@ -70,8 +70,8 @@ impl<A: Scalar + Float, D> CompactOp<A, D> for LogSoftmax {
 /// Typed `log_softmax(x)` over the last axis ([`LastAxisShape`]).
 pub fn log_softmax<A: Scalar + Float, D: 'static, S: LastAxisShape<Output = O>, O: Shape, Br>(
     x: Position<S, Br>,
-) -> Node<A, D, O> {
-    Node::compact(LogSoftmax::new(x.index()), &[&x])
+) -> Compact<LogSoftmax, A, D, O> {
+    Compact::new(LogSoftmax::new(x.index()), &[&x])
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@ use crate::shape::rules::MatMulShape;
 use core::ops::Mul;
 
 use crate::contributions::{Contrib, Contributions};
-use crate::graph::{CompactOp, Node, SavedValues};
+use crate::graph::{Compact, CompactOp, SavedValues};
 use crate::scalar::Scalar;
 use crate::shape::{Dims, Position, Shape};
 use crate::tensor::RawTensor;
@@ -180,8 +180,8 @@ impl<A: Scalar + Mul<Output = A>, D> CompactOp<A, D> for MatMul {
 pub fn matmul<A: Scalar + Mul<Output = A>, D: 'static, L: MatMulShape<R, Output = O>, R, O: Shape, Br>(
     a: Position<L, Br>,
     b: Position<R, Br>,
-) -> Node<A, D, O> {
-    Node::compact(MatMul::new(a.index(), b.index()), &[&a, &b])
+) -> Compact<MatMul, A, D, O> {
+    Compact::new(MatMul::new(a.index(), b.index()), &[&a, &b])
 }
 
 #[cfg(test)]

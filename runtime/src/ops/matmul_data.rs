@@ -17,7 +17,7 @@ use crate::shape::rules::MatMulShape;
 use core::ops::Mul;
 
 use crate::contributions::{Contrib, Contributions};
-use crate::graph::{CompactOp, Node, SavedValues};
+use crate::graph::{Compact, CompactOp, SavedValues};
 use crate::scalar::Scalar;
 use crate::shape::{Dims, Position, Shape};
 use crate::tensor::RawTensor;
@@ -117,9 +117,9 @@ impl<A: Scalar + Mul<Output = A>, D: 'static> CompactOp<A, D> for MatMulData<A, 
 pub fn matmul_data<A: Scalar + Mul<Output = A>, D: 'static, X: MatMulShape<W, Output = O>, W, O: Shape, Br>(
     x: TensorAccessor<A, D>,
     w: Position<W, Br>,
-) -> Node<A, D, O> {
+) -> Compact<MatMulData<A, D>, A, D, O> {
     let rows = O::dims().as_slice().first().copied().unwrap_or(0);
-    Node::compact(MatMulData::new(x, rows, w.index()), &[&w])
+    Compact::new(MatMulData::new(x, rows, w.index()), &[&w])
 }
 
 #[cfg(test)]

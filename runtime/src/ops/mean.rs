@@ -8,7 +8,7 @@ use core::ops::Div;
 use num_traits::FromPrimitive;
 
 use crate::contributions::{Contrib, Contributions};
-use crate::graph::{CompactOp, Node, SavedValues};
+use crate::graph::{Compact, CompactOp, SavedValues};
 use crate::scalar::Scalar;
 use crate::shape::{Dims, Position, Shape};
 use crate::tensor::RawTensor;
@@ -59,8 +59,8 @@ impl<A: Scalar + Div<Output = A> + FromPrimitive, D> CompactOp<A, D> for Mean {
 /// Typed `mean(a)`: any shape → `()` ([`ReduceShape`]).
 pub fn mean<A: Scalar + Div<Output = A> + FromPrimitive, D: 'static, S: ReduceShape<Output = O>, O: Shape, Br>(
     a: Position<S, Br>,
-) -> Node<A, D, O> {
-    Node::compact(Mean::new(a.index()), &[&a])
+) -> Compact<Mean, A, D, O> {
+    Compact::new(Mean::new(a.index()), &[&a])
 }
 
 #[cfg(test)]

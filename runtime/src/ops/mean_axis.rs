@@ -14,7 +14,7 @@ use num_traits::FromPrimitive;
 
 use super::sum_axis::{reduced_dims, split, sums_along};
 use crate::contributions::{Contrib, Contributions};
-use crate::graph::{CompactOp, Node, SavedValues};
+use crate::graph::{Compact, CompactOp, SavedValues};
 use crate::scalar::Scalar;
 use crate::shape::{Dims, Position, Shape};
 use crate::tensor::RawTensor;
@@ -81,8 +81,8 @@ pub fn mean_axis<
 >(
     x: Position<S, Br>,
     _axis: Ax,
-) -> Node<A, D, O> {
-    Node::compact(MeanAxis::new(x.index(), Ax::USIZE), &[&x])
+) -> Compact<MeanAxis, A, D, O> {
+    Compact::new(MeanAxis::new(x.index(), Ax::USIZE), &[&x])
 }
 
 #[cfg(test)]

@@ -11,7 +11,7 @@
 //! does not leak to the operand that was not chosen. With `a == b` (same position) the local
 //! gradient is `δ + 0`.
 
-use crate::graph::Node;
+use crate::graph::Compact;
 use crate::scalar::Scalar;
 use crate::shape::rules::ElementwiseShape;
 use crate::shape::{Position, Shape};
@@ -23,8 +23,8 @@ pub type Min = super::select::Select<false>;
 pub fn min<A: Scalar + PartialOrd, D: 'static, L: ElementwiseShape<R, Output = O>, R, O: Shape, Br>(
     a: Position<L, Br>,
     b: Position<R, Br>,
-) -> Node<A, D, O> {
-    Node::compact(Min::new(a.index(), b.index()), &[&a, &b])
+) -> Compact<Min, A, D, O> {
+    Compact::new(Min::new(a.index(), b.index()), &[&a, &b])
 }
 
 #[cfg(test)]

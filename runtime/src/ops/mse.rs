@@ -8,7 +8,7 @@ use crate::shape::rules::ElementwiseToScalarShape;
 use num_traits::{Float, FromPrimitive};
 
 use crate::contributions::{Contrib, Contributions};
-use crate::graph::{CompactOp, Node, SavedValues};
+use crate::graph::{Compact, CompactOp, SavedValues};
 use crate::scalar::Scalar;
 use crate::shape::{Dims, Position, Shape};
 use crate::tensor::RawTensor;
@@ -81,8 +81,8 @@ pub fn mse<
 >(
     a: Position<L, Br>,
     b: Position<R, Br>,
-) -> Node<A, D, O> {
-    Node::compact(Mse::new(a.index(), b.index()), &[&a, &b])
+) -> Compact<Mse, A, D, O> {
+    Compact::new(Mse::new(a.index(), b.index()), &[&a, &b])
 }
 
 #[cfg(test)]

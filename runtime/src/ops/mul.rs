@@ -6,7 +6,7 @@ use crate::shape::rules::ElementwiseShape;
 use core::ops::Mul as MulOp;
 
 use crate::contributions::{Contrib, Contributions};
-use crate::graph::{CompactOp, Node, SavedValues};
+use crate::graph::{Compact, CompactOp, SavedValues};
 use crate::scalar::Scalar;
 use crate::shape::{Dims, Position, Shape};
 use crate::tensor::RawTensor;
@@ -53,8 +53,8 @@ impl<A: Scalar + MulOp<Output = A>, D> CompactOp<A, D> for Mul {
 pub fn mul<A: Scalar + MulOp<Output = A>, D: 'static, L: ElementwiseShape<R, Output = O>, R, O: Shape, Br>(
     a: Position<L, Br>,
     b: Position<R, Br>,
-) -> Node<A, D, O> {
-    Node::compact(Mul::new(a.index(), b.index()), &[&a, &b])
+) -> Compact<Mul, A, D, O> {
+    Compact::new(Mul::new(a.index(), b.index()), &[&a, &b])
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@
 use core::ops::{Neg as NegOp, Sub as SubOp};
 
 use super::pointwise::{self, Pointwise, PointwiseFn};
-use crate::graph::Node;
+use crate::graph::Compact;
 use crate::scalar::Scalar;
 use crate::shape::{rules::UnaryShape, Position, Shape};
 
@@ -33,7 +33,7 @@ pub type Neg = Pointwise<NegFn>;
 /// Typed `neg(a)`.
 pub fn neg<A: Scalar + NegOp<Output = A> + SubOp<Output = A>, D: 'static, S: UnaryShape<Output = O>, O: Shape, Br>(
     a: Position<S, Br>,
-) -> Node<A, D, O> {
+) -> Compact<Neg, A, D, O> {
     pointwise::node::<A, D, NegFn, S, O, Br>(a)
 }
 

@@ -9,7 +9,7 @@
 //! arithmetic (a `-0.0` or a NaN payload in `δ` reaches `x` unchanged).
 
 use crate::contributions::{Contrib, Contributions};
-use crate::graph::{CompactOp, Node, SavedValues};
+use crate::graph::{Compact, CompactOp, SavedValues};
 use crate::scalar::Scalar;
 use crate::shape::rules::{AxisList, PermuteShape};
 use crate::shape::{Dims, Position, Shape, MAX_RANK};
@@ -95,8 +95,8 @@ impl<A: Scalar, D> CompactOp<A, D> for Permute {
 pub fn permute<A: Scalar, D: 'static, S: PermuteShape<P, Output = O>, P: AxisList, O: Shape, Br>(
     x: Position<S, Br>,
     _perm: P,
-) -> Node<A, D, O> {
-    Node::compact(Permute::new(x.index(), &P::axes()), &[&x])
+) -> Compact<Permute, A, D, O> {
+    Compact::new(Permute::new(x.index(), &P::axes()), &[&x])
 }
 
 #[cfg(test)]

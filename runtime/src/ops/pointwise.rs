@@ -10,7 +10,7 @@ use core::fmt;
 use core::marker::PhantomData;
 
 use crate::contributions::{Contrib, Contributions};
-use crate::graph::{CompactOp, Node, SavedValues};
+use crate::graph::{Compact, CompactOp, SavedValues};
 use crate::scalar::Scalar;
 use crate::shape::{rules::UnaryShape, Dims, Position, Shape};
 use crate::tensor::RawTensor;
@@ -96,6 +96,6 @@ impl<A: Scalar, D, F: PointwiseFn<A>> CompactOp<A, D> for Pointwise<F> {
 /// Typed `f(a)`: the shape is kept ([`UnaryShape`]).
 pub fn node<A: Scalar, D: 'static, F: PointwiseFn<A>, S: UnaryShape<Output = O>, O: Shape, Br>(
     a: Position<S, Br>,
-) -> Node<A, D, O> {
-    Node::compact(Pointwise::<F>::new(a.index()), &[&a])
+) -> Compact<Pointwise<F>, A, D, O> {
+    Compact::new(Pointwise::<F>::new(a.index()), &[&a])
 }

@@ -4,7 +4,7 @@
 //! a NaN cotangent does not leak through inactive units).
 
 use super::pointwise::{self, Pointwise, PointwiseFn};
-use crate::graph::Node;
+use crate::graph::Compact;
 use crate::scalar::Scalar;
 use crate::shape::{rules::UnaryShape, Position, Shape};
 
@@ -41,7 +41,7 @@ pub type Relu = Pointwise<ReluFn>;
 /// Typed `relu(a)`.
 pub fn relu<A: Scalar + PartialOrd, D: 'static, S: UnaryShape<Output = O>, O: Shape, Br>(
     a: Position<S, Br>,
-) -> Node<A, D, O> {
+) -> Compact<Relu, A, D, O> {
     pointwise::node::<A, D, ReluFn, S, O, Br>(a)
 }
 

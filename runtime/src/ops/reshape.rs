@@ -4,7 +4,7 @@
 //! VJP: `single(x, t)` with `t[i] = δ[i]` under the shape of `x`.
 
 use crate::contributions::{Contrib, Contributions};
-use crate::graph::{CompactOp, Node, SavedValues};
+use crate::graph::{Compact, CompactOp, SavedValues};
 use crate::scalar::Scalar;
 use crate::shape::rules::ReshapeShape;
 use crate::shape::{Dims, Position, Shape};
@@ -49,8 +49,8 @@ impl<A: Scalar, D> CompactOp<A, D> for Reshape {
 /// counts agree ([`ReshapeShape`]).
 pub fn reshape<To: Shape, A: Scalar, D: 'static, S: ReshapeShape<To, Output = To>, Br>(
     x: Position<S, Br>,
-) -> Node<A, D, To> {
-    Node::compact(Reshape::new(x.index(), To::dims()), &[&x])
+) -> Compact<Reshape, A, D, To> {
+    Compact::new(Reshape::new(x.index(), To::dims()), &[&x])
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@ use crate::shape::rules::UnaryShape;
 use core::ops::Mul as MulOp;
 
 use crate::contributions::{Contrib, Contributions};
-use crate::graph::{CompactOp, Node, SavedValues};
+use crate::graph::{Compact, CompactOp, SavedValues};
 use crate::scalar::Scalar;
 use crate::shape::{Dims, Position, Shape};
 use crate::tensor::RawTensor;
@@ -49,8 +49,8 @@ impl<A: Scalar + MulOp<Output = A>, D> CompactOp<A, D> for Scale<A> {
 pub fn scale<A: Scalar + MulOp<Output = A>, D: 'static, S: UnaryShape<Output = O>, O: Shape, Br>(
     a: Position<S, Br>,
     factor: A,
-) -> Node<A, D, O> {
-    Node::compact(Scale::new(a.index(), factor), &[&a])
+) -> Compact<Scale<A>, A, D, O> {
+    Compact::new(Scale::new(a.index(), factor), &[&a])
 }
 
 #[cfg(test)]

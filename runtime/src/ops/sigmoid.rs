@@ -11,7 +11,7 @@
 use num_traits::Float;
 
 use super::pointwise::{self, Pointwise, PointwiseFn};
-use crate::graph::Node;
+use crate::graph::Compact;
 use crate::scalar::Scalar;
 use crate::shape::{rules::UnaryShape, Position, Shape};
 
@@ -46,7 +46,7 @@ pub type Sigmoid = Pointwise<SigmoidFn>;
 /// Typed `sigmoid(a)`.
 pub fn sigmoid<A: Scalar + Float, D: 'static, S: UnaryShape<Output = O>, O: Shape, Br>(
     a: Position<S, Br>,
-) -> Node<A, D, O> {
+) -> Compact<Sigmoid, A, D, O> {
     pointwise::node::<A, D, SigmoidFn, S, O, Br>(a)
 }
 

@@ -11,7 +11,7 @@ use typenum::Unsigned;
 
 use super::sum_axis::split;
 use crate::contributions::{Contrib, Contributions};
-use crate::graph::{CompactOp, Node, SavedValues};
+use crate::graph::{Compact, CompactOp, SavedValues};
 use crate::scalar::Scalar;
 use crate::shape::rules::SliceShape;
 use crate::shape::{Dims, Position, Shape};
@@ -85,8 +85,8 @@ pub fn slice<A: Scalar, D: 'static, S: SliceShape<Ax, Len, Output = O>, Ax: Unsi
     _axis: Ax,
     start: usize,
     _len: Len,
-) -> Node<A, D, O> {
-    Node::compact(Slice::new(x.index(), Ax::USIZE, start, Len::USIZE), &[&x])
+) -> Compact<Slice, A, D, O> {
+    Compact::new(Slice::new(x.index(), Ax::USIZE, start, Len::USIZE), &[&x])
 }
 
 #[cfg(test)]

@@ -17,7 +17,7 @@ use crate::shape::rules::LastAxisShape;
 use num_traits::Float;
 
 use crate::contributions::{Contrib, Contributions};
-use crate::graph::{CompactOp, Node, SavedValues};
+use crate::graph::{Compact, CompactOp, SavedValues};
 use crate::scalar::Scalar;
 use crate::shape::{Dims, Position, Shape};
 use crate::tensor::RawTensor;
@@ -98,8 +98,8 @@ impl<A: Scalar + Float, D> CompactOp<A, D> for Softmax {
 /// Typed `softmax(x)` over the last axis ([`LastAxisShape`]).
 pub fn softmax<A: Scalar + Float, D: 'static, S: LastAxisShape<Output = O>, O: Shape, Br>(
     x: Position<S, Br>,
-) -> Node<A, D, O> {
-    Node::compact(Softmax::new(x.index()), &[&x])
+) -> Compact<Softmax, A, D, O> {
+    Compact::new(Softmax::new(x.index()), &[&x])
 }
 
 #[cfg(test)]

@@ -18,7 +18,7 @@ use num_traits::Float;
 
 use super::pointwise::{self, Pointwise, PointwiseFn};
 use super::sigmoid::logistic;
-use crate::graph::Node;
+use crate::graph::Compact;
 use crate::scalar::Scalar;
 use crate::shape::{rules::UnaryShape, Position, Shape};
 
@@ -55,7 +55,7 @@ pub type Softplus = Pointwise<SoftplusFn>;
 /// Typed `softplus(a)`.
 pub fn softplus<A: Scalar + Float, D: 'static, S: UnaryShape<Output = O>, O: Shape, Br>(
     a: Position<S, Br>,
-) -> Node<A, D, O> {
+) -> Compact<Softplus, A, D, O> {
     pointwise::node::<A, D, SoftplusFn, S, O, Br>(a)
 }
 

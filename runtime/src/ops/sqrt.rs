@@ -11,7 +11,7 @@
 use num_traits::Float;
 
 use super::pointwise::{self, Pointwise, PointwiseFn};
-use crate::graph::Node;
+use crate::graph::Compact;
 use crate::scalar::Scalar;
 use crate::shape::{rules::UnaryShape, Position, Shape};
 
@@ -39,7 +39,7 @@ pub type Sqrt = Pointwise<SqrtFn>;
 /// Typed `sqrt(a)`.
 pub fn sqrt<A: Scalar + Float, D: 'static, S: UnaryShape<Output = O>, O: Shape, Br>(
     a: Position<S, Br>,
-) -> Node<A, D, O> {
+) -> Compact<Sqrt, A, D, O> {
     pointwise::node::<A, D, SqrtFn, S, O, Br>(a)
 }
 

@@ -10,7 +10,7 @@ use crate::shape::rules::UnaryShape;
 use core::ops::Mul as MulOp;
 
 use crate::contributions::{Contrib, Contributions};
-use crate::graph::{CompactOp, Node, SavedValues};
+use crate::graph::{Compact, CompactOp, SavedValues};
 use crate::scalar::Scalar;
 use crate::shape::{Dims, Position, Shape};
 use crate::tensor::RawTensor;
@@ -55,8 +55,8 @@ impl<A: Scalar + MulOp<Output = A>, D> CompactOp<A, D> for Square {
 /// Typed `a * a` (elementwise), the same as `mul(a, a)`.
 pub fn square<A: Scalar + MulOp<Output = A>, D: 'static, S: UnaryShape<Output = O>, O: Shape, Br>(
     a: Position<S, Br>,
-) -> Node<A, D, O> {
-    Node::compact(Square::new(a.index()), &[&a])
+) -> Compact<Square, A, D, O> {
+    Compact::new(Square::new(a.index()), &[&a])
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@ use crate::shape::rules::ElementwiseShape;
 use core::ops::Sub as SubOp;
 
 use crate::contributions::{Contrib, Contributions};
-use crate::graph::{CompactOp, Node, SavedValues};
+use crate::graph::{Compact, CompactOp, SavedValues};
 use crate::scalar::Scalar;
 use crate::shape::{Dims, Position, Shape};
 use crate::tensor::RawTensor;
@@ -51,8 +51,8 @@ impl<A: Scalar + SubOp<Output = A>, D> CompactOp<A, D> for Sub {
 pub fn sub<A: Scalar + SubOp<Output = A>, D: 'static, L: ElementwiseShape<R, Output = O>, R, O: Shape, Br>(
     a: Position<L, Br>,
     b: Position<R, Br>,
-) -> Node<A, D, O> {
-    Node::compact(Sub::new(a.index(), b.index()), &[&a, &b])
+) -> Compact<Sub, A, D, O> {
+    Compact::new(Sub::new(a.index(), b.index()), &[&a, &b])
 }
 
 #[cfg(test)]

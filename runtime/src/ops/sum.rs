@@ -3,7 +3,7 @@
 //! VJP: `single(a, full(δ))` — every element receives the scalar cotangent.
 
 use crate::contributions::{Contrib, Contributions};
-use crate::graph::{CompactOp, Node, SavedValues};
+use crate::graph::{Compact, CompactOp, SavedValues};
 use crate::scalar::Scalar;
 use crate::shape::rules::ReduceShape;
 use crate::shape::{Dims, Position, Shape};
@@ -50,8 +50,10 @@ impl<A: Scalar, D> CompactOp<A, D> for Sum {
 }
 
 /// Typed `sum(a)`: any shape → `()` ([`ReduceShape`]).
-pub fn sum<A: Scalar, D: 'static, S: ReduceShape<Output = O>, O: Shape, Br>(a: Position<S, Br>) -> Node<A, D, O> {
-    Node::compact(Sum::new(a.index()), &[&a])
+pub fn sum<A: Scalar, D: 'static, S: ReduceShape<Output = O>, O: Shape, Br>(
+    a: Position<S, Br>,
+) -> Compact<Sum, A, D, O> {
+    Compact::new(Sum::new(a.index()), &[&a])
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@
 use typenum::Unsigned;
 
 use crate::contributions::{Contrib, Contributions};
-use crate::graph::{CompactOp, Node, SavedValues};
+use crate::graph::{Compact, CompactOp, SavedValues};
 use crate::scalar::Scalar;
 use crate::shape::rules::AxisReduceShape;
 use crate::shape::{Dims, Position, Shape};
@@ -81,8 +81,8 @@ impl<A: Scalar, D> CompactOp<A, D> for SumAxis {
 pub fn sum_axis<A: Scalar, D: 'static, S: AxisReduceShape<Ax, Output = O>, Ax: Unsigned, O: Shape, Br>(
     x: Position<S, Br>,
     _axis: Ax,
-) -> Node<A, D, O> {
-    Node::compact(SumAxis::new(x.index(), Ax::USIZE), &[&x])
+) -> Compact<SumAxis, A, D, O> {
+    Compact::new(SumAxis::new(x.index(), Ax::USIZE), &[&x])
 }
 
 #[cfg(test)]

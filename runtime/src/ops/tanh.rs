@@ -5,7 +5,7 @@
 use num_traits::Float;
 
 use super::pointwise::{self, Pointwise, PointwiseFn};
-use crate::graph::Node;
+use crate::graph::Compact;
 use crate::scalar::Scalar;
 use crate::shape::{rules::UnaryShape, Position, Shape};
 
@@ -33,7 +33,7 @@ pub type Tanh = Pointwise<TanhFn>;
 /// Typed `tanh(a)`.
 pub fn tanh<A: Scalar + Float, D: 'static, S: UnaryShape<Output = O>, O: Shape, Br>(
     a: Position<S, Br>,
-) -> Node<A, D, O> {
+) -> Compact<Tanh, A, D, O> {
     pointwise::node::<A, D, TanhFn, S, O, Br>(a)
 }
 

@@ -3,7 +3,7 @@
 //! VJP: `single(a, δᵀ)`.
 
 use crate::contributions::{Contrib, Contributions};
-use crate::graph::{CompactOp, Node, SavedValues};
+use crate::graph::{Compact, CompactOp, SavedValues};
 use crate::scalar::Scalar;
 use crate::shape::rules::TransposeShape;
 use crate::shape::{Dims, Position, Shape};
@@ -55,8 +55,8 @@ impl<A: Scalar, D> CompactOp<A, D> for Transpose {
 /// Typed `aᵀ`: `(M, N)` → `(N, M)` ([`TransposeShape`]).
 pub fn transpose<A: Scalar, D: 'static, S: TransposeShape<Output = O>, O: Shape, Br>(
     a: Position<S, Br>,
-) -> Node<A, D, O> {
-    Node::compact(Transpose::new(a.index()), &[&a])
+) -> Compact<Transpose, A, D, O> {
+    Compact::new(Transpose::new(a.index()), &[&a])
 }
 
 #[cfg(test)]

@@ -1,4 +1,4 @@
-//! Hand-written code builds a graph of the generated type `Affine<f32>` with one node of the wrong
+//! Hand-written code builds a graph of the generated type `AffineGraph<f32>` with one node of the wrong
 //! shape: the node lists differ, so it does not compile.
 use exactgrad::typenum::{U2, U3, U4};
 use exactgrad::{graph, ops, MacroBuilder};
@@ -16,5 +16,5 @@ fn main() {
     let h = b.push(ops::matmul(x, w));
     let t = b.push(ops::transpose(h)); // [4, 2], where `affine` has relu: [2, 4]
     let b = b.chunk((h, t));
-    let _graph: Affine<f32> = b.finish();
+    let _graph: AffineGraph<f32> = b.finish();
 }

@@ -1,0 +1,196 @@
+//! The backward programs `graph!` generates for each model (`Model::program::<A>()`): one saved
+//! forward and a straight-line reverse sweep per pass, whose schedule — the order of every
+//! addition, where each contribution's `+ 0` lands, which uniforms are pending at each write —
+//! was resolved when the macro expanded (see [`state`] for the steps it calls).
+//!
+//! A [`Program`] offers the all-inputs pass ([`gradients`](Program::gradients), seeds on the
+//! declared outputs) and each declared output's single-output pass
+//! ([`gradients_from`](Program::gradients_from)). Each returns the input gradients, bit for bit
+//! those of the runtime passes on the same graph: `backprop_inputs_dense` with the seeds at the
+//! outputs, and `backprop_from(output, seed)` (SEMANTICS §3–§7). The buffers are allocated on the
+//! first run and reused by every later one.
+
+pub mod state;
+
+use core::marker::PhantomData;
+
+pub use state::ProgramState;
+
+use crate::error::Error;
+use crate::graph::{GraphData, RawGraph};
+use crate::pack::Pack;
+use crate::scalar::Scalar;
+use crate::shape::{Position, Shape};
+use crate::tensor::{RawTensor, Tensor};
+
+/// The kept op of node `k`, or the error of a node that could not be built (never reached: a
+/// program with such a node returns its build error before running).
+///
+/// # Errors
+/// [`Error::Node`] when the op is missing.
+pub fn required<Op>(op: &Option<Op>, k: usize) -> Result<&Op, Error> {
+    op.as_ref().ok_or_else(|| Error::Node {
+        node: k,
+        op: "graph".to_owned(),
+        parent_shapes: Vec::new(),
+        message: "this node could not be built".to_owned(),
+    })
+}
+
+/// Which generated sweep runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pass {
+    /// The all-inputs pass, seeded at every declared output.
+    All,
+    /// The single-output pass of the declared output with this index (0 = the first).
+    From(usize),
+}
+
+/// Seeds for every declared output of a model: one tensor (a single output) or a tuple of them.
+pub trait OutputSeeds<A> {
+    /// The seed tensors, in output order.
+    fn seeds(&self) -> Vec<&RawTensor<A>>;
+}
+
+impl<A, S: Shape> OutputSeeds<A> for Tensor<A, S> {
+    fn seeds(&self) -> Vec<&RawTensor<A>> {
+        vec![self.raw()]
+    }
+}
+
+macro_rules! output_seeds {
+    ($($t:ident . $i:tt),+) => {
+        impl<A, $($t: Shape),+> OutputSeeds<A> for ($(Tensor<A, $t>,)+) {
+            fn seeds(&self) -> Vec<&RawTensor<A>> {
+                vec![$(self.$i.raw()),+]
+            }
+        }
+    };
+}
+output_seeds!(S0.0, S1.1);
+output_seeds!(S0.0, S1.1, S2.2);
+output_seeds!(S0.0, S1.1, S2.2, S3.3);
+
+/// The closure a generated program runs: the forward and the sweep of `Pass`.
+pub trait Sweep<A, D>: FnMut(&mut ProgramState<A>, &RawGraph<A, D>, &D, Pass) -> Result<(), Error> {}
+impl<A, D, F: FnMut(&mut ProgramState<A>, &RawGraph<A, D>, &D, Pass) -> Result<(), Error>> Sweep<A, D> for F {}
+
+/// A model's generated backward program (see the [module docs](self)): `A` the scalar, `D` the
+/// data, `G` the input list, `O` the output seeds, `Br` the graph's brand.
+pub struct Program<A, D, G, O, Br, F> {
+    graph: RawGraph<A, D>,
+    /// The first error found while building the graph, returned by every run.
+    build_error: Option<Error>,
+    /// Positions of the declared outputs.
+    outputs: Vec<usize>,
+    visits: usize,
+    state: Option<ProgramState<A>>,
+    gradients: Pack<A, G>,
+    sweep: F,
+    marker: PhantomData<fn() -> (O, Br)>,
+}
+
+impl<A: Scalar, D: 'static, G, O: OutputSeeds<A>, Br, F: Sweep<A, D>> Program<A, D, G, O, Br, F> {
+    /// The program running `sweep` over `graph`, whose declared outputs sit at `outputs`.
+    /// (Called by the code `graph!` generates.)
+    #[doc(hidden)]
+    pub fn new<Ss>(graph: GraphData<A, D, G, Ss, Br>, outputs: &[usize], sweep: F) -> Self {
+        let build_error = graph.first_build_error();
+        let raw = graph.into_raw();
+        let visits = raw.nodes().len();
+        let inputs = raw.dims()[..raw.num_inputs()].iter().map(|&d| RawTensor::zeros(d)).collect();
+        Program {
+            graph: raw,
+            build_error,
+            outputs: outputs.to_vec(),
+            visits,
+            state: None,
+            gradients: Pack::from_raw(None, inputs),
+            sweep,
+            marker: PhantomData,
+        }
+    }
+
+    /// The graph the program runs.
+    pub fn graph(&self) -> &RawGraph<A, D> {
+        &self.graph
+    }
+
+    fn run(
+        &mut self,
+        inputs: &mut Pack<A, G>,
+        data: &D,
+        pass: Pass,
+        seeds: &[(usize, &RawTensor<A>)],
+    ) -> Result<(), Error> {
+        if let Some(e) = &self.build_error {
+            return Err(e.clone());
+        }
+        let dims = self.graph.dims();
+        let n_in = self.graph.num_inputs();
+        let given: Vec<_> = inputs.as_slice().iter().map(RawTensor::dims).collect();
+        if given[..] != dims[..n_in] {
+            return Err(Error::PackShapes { what: "graph inputs", expected: dims[..n_in].to_vec(), actual: given });
+        }
+        let state = self.state.get_or_insert_with(|| ProgramState::new(dims, n_in, self.visits));
+        state.reset();
+        for &(p, t) in seeds {
+            state.seed(p, t)?;
+        }
+        state.swap_inputs(inputs.tensors_mut());
+        let result = (self.sweep)(state, &self.graph, data, pass);
+        state.swap_inputs(inputs.tensors_mut());
+        if result.is_ok() {
+            state.swap_input_gradients(self.gradients.tensors_mut());
+        }
+        result
+    }
+
+    /// The all-inputs pass: the forward, then the gradients of every input with `seeds` at the
+    /// declared outputs (zeros elsewhere) — bit for bit
+    /// `saved.backprop_inputs_dense(seeds at the outputs)` of the same graph. The inputs are lent
+    /// to the program for the run (moved in and back, not copied).
+    ///
+    /// # Errors
+    /// The graph's first build error, [`Error::PackShapes`] for inputs of other shapes,
+    /// [`Error::Node`] for a node failing validation, [`Error::Vjp`] for a malformed VJP.
+    pub fn gradients(&mut self, inputs: &mut Pack<A, G>, data: &D, seeds: &O) -> Result<&Pack<A, G>, Error> {
+        let seeds = seeds.seeds();
+        let outputs = self.outputs.clone();
+        let pairs: Vec<(usize, &RawTensor<A>)> = outputs.iter().copied().zip(seeds).collect();
+        self.run(inputs, data, Pass::All, &pairs)?;
+        Ok(&self.gradients)
+    }
+
+    /// The single-output pass from the declared output `output`: the gradients of every input,
+    /// bit for bit those `saved.backprop_from(output, seed)` gives them.
+    ///
+    /// # Errors
+    /// [`Error::ForeignPosition`] when `output` is not a declared output; else as
+    /// [`gradients`](Self::gradients).
+    pub fn gradients_from<S: Shape>(
+        &mut self,
+        output: Position<S, Br>,
+        inputs: &mut Pack<A, G>,
+        data: &D,
+        seed: &Tensor<A, S>,
+    ) -> Result<&Pack<A, G>, Error> {
+        let Some(index) = self.outputs.iter().position(|&o| o == output.index()) else {
+            return Err(Error::ForeignPosition { index: output.index(), len: self.graph.dims().len() });
+        };
+        self.run(inputs, data, Pass::From(index), &[(output.index(), seed.raw())])?;
+        Ok(&self.gradients)
+    }
+
+    /// The value the last run computed at `pos` (a node; inputs are given back after each run).
+    ///
+    /// # Errors
+    /// [`Error::ForeignPosition`] before the first run or for an input or out-of-range position.
+    pub fn value<S: Shape>(&self, pos: Position<S, Br>) -> Result<&RawTensor<A>, Error> {
+        let len = self.graph.dims().len();
+        match &self.state {
+            Some(st) if pos.index() >= self.graph.num_inputs() && pos.index() < len => Ok(st.value(pos.index())),
+            _ => Err(Error::ForeignPosition { index: pos.index(), len }),
+        }
+    }
+}

@@ -1,0 +1,86 @@
+//! The random `graph!` corpus (`tests/corpus/models.rs`, written by `tests/corpus_generator.rs`):
+//! every model's generated program equals the runtime passes on its graph bit for bit — the
+//! all-inputs pass against `backprop_inputs_dense`, each output's single-output pass against
+//! `backprop_from` — on `f32` and `f64`, for `SALTS` inputs and seeds each (ordinary values and
+//! every mix of adversarial ones: −0.0, NaN payloads, ±∞, subnormals), one program per model
+//! reused across all of them.
+#![allow(clippy::unwrap_used, missing_docs, clippy::too_many_lines)]
+
+mod floats;
+
+use exactgrad::{graph, Gradients, RawTensor, Seeds, Tensor};
+use floats::{adv, all_bits, TestFloat};
+
+/// Inputs per model and scalar type.
+const SALTS: u64 = 100;
+
+fn inputs_of<A: TestFloat>(g: &Gradients<A>, n: usize) -> Vec<RawTensor<A>> {
+    (0..n).map(|k| g.get(k).unwrap().clone()).collect()
+}
+
+macro_rules! corpus_case {
+    ($f:ident, $m:ident, [$($i:literal),*], one) => {
+        mod $f {
+            use super::*;
+
+            fn check<A: TestFloat>() {
+                let (g, h) = super::$f::<A>();
+                let n = [$($i),*].len();
+                let mut prog = super::$m::program::<A>();
+                for salt in 0..SALTS {
+                    let mut inputs = h.inputs($(adv(salt, $i)),*);
+                    let s: Tensor<A, _> = adv(salt, 40);
+                    let saved = g.compile(inputs.clone(), ()).unwrap();
+                    let dense = saved.backprop_inputs_dense(Seeds::single(&g, h.output, s.clone()).unwrap()).unwrap();
+                    let got = prog.gradients(&mut inputs, &(), &s).unwrap();
+                    assert_eq!(all_bits(got.as_slice()), all_bits(dense.as_slice()), "{}: all inputs, salt {salt}", stringify!($f));
+                    let from = saved.backprop_from(h.output, s.clone()).unwrap();
+                    let got = prog.gradients_from(h.output, &mut inputs, &(), &s).unwrap();
+                    assert_eq!(all_bits(got.as_slice()), all_bits(&inputs_of(from.gradients(), n)), "{}: from the output, salt {salt}", stringify!($f));
+                }
+            }
+
+            #[test]
+            fn program_equals_the_runtime() {
+                check::<f32>();
+                check::<f64>();
+            }
+        }
+    };
+    ($f:ident, $m:ident, [$($i:literal),*], two) => {
+        mod $f {
+            use super::*;
+
+            fn check<A: TestFloat>() {
+                let (g, h) = super::$f::<A>();
+                let n = [$($i),*].len();
+                let mut prog = super::$m::program::<A>();
+                for salt in 0..SALTS {
+                    let mut inputs = h.inputs($(adv(salt, $i)),*);
+                    let (s0, s1): (Tensor<A, _>, Tensor<A, _>) = (adv(salt, 40), adv(salt, 41));
+                    let saved = g.compile(inputs.clone(), ()).unwrap();
+                    let mut seeds = Seeds::zeros(&g);
+                    seeds.set(h.output0, s0.clone()).unwrap();
+                    seeds.set(h.output1, s1.clone()).unwrap();
+                    let dense = saved.backprop_inputs_dense(seeds).unwrap();
+                    let got = prog.gradients(&mut inputs, &(), &(s0.clone(), s1.clone())).unwrap();
+                    assert_eq!(all_bits(got.as_slice()), all_bits(dense.as_slice()), "{}: all inputs, salt {salt}", stringify!($f));
+                    let from = saved.backprop_from(h.output0, s0.clone()).unwrap();
+                    let got = prog.gradients_from(h.output0, &mut inputs, &(), &s0).unwrap();
+                    assert_eq!(all_bits(got.as_slice()), all_bits(&inputs_of(from.gradients(), n)), "{}: from output 0, salt {salt}", stringify!($f));
+                    let from = saved.backprop_from(h.output1, s1.clone()).unwrap();
+                    let got = prog.gradients_from(h.output1, &mut inputs, &(), &s1).unwrap();
+                    assert_eq!(all_bits(got.as_slice()), all_bits(&inputs_of(from.gradients(), n)), "{}: from output 1, salt {salt}", stringify!($f));
+                }
+            }
+
+            #[test]
+            fn program_equals_the_runtime() {
+                check::<f32>();
+                check::<f64>();
+            }
+        }
+    };
+}
+
+include!("corpus/models.rs");

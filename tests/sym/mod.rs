@@ -1,0 +1,142 @@
+//! A symbolic scalar for the integration tests: [`Sym`] records every `+`, `-`, `*` and unary `-`
+//! as an expression tree in a hash-consed arena, so two values are storage-equal exactly when
+//! their trees are structurally identical (decided in O(1) by comparing interned ids). No law
+//! holds for `Sym`, not even `x + 0 == x`: a pass that reassociated, reordered, dropped or
+//! duplicated one addition would build a different tree.
+#![allow(dead_code, unreachable_pub)]
+
+use core::cell::RefCell;
+use core::fmt;
+use std::collections::HashMap;
+
+use exactgrad::{Dims, RawTensor, Storage};
+
+/// One node of the expression arena. Children are interned ids, so the whole tree is a DAG.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub enum Expr {
+    Leaf(String),
+    Add(Sym, Sym),
+    Sub(Sym, Sym),
+    Mul(Sym, Sym),
+    Neg(Sym),
+}
+
+/// A symbolic scalar: an interned expression id. Equal ids ⇔ structurally equal trees.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Sym(pub u32);
+
+#[derive(Default)]
+struct Arena {
+    nodes: Vec<Expr>,
+    index: HashMap<Expr, u32>,
+}
+
+thread_local! {
+    static ARENA: RefCell<Arena> = RefCell::new(Arena::default());
+}
+
+impl Sym {
+    pub fn intern(e: Expr) -> Sym {
+        ARENA.with(|a| {
+            let mut a = a.borrow_mut();
+            if let Some(&id) = a.index.get(&e) {
+                return Sym(id);
+            }
+            let id = u32::try_from(a.nodes.len()).expect("arena below 2^32 nodes");
+            a.nodes.push(e.clone());
+            a.index.insert(e, id);
+            Sym(id)
+        })
+    }
+
+    pub fn leaf(name: impl Into<String>) -> Sym {
+        Sym::intern(Expr::Leaf(name.into()))
+    }
+
+    pub fn expr(self) -> Expr {
+        ARENA.with(|a| a.borrow().nodes[self.0 as usize].clone())
+    }
+
+    /// Forgets every expression (call only when no `Sym` of this thread is alive any more).
+    pub fn reset() {
+        ARENA.with(|a| *a.borrow_mut() = Arena::default());
+    }
+
+    pub fn arena_len() -> usize {
+        ARENA.with(|a| a.borrow().nodes.len())
+    }
+
+    /// The tree, fully parenthesised; subtrees deeper than `depth` are shown as `#id`.
+    pub fn render(self, depth: usize) -> String {
+        if depth == 0 {
+            return format!("#{}", self.0);
+        }
+        let d = depth - 1;
+        match self.expr() {
+            Expr::Leaf(name) => name,
+            Expr::Add(l, r) => format!("({} + {})", l.render(d), r.render(d)),
+            Expr::Sub(l, r) => format!("({} - {})", l.render(d), r.render(d)),
+            Expr::Mul(l, r) => format!("({} * {})", l.render(d), r.render(d)),
+            Expr::Neg(x) => format!("-{}", x.render(d)),
+        }
+    }
+}
+
+impl fmt::Debug for Sym {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.render(6))
+    }
+}
+
+impl core::ops::Add for Sym {
+    type Output = Sym;
+    fn add(self, rhs: Sym) -> Sym {
+        Sym::intern(Expr::Add(self, rhs))
+    }
+}
+
+impl core::ops::Sub for Sym {
+    type Output = Sym;
+    fn sub(self, rhs: Sym) -> Sym {
+        Sym::intern(Expr::Sub(self, rhs))
+    }
+}
+
+impl core::ops::Mul for Sym {
+    type Output = Sym;
+    fn mul(self, rhs: Sym) -> Sym {
+        Sym::intern(Expr::Mul(self, rhs))
+    }
+}
+
+impl core::ops::Neg for Sym {
+    type Output = Sym;
+    fn neg(self) -> Sym {
+        Sym::intern(Expr::Neg(self))
+    }
+}
+
+impl num_traits::Zero for Sym {
+    /// The leaf `0` — a symbol like any other: `x + 0` is a new tree, never `x`.
+    fn zero() -> Sym {
+        Sym::leaf("0")
+    }
+    fn is_zero(&self) -> bool {
+        *self == Sym::leaf("0")
+    }
+}
+
+impl Storage for Sym {
+    const HAS_STORAGE_EQUALITY: bool = true;
+    fn storage_eq(&self, other: &Sym) -> bool {
+        self.0 == other.0
+    }
+}
+
+pub fn zero() -> Sym {
+    <Sym as num_traits::Zero>::zero()
+}
+
+pub fn leaves(dims: Dims, prefix: &str) -> RawTensor<Sym> {
+    RawTensor::from_fn(dims, |i| Sym::leaf(format!("{prefix}{i}")))
+}
