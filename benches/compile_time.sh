@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Compile time of `graph!`: builds throw-away crates whose one graph has N nodes (a chain
-# `v_k = tanh(v_{k-1} * a)`) and reports the seconds a debug build of that crate takes, with the
-# dependencies already built. Usage: benches/compile_time.sh [N ...]   (default: 50 200 1000)
+# `v_k = tanh(v_{k-1} * a)`), with its graph and its generated backward program instantiated and
+# run once, and reports the seconds a debug build of that crate takes, with the dependencies
+# already built. Usage: benches/compile_time.sh [N ...]   (default: 50 200 1000)
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 work="$(mktemp -d)"
@@ -33,7 +34,15 @@ TOML
     echo "        sum(v$((layers - 1)))"
     echo "    }"
     echo "}"
-    echo "fn main() { let (g, _) = chain::<f32>(); println!(\"{}\", g.raw().nodes().len()); }"
+    # The graph and its generated backward program, both instantiated (monomorphised) and run once.
+    echo "fn main() {"
+    echo "    let (g, h) = chain::<f32>();"
+    echo "    let mut inputs = h.inputs(exactgrad::Tensor::full(0.5), exactgrad::Tensor::full(0.9));"
+    echo "    let mut prog = Chain::program::<f32>();"
+    echo "    let grads = prog.gradients(&mut inputs, &(), &exactgrad::Tensor::full(1.0)).expect(\"runs\");"
+    echo "    assert_eq!(grads.len(), 2);"
+    echo "    println!(\"{}\", g.raw().nodes().len());"
+    echo "}"
   } > "$dir/src/main.rs"
 }
 

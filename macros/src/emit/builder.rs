@@ -143,7 +143,8 @@ impl Cx<'_> {
             let expr = self.node(node, bounds);
             if keep && matches!(node.kind, NodeKind::Builtin(..)) {
                 let o = kept(n_in + k);
-                body.extend(quote!(let __n = #expr; let #o = #p::KeepOp::kept(&__n); let #v = __b.push(__n);));
+                // One `let` per node (each `let` opens a scope: long graphs must not nest deeper).
+                body.extend(quote!(let (#o, #v) = { let __n = #expr; (#p::KeepOp::kept(&__n), __b.push(__n)) };));
             } else {
                 body.extend(quote!(let #v = __b.push(#expr);));
             }

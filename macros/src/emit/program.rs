@@ -170,11 +170,12 @@ fn sweep_tokens(cx: &Cx<'_>, sweep: &Sweep) -> TokenStream {
                 quote!(__st.vjp_node(#t, #k, __g, &#g, __d, &[#(#rs),*])?;)
             }
         };
-        out.extend(quote! {
+        // One block per step, so a long sweep nests no scopes (each `let` opens one).
+        out.extend(quote! {{
             let #g = __st.cotangent(#position, #c);
             #body
             __st.release(#g);
-        });
+        }});
     }
     for (q, r) in sweep.inputs.iter().enumerate() {
         let r = range(r);
