@@ -65,7 +65,7 @@ pub(super) fn model(parts: &ModelParts<'_>) -> TokenStream {
     let from_arms = froms.iter().enumerate().map(|(j, f)| match f {
         Some(f) => {
             let sw = sweep_tokens(cx, f);
-            quote!(#p::Pass::From(#j) => { #forward #sw })
+            quote!(#p::Pass::From(#j) => { #sw })
         }
         None => quote!(#p::Pass::From(#j) => ::core::result::Result::Err(#p::Error::Vjp {
             node: 0,
@@ -116,8 +116,9 @@ pub(super) fn model(parts: &ModelParts<'_>) -> TokenStream {
                 #build
                 let __graph = __b.finish();
                 #p::Program::new(__graph, &[#(#outputs),*], move |__st: &mut #p::ProgramState<#s>, __g: &#p::RawGraph<#s, #data>, __d: &#data, __pass: #p::Pass| -> ::core::result::Result<(), #p::Error> {
+                    #forward
                     match __pass {
-                        #p::Pass::All => { #forward #all_sweep }
+                        #p::Pass::All => { #all_sweep }
                         #(#from_arms,)*
                         #[allow(unreachable_patterns)]
                         _ => ::core::result::Result::Ok(()),

@@ -36,14 +36,17 @@ impl<A: Scalar, D> CompactOp<A, D> for AddRow {
             (super::dims_at("add_row", prefix, self.parents[0])?, super::dims_at("add_row", prefix, self.parents[1])?);
         super::ruled(exactgrad_spec::rules::add_row(dx.as_slice(), db.as_slice()))
     }
-    fn forward(&self, ctx: &[RawTensor<A>], _: &D) -> RawTensor<A> {
+    fn forward(&self, ctx: &[RawTensor<A>], data: &D) -> RawTensor<A> {
+        let mut y = Vec::with_capacity(ctx[self.parents[0]].numel());
+        self.forward_into(ctx, data, &mut y);
+        RawTensor::from_parts(ctx[self.parents[0]].dims(), y)
+    }
+    fn forward_into(&self, ctx: &[RawTensor<A>], _: &D, y: &mut Vec<A>) {
         let (x, b) = (&ctx[self.parents[0]], ctx[self.parents[1]].data());
         // Row by row (no index arithmetic per element): `y[r, c] = x[r, c] + b[c]`.
-        let mut y = Vec::with_capacity(x.numel());
         for row in x.data().chunks_exact(b.len().max(1)) {
             y.extend(row.iter().zip(b).map(|(v, w)| v.clone() + w.clone()));
         }
-        RawTensor::from_parts(x.dims(), y)
     }
     fn contributions(&self, saved: &SavedValues<'_, A, D>, g: &RawTensor<A>, c: &mut Contributions<A>) -> Contrib {
         let bd = saved.prefix[self.parents[1]].dims();

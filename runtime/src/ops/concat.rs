@@ -49,18 +49,22 @@ impl<A: Scalar, D> CompactOp<A, D> for Concat {
         let db = super::dims_at("concat", prefix, self.parents[1])?;
         joined(da, db, self.axis)
     }
-    fn forward(&self, ctx: &[RawTensor<A>], _: &D) -> RawTensor<A> {
+    fn forward(&self, ctx: &[RawTensor<A>], data: &D) -> RawTensor<A> {
         let (a, b) = (&ctx[self.parents[0]], &ctx[self.parents[1]]);
         let out = joined(a.dims(), b.dims(), self.axis).unwrap_or_else(|m| unreachable!("{m}"));
+        let mut y = Vec::with_capacity(out.numel());
+        self.forward_into(ctx, data, &mut y);
+        RawTensor::from_parts(out, y)
+    }
+    fn forward_into(&self, ctx: &[RawTensor<A>], _: &D, y: &mut Vec<A>) {
+        let (a, b) = (&ctx[self.parents[0]], &ctx[self.parents[1]]);
         let (outer, na, inner) = split(a.dims(), self.axis);
         let nb = split(b.dims(), self.axis).1;
         let (ca, cb) = (na * inner, nb * inner);
-        let mut y = Vec::with_capacity(out.numel());
         for o in 0..outer {
             y.extend_from_slice(&a.data()[o * ca..(o + 1) * ca]);
             y.extend_from_slice(&b.data()[o * cb..(o + 1) * cb]);
         }
-        RawTensor::from_parts(out, y)
     }
     fn contributions(&self, saved: &SavedValues<'_, A, D>, g: &RawTensor<A>, c: &mut Contributions<A>) -> Contrib {
         let [a, b] = self.parents;

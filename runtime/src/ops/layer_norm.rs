@@ -69,17 +69,28 @@ impl<A: Scalar + Float + FromPrimitive, D> CompactOp<A, D> for LayerNorm<A> {
             .map(|_: A| out)
             .ok_or_else(|| format!("layer_norm cannot represent the row length {n} in its scalar type"))
     }
-    fn forward(&self, ctx: &[RawTensor<A>], _: &D) -> RawTensor<A> {
+    fn forward(&self, ctx: &[RawTensor<A>], data: &D) -> RawTensor<A> {
+        let mut out = Vec::with_capacity(ctx[self.parents[0]].numel());
+        self.forward_into(ctx, data, &mut out);
+        RawTensor::from_parts(ctx[self.parents[0]].dims(), out)
+    }
+    fn forward_into(&self, ctx: &[RawTensor<A>], _: &D, out: &mut Vec<A>) {
         let x = &ctx[self.parents[0]];
         let (gain, bias) = (ctx[self.parents[1]].data(), ctx[self.parents[2]].data());
         let n = gain.len();
         let nf = A::from_usize(n).unwrap_or_else(|| unreachable!("checked by output_dims"));
-        let (mut h, mut out) = (Vec::with_capacity(n), Vec::with_capacity(x.numel()));
         for row in x.data().chunks_exact(n) {
-            normalise(row, nf, self.eps, &mut h);
-            out.extend(h.iter().zip(gain).zip(bias).map(|((&hv, &g), &b)| hv * g + b));
+            // `normalise` written into `out`'s row, then `h * g + b` in place.
+            let mu = row.iter().fold(<A as Scalar>::zero(), |acc, &v| acc + v) / nf;
+            let start = out.len();
+            out.extend(row.iter().map(|&v| v - mu));
+            let h = &mut out[start..];
+            let var = h.iter().fold(<A as Scalar>::zero(), |acc, &d| acc + d * d) / nf;
+            let r = A::one() / (var + self.eps).sqrt();
+            for ((d, &g), &b) in h.iter_mut().zip(gain).zip(bias) {
+                *d = (*d * r) * g + b;
+            }
         }
-        RawTensor::from_parts(x.dims(), out)
     }
     fn contributions(&self, saved: &SavedValues<'_, A, D>, g: &RawTensor<A>, c: &mut Contributions<A>) -> Contrib {
         let x = &saved.prefix[self.parents[0]];

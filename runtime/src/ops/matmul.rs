@@ -126,10 +126,16 @@ fn mkn(a: Dims, b: Dims) -> (usize, usize, usize) {
 
 /// `a · b` for row-major matrices `a: m×k`, `b: k×n` (the forward of every matmul op).
 pub(crate) fn product<A: Scalar + Mul<Output = A>>(a: &RawTensor<A>, b: &RawTensor<A>) -> RawTensor<A> {
-    let (m, k, n) = mkn(a.dims(), b.dims());
+    let (m, _, n) = mkn(a.dims(), b.dims());
     let mut out = Vec::with_capacity(m * n);
-    gemm::<A, false>(m, k, n, MatrixView::row_major(a.data(), k), MatrixView::row_major(b.data(), n), &mut out);
+    product_into(a, b, &mut out);
     RawTensor::from_parts(Dims::matrix(m, n), out)
+}
+
+/// [`product`] appended to `out`.
+pub(crate) fn product_into<A: Scalar + Mul<Output = A>>(a: &RawTensor<A>, b: &RawTensor<A>, out: &mut Vec<A>) {
+    let (m, k, n) = mkn(a.dims(), b.dims());
+    gemm::<A, false>(m, k, n, MatrixView::row_major(a.data(), k), MatrixView::row_major(b.data(), n), out);
 }
 
 /// The left operand's gradient `δ · bᵀ` (`(m×n)(n×k)`, products `δ[i, j] * b[t, j]`), appended to
@@ -162,6 +168,9 @@ impl<A: Scalar + Mul<Output = A>, D> CompactOp<A, D> for MatMul {
     }
     fn forward(&self, ctx: &[RawTensor<A>], _: &D) -> RawTensor<A> {
         product(&ctx[self.parents[0]], &ctx[self.parents[1]])
+    }
+    fn forward_into(&self, ctx: &[RawTensor<A>], _: &D, out: &mut Vec<A>) {
+        product_into(&ctx[self.parents[0]], &ctx[self.parents[1]], out);
     }
     fn contributions(&self, saved: &SavedValues<'_, A, D>, g: &RawTensor<A>, c: &mut Contributions<A>) -> Contrib {
         let [pa, pb] = self.parents;

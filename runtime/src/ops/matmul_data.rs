@@ -85,6 +85,9 @@ impl<A: Scalar + Mul<Output = A>, D: 'static> CompactOp<A, D> for MatMulData<A, 
         // The same kernel call as `MatMul::forward` (`validate` checked `x` is `rows × k`).
         super::matmul::product((self.x)(data), &ctx[self.parents[0]])
     }
+    fn forward_into(&self, ctx: &[RawTensor<A>], data: &D, out: &mut Vec<A>) {
+        super::matmul::product_into((self.x)(data), &ctx[self.parents[0]], out);
+    }
     fn contributions(&self, saved: &SavedValues<'_, A, D>, g: &RawTensor<A>, c: &mut Contributions<A>) -> Contrib {
         let pw = self.parents[0];
         let (x, w) = ((self.x)(saved.data), &saved.prefix[pw]);

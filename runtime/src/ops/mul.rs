@@ -34,9 +34,14 @@ impl<A: Scalar + MulOp<Output = A>, D> CompactOp<A, D> for Mul {
     fn output_dims(&self, prefix: &[Dims]) -> Result<Dims, String> {
         super::same_dims("mul", prefix, self.parents[0], self.parents[1])
     }
-    fn forward(&self, ctx: &[RawTensor<A>], _: &D) -> RawTensor<A> {
+    fn forward(&self, ctx: &[RawTensor<A>], data: &D) -> RawTensor<A> {
+        let mut out = Vec::with_capacity(ctx[self.parents[0]].numel());
+        self.forward_into(ctx, data, &mut out);
+        RawTensor::from_parts(ctx[self.parents[0]].dims(), out)
+    }
+    fn forward_into(&self, ctx: &[RawTensor<A>], _: &D, out: &mut Vec<A>) {
         let (a, b) = (ctx[self.parents[0]].data(), ctx[self.parents[1]].data());
-        RawTensor::from_fn(ctx[self.parents[0]].dims(), |i| a[i].clone() * b[i].clone())
+        out.extend(a.iter().zip(b).map(|(x, y)| x.clone() * y.clone()));
     }
     fn contributions(&self, saved: &SavedValues<'_, A, D>, g: &RawTensor<A>, c: &mut Contributions<A>) -> Contrib {
         let [a, b] = self.parents;

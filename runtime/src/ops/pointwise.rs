@@ -85,6 +85,9 @@ impl<A: Scalar, D, F: PointwiseFn<A>> CompactOp<A, D> for Pointwise<F> {
         forward_into::<A, F>(x.data(), &mut out);
         RawTensor::from_parts(x.dims(), out)
     }
+    fn forward_into(&self, ctx: &[RawTensor<A>], _: &D, out: &mut Vec<A>) {
+        forward_into::<A, F>(ctx[self.parents[0]].data(), out);
+    }
     fn contributions(&self, saved: &SavedValues<'_, A, D>, g: &RawTensor<A>, c: &mut Contributions<A>) -> Contrib {
         let x = saved.prefix[self.parents[0]].data();
         let mut t = c.buffer();

@@ -38,6 +38,9 @@ impl<A: Scalar, D> CompactOp<A, D> for Reshape {
     fn forward(&self, ctx: &[RawTensor<A>], _: &D) -> RawTensor<A> {
         RawTensor::from_parts(self.dims, ctx[self.parents[0]].data().to_vec())
     }
+    fn forward_into(&self, ctx: &[RawTensor<A>], _: &D, out: &mut Vec<A>) {
+        out.extend_from_slice(ctx[self.parents[0]].data());
+    }
     fn contributions(&self, saved: &SavedValues<'_, A, D>, g: &RawTensor<A>, c: &mut Contributions<A>) -> Contrib {
         let gd = g.data();
         let t = c.tensor(saved.prefix[self.parents[0]].dims(), |i| gd[i].clone());

@@ -48,17 +48,20 @@ impl<A: Scalar, D> CompactOp<A, D> for Slice {
     fn output_dims(&self, prefix: &[Dims]) -> Result<Dims, String> {
         self.sliced(super::dims_at("slice", prefix, self.parents[0])?)
     }
-    fn forward(&self, ctx: &[RawTensor<A>], _: &D) -> RawTensor<A> {
+    fn forward(&self, ctx: &[RawTensor<A>], data: &D) -> RawTensor<A> {
+        let out = self.sliced(ctx[self.parents[0]].dims()).unwrap_or_else(|m| unreachable!("{m}"));
+        let mut y = Vec::with_capacity(out.numel());
+        self.forward_into(ctx, data, &mut y);
+        RawTensor::from_parts(out, y)
+    }
+    fn forward_into(&self, ctx: &[RawTensor<A>], _: &D, y: &mut Vec<A>) {
         let x = &ctx[self.parents[0]];
-        let out = self.sliced(x.dims()).unwrap_or_else(|m| unreachable!("{m}"));
         let (outer, n, inner) = split(x.dims(), self.axis);
         let (from, count) = (self.start * inner, self.len * inner);
-        let mut y = Vec::with_capacity(out.numel());
         for o in 0..outer {
             let row = o * n * inner + from;
             y.extend_from_slice(&x.data()[row..row + count]);
         }
-        RawTensor::from_parts(out, y)
     }
     fn contributions(&self, saved: &SavedValues<'_, A, D>, g: &RawTensor<A>, c: &mut Contributions<A>) -> Contrib {
         let d = saved.prefix[self.parents[0]].dims();

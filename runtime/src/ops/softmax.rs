@@ -57,12 +57,6 @@ pub(crate) fn shifted_exps<A: Float>(row: &[A], e: &mut Vec<A>) -> (A, A) {
     (m, s)
 }
 
-/// Softmax of one row into `out` (the order of the module docs).
-pub(crate) fn softmax_row<A: Float>(row: &[A], e: &mut Vec<A>, out: &mut Vec<A>) {
-    let (_, s) = shifted_exps(row, e);
-    out.extend(e.iter().map(|&v| v / s));
-}
-
 impl<A: Scalar + Float, D> CompactOp<A, D> for Softmax {
     fn name(&self) -> &str {
         "softmax"
@@ -73,14 +67,24 @@ impl<A: Scalar + Float, D> CompactOp<A, D> for Softmax {
     fn output_dims(&self, prefix: &[Dims]) -> Result<Dims, String> {
         rows_dims("softmax", prefix, self.parents[0]).map(|(d, _)| d)
     }
-    fn forward(&self, ctx: &[RawTensor<A>], _: &D) -> RawTensor<A> {
+    fn forward(&self, ctx: &[RawTensor<A>], data: &D) -> RawTensor<A> {
+        let mut out = Vec::with_capacity(ctx[self.parents[0]].numel());
+        self.forward_into(ctx, data, &mut out);
+        RawTensor::from_parts(ctx[self.parents[0]].dims(), out)
+    }
+    fn forward_into(&self, ctx: &[RawTensor<A>], _: &D, out: &mut Vec<A>) {
         let x = &ctx[self.parents[0]];
         let n = x.dims().as_slice().last().copied().unwrap_or(1);
-        let (mut e, mut out) = (Vec::with_capacity(n), Vec::with_capacity(x.numel()));
         for row in x.data().chunks_exact(n) {
-            softmax_row(row, &mut e, &mut out);
+            // `shifted_exps` then `e / s`, the exponentials written straight into `out`.
+            let m = row_max(row);
+            let start = out.len();
+            out.extend(row.iter().map(|&v| (v - m).exp()));
+            let s = out[start..].iter().fold(<A as Scalar>::zero(), |acc, &v| acc + v);
+            for v in &mut out[start..] {
+                *v = *v / s;
+            }
         }
-        RawTensor::from_parts(x.dims(), out)
     }
     fn contributions(&self, saved: &SavedValues<'_, A, D>, g: &RawTensor<A>, c: &mut Contributions<A>) -> Contrib {
         let y = saved.output;

@@ -38,8 +38,13 @@ impl<A: Scalar + MulOp<Output = A>, D> CompactOp<A, D> for Square {
     fn output_dims(&self, prefix: &[Dims]) -> Result<Dims, String> {
         super::dims_at("square", prefix, self.parents[0])
     }
-    fn forward(&self, ctx: &[RawTensor<A>], _: &D) -> RawTensor<A> {
-        ctx[self.parents[0]].map(|x| x.clone() * x.clone())
+    fn forward(&self, ctx: &[RawTensor<A>], data: &D) -> RawTensor<A> {
+        let mut out = Vec::with_capacity(ctx[self.parents[0]].numel());
+        self.forward_into(ctx, data, &mut out);
+        RawTensor::from_parts(ctx[self.parents[0]].dims(), out)
+    }
+    fn forward_into(&self, ctx: &[RawTensor<A>], _: &D, out: &mut Vec<A>) {
+        out.extend(ctx[self.parents[0]].data().iter().map(|x| x.clone() * x.clone()));
     }
     fn contributions(&self, saved: &SavedValues<'_, A, D>, g: &RawTensor<A>, c: &mut Contributions<A>) -> Contrib {
         let a = self.parents[0];

@@ -43,6 +43,11 @@ impl<A: Scalar, D> CompactOp<A, D> for Transpose {
         let (r, c) = (x.dims().as_slice()[0], x.dims().as_slice()[1]);
         RawTensor::from_fn(Dims::matrix(c, r), transposed(x.data(), r, c))
     }
+    fn forward_into(&self, ctx: &[RawTensor<A>], _: &D, out: &mut Vec<A>) {
+        let x = &ctx[self.parents[0]];
+        let (r, c) = (x.dims().as_slice()[0], x.dims().as_slice()[1]);
+        out.extend((0..r * c).map(transposed(x.data(), r, c)));
+    }
     fn contributions(&self, saved: &SavedValues<'_, A, D>, g: &RawTensor<A>, c: &mut Contributions<A>) -> Contrib {
         let d = saved.prefix[self.parents[0]].dims();
         let (r, cols) = (d.as_slice()[0], d.as_slice()[1]);

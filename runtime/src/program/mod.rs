@@ -90,7 +90,7 @@ pub struct Program<A, D, G, O, Br, F> {
     marker: PhantomData<fn() -> (O, Br)>,
 }
 
-impl<A: Scalar, D: 'static, G, O: OutputSeeds<A>, Br, F: Sweep<A, D>> Program<A, D, G, O, Br, F> {
+impl<A: Scalar, D: 'static, G, O, Br, F: Sweep<A, D>> Program<A, D, G, O, Br, F> {
     /// The program running `sweep` over `graph`, whose declared outputs sit at `outputs`.
     /// (Called by the code `graph!` generates.)
     #[doc(hidden)]
@@ -146,22 +146,6 @@ impl<A: Scalar, D: 'static, G, O: OutputSeeds<A>, Br, F: Sweep<A, D>> Program<A,
         result
     }
 
-    /// The all-inputs pass: the forward, then the gradients of every input with `seeds` at the
-    /// declared outputs (zeros elsewhere) — bit for bit
-    /// `saved.backprop_inputs_dense(seeds at the outputs)` of the same graph. The inputs are lent
-    /// to the program for the run (moved in and back, not copied).
-    ///
-    /// # Errors
-    /// The graph's first build error, [`Error::PackShapes`] for inputs of other shapes,
-    /// [`Error::Node`] for a node failing validation, [`Error::Vjp`] for a malformed VJP.
-    pub fn gradients(&mut self, inputs: &mut Pack<A, G>, data: &D, seeds: &O) -> Result<&Pack<A, G>, Error> {
-        let seeds = seeds.seeds();
-        let outputs = self.outputs.clone();
-        let pairs: Vec<(usize, &RawTensor<A>)> = outputs.iter().copied().zip(seeds).collect();
-        self.run(inputs, data, Pass::All, &pairs)?;
-        Ok(&self.gradients)
-    }
-
     /// The single-output pass from the declared output `output`: the gradients of every input,
     /// bit for bit those `saved.backprop_from(output, seed)` gives them.
     ///
@@ -192,5 +176,23 @@ impl<A: Scalar, D: 'static, G, O: OutputSeeds<A>, Br, F: Sweep<A, D>> Program<A,
             Some(st) if pos.index() >= self.graph.num_inputs() && pos.index() < len => Ok(st.value(pos.index())),
             _ => Err(Error::ForeignPosition { index: pos.index(), len }),
         }
+    }
+}
+
+impl<A: Scalar, D: 'static, G, O: OutputSeeds<A>, Br, F: Sweep<A, D>> Program<A, D, G, O, Br, F> {
+    /// The all-inputs pass: the forward, then the gradients of every input with `seeds` at the
+    /// declared outputs (zeros elsewhere) — bit for bit
+    /// `saved.backprop_inputs_dense(seeds at the outputs)` of the same graph. The inputs are lent
+    /// to the program for the run (moved in and back, not copied).
+    ///
+    /// # Errors
+    /// The graph's first build error, [`Error::PackShapes`] for inputs of other shapes,
+    /// [`Error::Node`] for a node failing validation, [`Error::Vjp`] for a malformed VJP.
+    pub fn gradients(&mut self, inputs: &mut Pack<A, G>, data: &D, seeds: &O) -> Result<&Pack<A, G>, Error> {
+        let seeds = seeds.seeds();
+        let outputs = self.outputs.clone();
+        let pairs: Vec<(usize, &RawTensor<A>)> = outputs.iter().copied().zip(seeds).collect();
+        self.run(inputs, data, Pass::All, &pairs)?;
+        Ok(&self.gradients)
     }
 }
