@@ -34,6 +34,9 @@ use crate::scalar::Scalar;
 use crate::shape::Dims;
 use crate::tensor::RawTensor;
 
+/// At most this many spare buffers are kept.
+const POOL_LIMIT: usize = 64;
+
 /// Handle to one description in a [`Contributions`] arena.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Contrib(usize);
@@ -116,11 +119,12 @@ impl<A: Scalar> Contributions<A> {
     /// Forgets every description, recycling the buffers of owned tensors.
     pub fn clear(&mut self) {
         self.descriptions.clear();
-        for t in self.owned.drain(..) {
-            let mut v = t.into_vec();
-            v.clear();
-            self.pool.push(v);
+        let mut owned = core::mem::take(&mut self.owned);
+        for t in owned.drain(..) {
+            // A tensor adopted by a gradient (its buffer moved there) leaves an empty one.
+            self.recycle(t.into_vec());
         }
+        self.owned = owned;
     }
 
     /// `fill(v)`: every position `full(v)`; uniform `v`; empty support.
@@ -153,15 +157,44 @@ impl<A: Scalar> Contributions<A> {
 
     /// A tensor whose element `i` is `f(i)`, built in a recycled buffer.
     pub fn tensor(&mut self, dims: Dims, f: impl FnMut(usize) -> A) -> RawTensor<A> {
-        let mut v = self.pool.pop().unwrap_or_default();
+        let mut v = self.buffer_for(dims.numel());
         v.extend((0..dims.numel()).map(f));
         RawTensor::from_parts(dims, v)
+    }
+
+    /// An empty recycled buffer for `n` elements: the smallest spare one that holds them (so a
+    /// program that runs again finds every buffer it needs and allocates nothing), else the
+    /// largest, grown. Wrap it with [`RawTensor::from_vec`], or give it back with
+    /// [`recycle`](Self::recycle) when it was scratch.
+    pub fn buffer_for(&mut self, n: usize) -> Vec<A> {
+        let fit = (0..self.pool.len())
+            .filter(|&i| self.pool[i].capacity() >= n)
+            .min_by_key(|&i| self.pool[i].capacity())
+            .or_else(|| (0..self.pool.len()).max_by_key(|&i| self.pool[i].capacity()));
+        let mut v = match fit {
+            Some(i) => self.pool.swap_remove(i),
+            None => Vec::new(),
+        };
+        v.clear();
+        v.reserve(n);
+        v
+    }
+
+    /// Gives back a buffer for reuse (a scratch buffer taken with [`buffer_for`](Self::buffer_for),
+    /// or any spare one). Empty ones and those beyond the pool's bound are dropped.
+    pub fn recycle(&mut self, mut v: Vec<A>) {
+        if v.capacity() > 0 && self.pool.len() < POOL_LIMIT {
+            v.clear();
+            self.pool.push(v);
+        }
     }
 
     /// An empty buffer with recycled capacity, for kernels that fill a tensor themselves; wrap it
     /// with [`RawTensor::from_vec`].
     pub fn buffer(&mut self) -> Vec<A> {
-        self.pool.pop().unwrap_or_default()
+        let mut v = self.pool.pop().unwrap_or_default();
+        v.clear();
+        v
     }
 
     fn push(&mut self, d: Description<A>) -> Contrib {

@@ -175,7 +175,7 @@ fn sweep_tokens(cx: &Cx<'_>, sweep: &Sweep) -> TokenStream {
         out.extend(quote! {{
             let #g = __st.cotangent(#position, #c);
             #body
-            __st.release(#g);
+            __st.release(#position, #g);
         }});
     }
     for (q, r) in sweep.inputs.iter().enumerate() {

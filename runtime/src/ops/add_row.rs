@@ -52,7 +52,7 @@ impl<A: Scalar, D> CompactOp<A, D> for AddRow {
         let bd = saved.prefix[self.parents[1]].dims();
         let cols = bd.numel();
         let gd = g.data();
-        let mut s = c.buffer();
+        let mut s = c.buffer_for(cols);
         s.extend((0..cols).map(|_| A::zero()));
         for row in gd.chunks_exact(cols.max(1)) {
             for (acc, v) in s.iter_mut().zip(row) {

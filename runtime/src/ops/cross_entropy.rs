@@ -85,24 +85,30 @@ impl<A: Scalar + Float + FromPrimitive, D: 'static> CompactOp<A, D> for CrossEnt
         }
     }
     fn forward(&self, ctx: &[RawTensor<A>], data: &D) -> RawTensor<A> {
+        let mut out = Vec::with_capacity(1);
+        self.forward_into(ctx, data, &mut out);
+        RawTensor::from_parts(Dims::scalar(), out)
+    }
+    fn forward_into(&self, ctx: &[RawTensor<A>], data: &D, out: &mut Vec<A>) {
         let x = &ctx[self.parents[0]];
         let c = x.dims().as_slice()[1];
         let labels = (self.labels)(data);
-        let mut e = Vec::with_capacity(c);
         let mut total = <A as Scalar>::zero();
         for (row, &k) in x.data().chunks_exact(c).zip(labels) {
-            let (mx, s) = shifted_exps(row, &mut e);
+            // `shifted_exps` without keeping the exponentials: the same sum in the same order.
+            let mx = super::softmax::row_max(row);
+            let s = row.iter().fold(<A as Scalar>::zero(), |acc, &v| acc + (v - mx).exp());
             total = total + (s.ln() - (row[k] - mx));
         }
-        RawTensor::full(Dims::scalar(), total / rows::<A>(labels.len()))
+        out.push(total / rows::<A>(labels.len()));
     }
     fn contributions(&self, saved: &SavedValues<'_, A, D>, g: &RawTensor<A>, c: &mut Contributions<A>) -> Contrib {
         let x = &saved.prefix[self.parents[0]];
         let classes = x.dims().as_slice()[1];
         let labels = (self.labels)(saved.data);
         let w = g.data()[0] / rows::<A>(labels.len());
-        let mut e = Vec::with_capacity(classes);
-        let mut t = c.buffer();
+        let mut e = c.buffer_for(classes);
+        let mut t = c.buffer_for(x.numel());
         for (row, &k) in x.data().chunks_exact(classes).zip(labels) {
             let (_, s) = shifted_exps(row, &mut e);
             t.extend(e.iter().enumerate().map(|(j, &v)| {
@@ -110,6 +116,7 @@ impl<A: Scalar + Float + FromPrimitive, D: 'static> CompactOp<A, D> for CrossEnt
                 w * (v / s - onehot)
             }));
         }
+        c.recycle(e);
         let t = RawTensor::from_parts(x.dims(), t);
         c.single(self.parents[0], t)
     }

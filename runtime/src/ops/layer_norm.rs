@@ -99,10 +99,14 @@ impl<A: Scalar + Float + FromPrimitive, D> CompactOp<A, D> for LayerNorm<A> {
         let n = gain.len();
         let nf = A::from_usize(n).unwrap_or_else(|| unreachable!("checked by output_dims"));
         let zero = <A as Scalar>::zero();
-        let mut h = Vec::with_capacity(n);
-        let mut q = Vec::with_capacity(n);
-        let mut gx = c.buffer();
-        let (mut ggain, mut gbias) = (vec![zero; n], vec![zero; n]);
+        // Scratch rows from the arena's recycled buffers (given back below): no allocation once
+        // warm.
+        let (mut h, mut q) = (c.buffer_for(n), c.buffer_for(n));
+        let mut gx = c.buffer_for(x.numel());
+        let mut ggain = c.buffer_for(n);
+        ggain.resize(n, zero);
+        let mut gbias = c.buffer_for(n);
+        gbias.resize(n, zero);
         for (row, dr) in x.data().chunks_exact(n).zip(g.data().chunks_exact(n)) {
             let r = normalise(row, nf, self.eps, &mut h);
             q.clear();
@@ -115,6 +119,8 @@ impl<A: Scalar + Float + FromPrimitive, D> CompactOp<A, D> for LayerNorm<A> {
                 gbias[j] = gbias[j] + dr[j];
             }
         }
+        c.recycle(h);
+        c.recycle(q);
         let gx = RawTensor::from_parts(x.dims(), gx);
         let ggain = RawTensor::from_parts(tg.dims(), ggain);
         let gbias = RawTensor::from_parts(tb.dims(), gbias);

@@ -57,7 +57,7 @@ impl<A: Scalar + Float, D> CompactOp<A, D> for LogSoftmax {
     fn contributions(&self, saved: &SavedValues<'_, A, D>, g: &RawTensor<A>, c: &mut Contributions<A>) -> Contrib {
         let y = saved.output;
         let n = y.dims().as_slice().last().copied().unwrap_or(1);
-        let mut r = c.buffer();
+        let mut r = c.buffer_for(y.numel());
         for (yr, gr) in y.data().chunks_exact(n).zip(g.data().chunks_exact(n)) {
             let t = gr.iter().fold(<A as Scalar>::zero(), |acc, &v| acc + v);
             r.extend(gr.iter().zip(yr).map(|(&gv, &yv)| gv - t * yv.exp()));

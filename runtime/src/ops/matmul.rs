@@ -175,9 +175,9 @@ impl<A: Scalar + Mul<Output = A>, D> CompactOp<A, D> for MatMul {
     fn contributions(&self, saved: &SavedValues<'_, A, D>, g: &RawTensor<A>, c: &mut Contributions<A>) -> Contrib {
         let [pa, pb] = self.parents;
         let (a, b) = (&saved.prefix[pa], &saved.prefix[pb]);
-        let mut ga = c.buffer();
+        let mut ga = c.buffer_for(a.numel());
         left_gradient(g, b, &mut ga);
-        let mut gb = c.buffer();
+        let mut gb = c.buffer_for(b.numel());
         right_gradient(a, g, &mut gb);
         let ga = c.single(pa, RawTensor::from_parts(a.dims(), ga));
         let gb = c.single(pb, RawTensor::from_parts(b.dims(), gb));

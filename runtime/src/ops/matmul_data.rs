@@ -92,7 +92,7 @@ impl<A: Scalar + Mul<Output = A>, D: 'static> CompactOp<A, D> for MatMulData<A, 
         let pw = self.parents[0];
         let (x, w) = ((self.x)(saved.data), &saved.prefix[pw]);
         // xᵀ · δ: the same kernel call as `MatMul`'s right-operand gradient.
-        let mut gw = c.buffer();
+        let mut gw = c.buffer_for(w.numel());
         super::matmul::right_gradient(x, g, &mut gw);
         c.single(pw, RawTensor::from_parts(w.dims(), gw))
     }

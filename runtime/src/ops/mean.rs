@@ -47,6 +47,11 @@ impl<A: Scalar + Div<Output = A> + FromPrimitive, D> CompactOp<A, D> for Mean {
         let n = count::<A>(x.len()).unwrap_or_else(|_| unreachable!("checked by output_dims"));
         RawTensor::full(Dims::scalar(), super::sum::sum_in_order(x) / n)
     }
+    fn forward_into(&self, ctx: &[RawTensor<A>], _: &D, out: &mut Vec<A>) {
+        let x = ctx[self.parents[0]].data();
+        let n = count::<A>(x.len()).unwrap_or_else(|_| unreachable!("checked by output_dims"));
+        out.push(super::sum::sum_in_order(x) / n);
+    }
     fn contributions(&self, saved: &SavedValues<'_, A, D>, g: &RawTensor<A>, c: &mut Contributions<A>) -> Contrib {
         let d = saved.prefix[self.parents[0]].dims();
         let n = count::<A>(d.numel()).unwrap_or_else(|_| unreachable!("checked by output_dims"));

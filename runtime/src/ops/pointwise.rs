@@ -90,7 +90,7 @@ impl<A: Scalar, D, F: PointwiseFn<A>> CompactOp<A, D> for Pointwise<F> {
     }
     fn contributions(&self, saved: &SavedValues<'_, A, D>, g: &RawTensor<A>, c: &mut Contributions<A>) -> Contrib {
         let x = saved.prefix[self.parents[0]].data();
-        let mut t = c.buffer();
+        let mut t = c.buffer_for(g.numel());
         derivative_into::<A, F>(g.data(), x, saved.output.data(), &mut t);
         c.single(self.parents[0], RawTensor::from_parts(g.dims(), t))
     }

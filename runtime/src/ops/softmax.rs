@@ -89,7 +89,7 @@ impl<A: Scalar + Float, D> CompactOp<A, D> for Softmax {
     fn contributions(&self, saved: &SavedValues<'_, A, D>, g: &RawTensor<A>, c: &mut Contributions<A>) -> Contrib {
         let y = saved.output;
         let n = y.dims().as_slice().last().copied().unwrap_or(1);
-        let mut t = c.buffer();
+        let mut t = c.buffer_for(y.numel());
         for (yr, gr) in y.data().chunks_exact(n).zip(g.data().chunks_exact(n)) {
             let d = gr.iter().zip(yr).fold(<A as Scalar>::zero(), |acc, (&gv, &yv)| acc + gv * yv);
             t.extend(gr.iter().zip(yr).map(|(&gv, &yv)| (gv - d) * yv));

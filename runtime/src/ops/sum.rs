@@ -41,6 +41,9 @@ impl<A: Scalar, D> CompactOp<A, D> for Sum {
     fn forward(&self, ctx: &[RawTensor<A>], _: &D) -> RawTensor<A> {
         RawTensor::full(Dims::scalar(), sum_in_order(ctx[self.parents[0]].data()))
     }
+    fn forward_into(&self, ctx: &[RawTensor<A>], _: &D, out: &mut Vec<A>) {
+        out.push(sum_in_order(ctx[self.parents[0]].data()));
+    }
     fn contributions(&self, saved: &SavedValues<'_, A, D>, g: &RawTensor<A>, c: &mut Contributions<A>) -> Contrib {
         let d = saved.prefix[self.parents[0]].dims();
         let v = &g.data()[0];

@@ -48,21 +48,32 @@ pub enum Pass {
 
 /// Seeds for every declared output of a model: one tensor (a single output) or a tuple of them.
 pub trait OutputSeeds<A> {
-    /// The seed tensors, in output order.
-    fn seeds(&self) -> Vec<&RawTensor<A>>;
+    /// Number of seeds.
+    fn count(&self) -> usize;
+    /// The seed of output `k` (`k < count`).
+    fn seed(&self, k: usize) -> Option<&RawTensor<A>>;
 }
 
 impl<A, S: Shape> OutputSeeds<A> for Tensor<A, S> {
-    fn seeds(&self) -> Vec<&RawTensor<A>> {
-        vec![self.raw()]
+    fn count(&self) -> usize {
+        1
+    }
+    fn seed(&self, k: usize) -> Option<&RawTensor<A>> {
+        (k == 0).then(|| self.raw())
     }
 }
 
 macro_rules! output_seeds {
     ($($t:ident . $i:tt),+) => {
         impl<A, $($t: Shape),+> OutputSeeds<A> for ($(Tensor<A, $t>,)+) {
-            fn seeds(&self) -> Vec<&RawTensor<A>> {
-                vec![$(self.$i.raw()),+]
+            fn count(&self) -> usize {
+                [$($i),+].len()
+            }
+            fn seed(&self, k: usize) -> Option<&RawTensor<A>> {
+                match k {
+                    $($i => Some(self.$i.raw()),)+
+                    _ => None,
+                }
             }
         }
     };
@@ -116,27 +127,28 @@ impl<A: Scalar, D: 'static, G, O, Br, F: Sweep<A, D>> Program<A, D, G, O, Br, F>
         &self.graph
     }
 
+    /// One run: checks, seeds (`seed` is called with the state and the output positions), the
+    /// sweep of `pass`, the input gradients into `self.gradients`.
     fn run(
         &mut self,
         inputs: &mut Pack<A, G>,
         data: &D,
         pass: Pass,
-        seeds: &[(usize, &RawTensor<A>)],
+        seed: impl FnOnce(&mut ProgramState<A>, &[usize]) -> Result<(), Error>,
     ) -> Result<(), Error> {
         if let Some(e) = &self.build_error {
             return Err(e.clone());
         }
         let dims = self.graph.dims();
         let n_in = self.graph.num_inputs();
-        let given: Vec<_> = inputs.as_slice().iter().map(RawTensor::dims).collect();
-        if given[..] != dims[..n_in] {
-            return Err(Error::PackShapes { what: "graph inputs", expected: dims[..n_in].to_vec(), actual: given });
+        let fits = inputs.len() == n_in && inputs.as_slice().iter().zip(dims).all(|(t, &d)| t.dims() == d);
+        if !fits {
+            let actual = inputs.as_slice().iter().map(RawTensor::dims).collect();
+            return Err(Error::PackShapes { what: "graph inputs", expected: dims[..n_in].to_vec(), actual });
         }
         let state = self.state.get_or_insert_with(|| ProgramState::new(dims, n_in, self.visits));
         state.reset();
-        for &(p, t) in seeds {
-            state.seed(p, t)?;
-        }
+        seed(state, &self.outputs)?;
         state.swap_inputs(inputs.tensors_mut());
         let result = (self.sweep)(state, &self.graph, data, pass);
         state.swap_inputs(inputs.tensors_mut());
@@ -162,7 +174,9 @@ impl<A: Scalar, D: 'static, G, O, Br, F: Sweep<A, D>> Program<A, D, G, O, Br, F>
         let Some(index) = self.outputs.iter().position(|&o| o == output.index()) else {
             return Err(Error::ForeignPosition { index: output.index(), len: self.graph.dims().len() });
         };
-        self.run(inputs, data, Pass::From(index), &[(output.index(), seed.raw())])?;
+        self.run(inputs, data, Pass::From(index), |st: &mut ProgramState<A>, _: &[usize]| {
+            st.seed(output.index(), seed.raw())
+        })?;
         Ok(&self.gradients)
     }
 
@@ -189,10 +203,14 @@ impl<A: Scalar, D: 'static, G, O: OutputSeeds<A>, Br, F: Sweep<A, D>> Program<A,
     /// The graph's first build error, [`Error::PackShapes`] for inputs of other shapes,
     /// [`Error::Node`] for a node failing validation, [`Error::Vjp`] for a malformed VJP.
     pub fn gradients(&mut self, inputs: &mut Pack<A, G>, data: &D, seeds: &O) -> Result<&Pack<A, G>, Error> {
-        let seeds = seeds.seeds();
-        let outputs = self.outputs.clone();
-        let pairs: Vec<(usize, &RawTensor<A>)> = outputs.iter().copied().zip(seeds).collect();
-        self.run(inputs, data, Pass::All, &pairs)?;
+        self.run(inputs, data, Pass::All, |st: &mut ProgramState<A>, outputs: &[usize]| {
+            for (k, &p) in outputs.iter().enumerate() {
+                if let Some(t) = seeds.seed(k) {
+                    st.seed(p, t)?;
+                }
+            }
+            Ok(())
+        })?;
         Ok(&self.gradients)
     }
 }

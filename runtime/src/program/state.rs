@@ -42,7 +42,9 @@ pub struct ProgramState<A> {
     /// The final input gradients of the last run.
     input_gradients: Vec<RawTensor<A>>,
     contributions: Contributions<A>,
-    spare: Vec<Vec<A>>,
+    /// Each position's own spare buffer (its gradient's, when the slot holds a uniform or is
+    /// taken): buffers keep their position's size, so a later run allocates nothing.
+    bufs: Vec<Vec<A>>,
 }
 
 /// `x[i] + u` for the pending uniforms `us`, in order (one pass when adding zero is idempotent).
@@ -75,7 +77,7 @@ impl<A: Scalar> ProgramState<A> {
             uniforms: vec![A::zero(); visits],
             input_gradients: dims[..inputs].iter().map(|&d| RawTensor::zeros(d)).collect(),
             contributions: Contributions::new(),
-            spare: Vec::new(),
+            bufs: dims.iter().map(|d| Vec::with_capacity(d.numel())).collect(),
         }
     }
 
@@ -91,13 +93,27 @@ impl<A: Scalar> ProgramState<A> {
         }
     }
 
+    /// Position `q`'s spare buffer, empty.
+    fn take_buf(&mut self, q: usize) -> Vec<A> {
+        let mut b = core::mem::take(&mut self.bufs[q]);
+        b.clear();
+        b
+    }
+
+    /// Gives position `q` its buffer back.
+    fn give_buf(&mut self, q: usize, t: RawTensor<A>) {
+        let old = core::mem::replace(&mut self.bufs[q], t.into_vec());
+        if old.capacity() > 0 {
+            self.contributions.recycle(old);
+        }
+    }
+
     /// Every gradient slot back to `zeros` (buffers kept for reuse).
     pub(crate) fn reset(&mut self) {
-        for (slot, &d) in self.slots.iter_mut().zip(&self.dims) {
-            if let Slot::Dense(t) = core::mem::replace(slot, Slot::Full(A::zero(), d)) {
-                let mut v = t.into_vec();
-                v.clear();
-                self.spare.push(v);
+        for q in 0..self.slots.len() {
+            let d = self.dims[q];
+            if let Slot::Dense(t) = core::mem::replace(&mut self.slots[q], Slot::Full(A::zero(), d)) {
+                self.give_buf(q, t);
             }
         }
     }
@@ -107,8 +123,7 @@ impl<A: Scalar> ProgramState<A> {
         if t.dims() != self.dims[p] {
             return Err(Error::ShapeMismatch { expected: self.dims[p], actual: t.dims() });
         }
-        let mut buf = self.spare.pop().unwrap_or_default();
-        buf.clear();
+        let mut buf = self.take_buf(p);
         buf.extend_from_slice(t.data());
         self.slots[p] = Slot::Dense(RawTensor::from_parts(t.dims(), buf));
         Ok(())
@@ -181,19 +196,16 @@ impl<A: Scalar> ProgramState<A> {
             }
             Slot::Full(mut v, d) => {
                 apply_pending_scalar(&mut v, us);
-                let mut buf = self.spare.pop().unwrap_or_default();
-                buf.clear();
+                let mut buf = self.take_buf(p);
                 buf.extend((0..d.numel()).map(|_| v.clone()));
                 RawTensor::from_parts(d, buf)
             }
         }
     }
 
-    /// Gives back a cotangent's buffer once its node has run.
-    pub fn release(&mut self, g: RawTensor<A>) {
-        let mut v = g.into_vec();
-        v.clear();
-        self.spare.push(v);
+    /// Gives back the cotangent of position `p` once its node has run.
+    pub fn release(&mut self, p: usize, g: RawTensor<A>) {
+        self.give_buf(p, g);
     }
 
     /// The VJP of built-in node `k` (visit `visit`) at cotangent `g`: its contributions, built
@@ -240,7 +252,7 @@ impl<A: Scalar> ProgramState<A> {
             }
             Slot::Full(v, d) => {
                 apply_pending_scalar(v, us);
-                let mut out = self.spare.pop().unwrap_or_default();
+                let mut out = core::mem::take(&mut self.bufs[q]);
                 out.clear();
                 c.read_into(root, q, g, Sink::OntoUniform(v, &mut out)).map_err(vjp_error)?;
                 let d = *d;
@@ -329,7 +341,7 @@ impl<A: Scalar> ProgramState<A> {
         let us = &self.uniforms[pending];
         if let Slot::Full(v, d) = &mut self.slots[q] {
             apply_pending_scalar(v, us);
-            let mut buf = self.spare.pop().unwrap_or_default();
+            let mut buf = core::mem::take(&mut self.bufs[q]);
             buf.clear();
             buf.extend((0..d.numel()).map(|_| v.clone()));
             let d = *d;
@@ -347,7 +359,7 @@ impl<A: Scalar> ProgramState<A> {
     pub fn input_gradient(&mut self, q: usize, pending: Range<usize>) {
         let g = self.cotangent(q, pending);
         let old = core::mem::replace(&mut self.input_gradients[q], g);
-        self.release(old);
+        self.give_buf(q, old);
     }
 
     /// Swaps the last run's input gradients into `out` (the previous buffers come back for reuse).
