@@ -342,3 +342,18 @@ fn wrapping_integers_equal_the_runtime() {
 fn symbolic_trees_equal_the_runtime() {
     check_exact(|name: &str, i| if i == 1 { sym::zero() } else { Sym::leaf(format!("{name}{i}")) });
 }
+
+graph! {
+    fn affine<B>(x: [B, 3], w: [3, 2]) -> [B, 2] {
+        x.matmul(w)
+    }
+}
+
+#[test]
+fn planned_bytes_count_values_gradients_and_input_gradients() {
+    let prog = Affine::program::<f32, exactgrad::typenum::U4>();
+    // Values 12 + 6 + 8, gradient buffers 12 + 6 + 8, input gradients 12 + 6.
+    assert_eq!(prog.planned_bytes(), 70 * 4);
+    let prog = Affine::program::<f64, exactgrad::typenum::U1>();
+    assert_eq!(prog.planned_bytes(), (2 * (3 + 6 + 2) + 3 + 6) * 8);
+}
