@@ -72,6 +72,36 @@ fn view<T>(data: &[T], transposed: bool, stored_cols: usize) -> MatrixView<'_, T
 
 fn products() -> Vec<Product> {
     let mut v = Vec::new();
+    // W4's one head (`h = sum(tanh(W · x))`, `W` 64×64, `x` 64×1): the forward `W · x`, the
+    // backward's `Wᵀ · δ` (a transposed view, δ left) and `δ · xᵀ` (an outer product).
+    let (w, x, d) = (values(64 * 64, 4), values(64, 5), values(64, 6));
+    v.push(Product {
+        name: "head_W.x/64x64x1".into(),
+        rows: 64,
+        inner: 64,
+        cols: 1,
+        rhs_left: false,
+        lhs: (w.clone(), false, 64),
+        rhs: (x.clone(), false, 1),
+    });
+    v.push(Product {
+        name: "head_WT.d/64x64x1".into(),
+        rows: 64,
+        inner: 64,
+        cols: 1,
+        rhs_left: true,
+        lhs: (w, true, 64),
+        rhs: (d.clone(), false, 1),
+    });
+    v.push(Product {
+        name: "head_d.xT/64x1x64".into(),
+        rows: 64,
+        inner: 1,
+        cols: 64,
+        rhs_left: false,
+        lhs: (d, false, 1),
+        rhs: (x, true, 1),
+    });
     for &(m, k, n) in &[(64usize, 784usize, 256usize), (64, 256, 128), (64, 128, 10)] {
         let (a, b, g) = (values(m * k, 1), values(k * n, 2), values(m * n, 3));
         let shape = format!("{m}x{k}x{n}");
