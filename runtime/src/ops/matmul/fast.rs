@@ -45,10 +45,14 @@ pub(super) trait Lane: Copy + Add<Output = Self> + Mul<Output = Self> + 'static 
     fn quiet(self) -> Self;
     /// This thread's two packing buffers for this lane type ([`with_packs`]).
     fn packs() -> &'static LocalKey<RefCell<(Vec<Self>, Vec<Self>)>>;
+    /// Whether any of `xs` is a NaN: the largest magnitude encoding above infinity's, an integer
+    /// maximum that stays in vector registers (a fold of `is_nan` flags was packed to bytes and
+    /// reduced with shuffles, block after block).
+    fn any_nan(xs: &[Self]) -> bool;
 }
 /// `Lane` for a float type whose quiet-NaN bit is `$quiet`, with its own thread's pack buffers.
 macro_rules! lane {
-    ($t:ty, $quiet:expr) => {
+    ($t:ty, $quiet:expr, $magnitude:expr) => {
         impl Lane for $t {
             const ZERO: Self = 0.0;
             #[inline]
@@ -63,11 +67,15 @@ macro_rules! lane {
                 thread_local!(static PACKS: RefCell<(Vec<$t>, Vec<$t>)> = const { RefCell::new((Vec::new(), Vec::new())) });
                 &PACKS
             }
+            #[inline(always)]
+            fn any_nan(xs: &[Self]) -> bool {
+                xs.iter().fold(0, |m, x| m.max(x.to_bits() & $magnitude)) > <$t>::INFINITY.to_bits()
+            }
         }
     };
 }
-lane!(f32, 1 << 22);
-lane!(f64, 1 << 51);
+lane!(f32, 1 << 22, !(1 << 31));
+lane!(f64, 1 << 51, !(1 << 63));
 
 /// `a + b` or `a * b` with the NaN payload fixed: `a`'s if `a` is a NaN, else `b`'s (quieted);
 /// otherwise the hardware operation (which yields the platform's default NaN for `∞ - ∞`, `0 · ∞`).
@@ -252,10 +260,10 @@ pub(super) trait Kernel {
     fn run(self) -> bool;
 }
 
-/// Whether any of `xs` is a NaN (branch-free, so it vectorises).
+/// Whether any of `xs` is a NaN ([`Lane::any_nan`]).
 #[inline(always)]
 pub(super) fn any_nan<T: Lane>(xs: &[T]) -> bool {
-    xs.iter().fold(false, |seen, x| seen | x.is_nan())
+    T::any_nan(xs)
 }
 
 /// The instruction set the kernel is compiled for. Only the vector width differs: the same Rust

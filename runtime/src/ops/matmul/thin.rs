@@ -187,24 +187,36 @@ fn on<A: Scalar, T: Lane, const RHS_LEFT: bool>(
         // A fresh buffer rather than growing a recycled one (growing copies its old capacity).
         *v = Vec::with_capacity(rows * cols);
     }
-    v.resize(start + rows * cols, T::ZERO);
-    let o = &mut v[start..];
+    v.reserve(rows * cols);
+    // The direct kernel stores the outputs in order when they are the rows of `out` one column
+    // `j` at a time (no `GROUP`s): it then appends them, and `out` is not zero-filled first.
+    let append = layout != Layout::Transposing && p.o_m == 1 && (p.n == 1 || p.k <= THIN);
+    if !append {
+        v.resize(start + rows * cols, T::ZERO);
+    }
     if layout == Layout::Transposing && isa != Isa::Baseline {
-        if let Some(nan) = transposing(&p, b_left, onto, o) {
+        if let Some(nan) = transposing(&p, b_left, onto, &mut v[start..]) {
             return Some(nan);
         }
     }
+    let out = if append { Out::Append(v) } else { Out::Slice(&mut v[start..]) };
     Some(if layout == Layout::Direct {
-        direct::<A, T>(isa, p, b_left, onto, o)
+        direct::<A, T>(isa, p, b_left, onto, out)
     } else {
         // Pack `a` with `m` contiguous (the direct layout) into this thread's reused buffer.
         with_packs::<T, _>(|pack, _| {
             let Some(pack) = cast::<A>(pack) else { unreachable!("A is T") };
             pack_direct(&p, pack);
             let q = Thin { a: MatrixView { data: pack, row_stride: 1, col_stride: p.m }, ..p };
-            direct::<A, T>(isa, q, b_left, onto, o)
+            direct::<A, T>(isa, q, b_left, onto, out)
         })
     })
+}
+
+/// Where the direct kernel stores: into `out[m · o_m + j · o_j]`, or appended in order.
+enum Out<'o, T> {
+    Slice(&'o mut [T]),
+    Append(&'o mut Vec<T>),
 }
 
 /// Defines `$name`, the [`Transposing`] kernel for `$t`: the AVX2 build on x86-64 (when the CPU
@@ -248,7 +260,7 @@ fn pack_direct<A: Scalar>(p: &Thin<'_, A>, pack: &mut Vec<A>) {
 }
 
 /// The direct kernel (`a` contiguous along `m`), built for `isa`; whether it may have stored a NaN.
-fn direct<A: 'static, T: Lane>(isa: Isa, p: Thin<'_, A>, b_left: bool, onto: Option<T>, out: &mut [T]) -> bool {
+fn direct<A: 'static, T: Lane>(isa: Isa, p: Thin<'_, A>, b_left: bool, onto: Option<T>, out: Out<'_, T>) -> bool {
     if b_left {
         direct_on::<A, T, true>(isa, p, onto, out)
     } else {
@@ -256,23 +268,25 @@ fn direct<A: 'static, T: Lane>(isa: Isa, p: Thin<'_, A>, b_left: bool, onto: Opt
     }
 }
 
-/// Lanes per accumulator block: one column at a time (`W1`: several vectors of the instruction
-/// set, independent chains of additions), [`GROUP`] columns at a time (`WG`: two vectors per
+/// Lanes per accumulator block: one column at a time (`W1`: eight vectors of the instruction set,
+/// eight independent chains of additions), [`GROUP`] columns at a time (`WG`: two vectors per
 /// column), and one vector (`V`, for what is left of the long side).
+///
+/// An AVX-512 CPU runs the AVX2 build, as the transposing kernel does: these sums are chains of
+/// dependent additions, and 64-byte vectors measured slower on the AVX-512 machine we have (AMD
+/// Zen 4, which splits them in two): `Wᵀ · δ` at 64 × 64 took ~250 ns against ~185 ns.
 fn direct_on<A: 'static, T: Lane, const B_LEFT: bool>(
     isa: Isa,
     p: Thin<'_, A>,
     onto: Option<T>,
-    out: &mut [T],
+    out: Out<'_, T>,
 ) -> bool {
     let single = core::mem::size_of::<T>() == 4;
     match (isa, single) {
         (Isa::Baseline, true) => isa.run(Direct::<A, T, 32, 8, 4, B_LEFT> { p, onto, out }),
         (Isa::Baseline, false) => isa.run(Direct::<A, T, 16, 4, 2, B_LEFT> { p, onto, out }),
-        (Isa::Avx2, true) => isa.run(Direct::<A, T, 64, 16, 8, B_LEFT> { p, onto, out }),
-        (Isa::Avx2, false) => isa.run(Direct::<A, T, 32, 8, 4, B_LEFT> { p, onto, out }),
-        (Isa::Avx512, true) => Isa::Avx2.run(Direct::<A, T, 64, 16, 8, B_LEFT> { p, onto, out }),
-        (Isa::Avx512, false) => isa.run(Direct::<A, T, 32, 16, 8, B_LEFT> { p, onto, out }),
+        (_, true) => Isa::Avx2.run(Direct::<A, T, 64, 16, 8, B_LEFT> { p, onto, out }),
+        (_, false) => Isa::Avx2.run(Direct::<A, T, 32, 8, 4, B_LEFT> { p, onto, out }),
     }
 }
 
@@ -281,7 +295,7 @@ fn direct_on<A: 'static, T: Lane, const B_LEFT: bool>(
 struct Direct<'k, A, T, const W1: usize, const WG: usize, const V: usize, const B_LEFT: bool> {
     p: Thin<'k, A>,
     onto: Option<T>,
-    out: &'k mut [T],
+    out: Out<'k, T>,
 }
 
 impl<A: 'static, T: Lane, const W1: usize, const WG: usize, const V: usize, const B_LEFT: bool> Kernel
@@ -289,19 +303,68 @@ impl<A: 'static, T: Lane, const W1: usize, const WG: usize, const V: usize, cons
 {
     #[inline(always)]
     fn run(self) -> bool {
-        let Direct { p, onto, out } = self;
+        let Direct { p, onto, mut out } = self;
         debug_assert!(p.a.row_stride == 1, "the direct kernel reads `a` along unit-stride rows");
         let (mut j, mut nan) = (0, false);
-        while j + GROUP <= p.n {
-            nan |= columns::<A, T, WG, V, GROUP, B_LEFT>(&p, j, onto, out);
-            j += GROUP;
+        if let Out::Append(v) = &mut out {
+            if p.k <= THIN {
+                // A short inner dimension (an outer product): each output row is a few passes
+                // over a row in L1, the first one appending.
+                for j in 0..p.n {
+                    nan |= short_row::<A, T, B_LEFT>(&p, j, onto, v);
+                }
+                return nan;
+            }
+        }
+        if let Out::Slice(_) = out {
+            while j + GROUP <= p.n {
+                nan |= columns::<A, T, WG, V, GROUP, B_LEFT>(&p, j, onto, &mut out);
+                j += GROUP;
+            }
         }
         while j < p.n {
-            nan |= columns::<A, T, W1, V, 1, B_LEFT>(&p, j, onto, out);
+            nan |= columns::<A, T, W1, V, 1, B_LEFT>(&p, j, onto, &mut out);
             j += 1;
         }
         nan
     }
+}
+
+/// Appends output row `j` (`out[.., j]`, `m` contiguous) of a product with few inner indices:
+/// `0 + p(0)` appended for the whole row, then `+ p(t)` for each further `t` in place (all in L1),
+/// then `stored +` for `gemm_onto`; whether a NaN was stored.
+#[inline(always)]
+fn short_row<A: 'static, T: Lane, const B_LEFT: bool>(
+    p: &Thin<'_, A>,
+    j: usize,
+    onto: Option<T>,
+    v: &mut Vec<T>,
+) -> bool {
+    if p.m == 0 {
+        return false;
+    }
+    let start = v.len();
+    let product = |x: T, bt: T| if B_LEFT { bt * x } else { x * bt };
+    if p.k == 0 {
+        v.resize(start + p.m, T::ZERO);
+    } else {
+        let b0: T = lane(p.b.at(0, j));
+        v.extend(p.a.data[..p.m].iter().map(|x| T::ZERO + product(lane(x), b0)));
+    }
+    let row = &mut v[start..];
+    for t in 1..p.k {
+        let bt: T = lane(p.b.at(t, j));
+        let column = &p.a.data[t * p.a.col_stride..][..p.m];
+        for (o, x) in row.iter_mut().zip(column) {
+            *o = *o + product(lane(x), bt);
+        }
+    }
+    if let Some(stored) = onto {
+        for o in row.iter_mut() {
+            *o = stored + *o;
+        }
+    }
+    any_nan(row)
 }
 
 /// Columns `j0..j0 + NJ` of the output: `W` outputs `m` at a time, then `V` at a time, then the
@@ -312,7 +375,7 @@ fn columns<A: 'static, T: Lane, const W: usize, const V: usize, const NJ: usize,
     p: &Thin<'_, A>,
     j0: usize,
     onto: Option<T>,
-    out: &mut [T],
+    out: &mut Out<'_, T>,
 ) -> bool {
     let (mut m0, mut nan) = (0, false);
     while m0 + W <= p.m {
@@ -339,7 +402,7 @@ fn block<A: 'static, T: Lane, const W: usize, const NJ: usize, const B_LEFT: boo
     live: usize,
     j0: usize,
     onto: Option<T>,
-    out: &mut [T],
+    out: &mut Out<'_, T>,
 ) -> bool {
     let mut acc = [[T::ZERO; W]; NJ];
     for t in 0..p.k {
@@ -366,11 +429,13 @@ fn block<A: 'static, T: Lane, const W: usize, const NJ: usize, const B_LEFT: boo
     }
     for (g, row) in acc.iter().enumerate() {
         let o = m0 * p.o_m + (j0 + g) * p.o_j;
-        if p.o_m == 1 {
-            out[o..o + live].copy_from_slice(&row[..live]);
-        } else {
-            for (i, &x) in row[..live].iter().enumerate() {
-                out[o + i * p.o_m] = x;
+        match out {
+            Out::Append(v) => v.extend_from_slice(&row[..live]),
+            Out::Slice(out) if p.o_m == 1 => out[o..o + live].copy_from_slice(&row[..live]),
+            Out::Slice(out) => {
+                for (i, &x) in row[..live].iter().enumerate() {
+                    out[o + i * p.o_m] = x;
+                }
             }
         }
     }
@@ -628,6 +693,18 @@ macro_rules! transposing_avx2 {
                 r
             }
 
+            /// The products `a[m + i, c · L + t] · x[t]` (`x · a` when `B_LEFT`), transposed: vector
+            /// `t` holds them for the rows `m..m + L`.
+            #[inline]
+            #[target_feature(enable = "avx2")]
+            fn products<A: 'static, const B_LEFT: bool>(p: &Thin<'_, A>, m: usize, c: usize, x: V) -> [V; L] {
+                let mut r = load_rows(p, m, c);
+                for v in r.iter_mut() {
+                    *v = if B_LEFT { mul(x, *v) } else { mul(*v, x) };
+                }
+                transpose(r)
+            }
+
             /// `a[m..m + L, t]`, gathered (the inner indices after whole chunks).
             #[inline]
             #[target_feature(enable = "avx2")]
@@ -655,7 +732,7 @@ macro_rules! transposing_avx2 {
                     };
                     let o = m * p.o_m + (j0 + g) * p.o_j;
                     let v = to_array(s);
-                    nan |= v.iter().fold(false, |seen, x| seen | x.is_nan());
+                    nan |= super::super::fast::any_nan(&v);
                     if p.o_m == 1 {
                         out[o..o + L].copy_from_slice(&v);
                     } else {
@@ -670,6 +747,7 @@ macro_rules! transposing_avx2 {
             /// One column `j`, `NB` blocks of `L` rows from `m0`: the products
             /// `a[m, t..t + L] · b[t..t + L, j]` are formed along each row, transposed, and
             /// added in ascending `t`.
+            #[inline(never)] // one copy per shape of the loops, not one per call site
             #[target_feature(enable = "avx2")]
             fn single<A: 'static, const NB: usize, const B_LEFT: bool>(
                 p: &Thin<'_, A>,
@@ -682,11 +760,7 @@ macro_rules! transposing_avx2 {
                 for c in 0..p.k / L {
                     let x = set(b_chunk(p, c, j));
                     for (blk, s) in acc.iter_mut().enumerate() {
-                        let mut r = load_rows(p, m0 + blk * L, c);
-                        for v in r.iter_mut() {
-                            *v = if B_LEFT { mul(x, *v) } else { mul(*v, x) };
-                        }
-                        for col in transpose(r) {
+                        for col in products::<A, B_LEFT>(p, m0 + blk * L, c, x) {
                             *s = add(*s, col);
                         }
                     }
@@ -707,6 +781,7 @@ macro_rules! transposing_avx2 {
 
             /// [`GROUP`] columns from `j0`, `NB` blocks of `L` rows from `m0`: each block of `a`
             /// is transposed once and multiplied by the broadcast `b[t, j]` of every column.
+            #[inline(never)] // one copy per shape of the loops, not one per call site
             #[target_feature(enable = "avx2")]
             fn grouped<A: 'static, const NB: usize, const B_LEFT: bool>(
                 p: &Thin<'_, A>,
