@@ -496,9 +496,9 @@ fn kernel<T: Lane, const MR: usize, const NR: usize, const HALF: usize, const RH
 /// sums at `out` (row step `cols`), adds the products ([`tile`]) and stores them back. On the
 /// `first` inner chunk the sums start from `+0` without being loaded (`out` holds `+0` there).
 /// On the `last` chunk the tile stores `stored + sum` for a [`gemm_onto`](super::gemm_onto)
-/// (`onto = Some(stored)`: the epilogue, on registers) and reports whether a NaN may be among what
-/// it stored (lanes padded with zeros included: a false alarm only costs a scan). Full-width rows
-/// are copied with a constant length, so the copies compile to vector moves.
+/// (`onto = Some(stored)`: the epilogue, in the store) and reports whether a NaN is among what it
+/// stored. Full-width rows are copied with a constant length, so the copies compile to vector
+/// moves.
 #[allow(clippy::too_many_arguments)] // the tile's geometry, all needed by the copies
 #[inline(always)]
 fn block<T: Lane, const MR: usize, const NR: usize, const W: usize, const RHS_LEFT: bool>(
@@ -524,24 +524,23 @@ fn block<T: Lane, const MR: usize, const NR: usize, const W: usize, const RHS_LE
         }
     }
     tile::<T, MR, NR, W, RHS_LEFT>(a, b, &mut acc);
-    let mut nan = false;
-    if last {
-        if let Some(stored) = onto {
-            for x in acc.iter_mut().flatten() {
-                *x = stored + *x;
-            }
-        }
-        nan = any_nan(acc.as_flattened());
-    }
+    let onto = if last { onto } else { None };
     for (i, row) in acc.iter().enumerate().take(nr) {
         let dst = &mut out[i * cols..];
-        if nc == W {
-            dst[..W].copy_from_slice(row);
-        } else {
-            dst[..nc].copy_from_slice(&row[..nc]);
+        match onto {
+            Some(stored) => {
+                let n = if nc == W { W } else { nc };
+                for (d, &x) in dst[..n].iter_mut().zip(&row[..n]) {
+                    *d = stored + x;
+                }
+            }
+            None if nc == W => dst[..W].copy_from_slice(row),
+            None => dst[..nc].copy_from_slice(&row[..nc]),
         }
     }
-    nan
+    // Whether a NaN was stored: the rows just stored, read back from L1 (checking the tile
+    // itself kept it in memory, and the epilogue on it measured slower than this).
+    last && (0..nr).any(|i| any_nan(&out[i * cols..][..nc]))
 }
 
 /// The register tile: `acc[i][j] = acc[i][j] + a[t][i] * b[t][j]` for `t` ascending (operands
