@@ -19,7 +19,7 @@
 //!
 //! [`gemm_onto`](super::gemm_onto)'s `stored + element` is added in the last inner chunk's store
 //! (the accumulators are still in registers), not in a pass of its own. Thin shapes (one side of
-//! the output, or the inner dimension, at most 8) run the kernels of [`thin`](super::thin) instead.
+//! the output, or the inner dimension, at most 8) run the kernels of [`thin`] instead.
 
 use core::any::{Any, TypeId};
 use core::cell::RefCell;

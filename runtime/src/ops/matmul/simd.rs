@@ -2,7 +2,7 @@
 //! after checking at run time that the CPU has it.
 //!
 //! [`run_avx2`] and [`run_avx512`] run any [`Kernel`] — the packed kernel of
-//! [`fast`](super::fast), the thin kernels of [`thin`](super::thin) — whose `run` is inlined into a
+//! [`fast`](super::fast), the thin kernels of [`thin`] — whose `run` is inlined into a
 //! body built with the feature: the same Rust code as the baseline build, only LLVM's vector width
 //! changes. [`transposing_f32`] and [`transposing_f64`] call the thin kernels written with AVX2
 //! intrinsics (in-register transposes, `thin.rs`), which are safe functions apart from needing
