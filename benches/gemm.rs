@@ -1,6 +1,8 @@
 //! `gemm` on the MLP shapes of issue 4: the portable kernel vs the fast `f32` kernel, for the
 //! forward product `a · b` and the two VJP products `δ · bᵀ` and `aᵀ · δ` (strided views, δ on
-//! the left).
+//! the left); the thin products of W4's heads (`head_*`: `W · x`, `Wᵀ · δ`, `δ · xᵀ`) and two more
+//! thin shapes (`thin_*`: a vector–matrix product, 8 columns); and `gemm_onto` against `gemm`
+//! followed by a pass of `pinned_add` on W1's largest weight gradient (`onto`).
 //!
 //! `cargo bench --bench gemm`. Throughput is in FLOP (`2·m·k·n`): criterion's "elem/s" is FLOP/s.
 //! The portable kernel is reached through [`P`], an `f32` newtype (any scalar other than
@@ -10,7 +12,7 @@
 use core::ops::{Add, Mul};
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use exactgrad::ops::{gemm, MatrixView};
+use exactgrad::ops::{gemm, gemm_onto, MatrixView};
 use exactgrad::Storage;
 
 /// `f32` behind a newtype: runs the portable kernel.
@@ -72,6 +74,55 @@ fn view<T>(data: &[T], transposed: bool, stored_cols: usize) -> MatrixView<'_, T
 
 fn products() -> Vec<Product> {
     let mut v = Vec::new();
+    // W4's one head (`h = sum(tanh(W · x))`, `W` 64×64, `x` 64×1): the forward `W · x`, the
+    // backward's `Wᵀ · δ` (a transposed view, δ left) and `δ · xᵀ` (an outer product).
+    let (w, x, d) = (values(64 * 64, 4), values(64, 5), values(64, 6));
+    v.push(Product {
+        name: "head_W.x/64x64x1".into(),
+        rows: 64,
+        inner: 64,
+        cols: 1,
+        rhs_left: false,
+        lhs: (w.clone(), false, 64),
+        rhs: (x.clone(), false, 1),
+    });
+    v.push(Product {
+        name: "head_WT.d/64x64x1".into(),
+        rows: 64,
+        inner: 64,
+        cols: 1,
+        rhs_left: true,
+        lhs: (w, true, 64),
+        rhs: (d.clone(), false, 1),
+    });
+    v.push(Product {
+        name: "head_d.xT/64x1x64".into(),
+        rows: 64,
+        inner: 1,
+        cols: 64,
+        rhs_left: false,
+        lhs: (d, false, 1),
+        rhs: (x.clone(), true, 1),
+    });
+    let w = values(64 * 64, 7);
+    v.push(Product {
+        name: "thin_xT.W/1x64x64".into(),
+        rows: 1,
+        inner: 64,
+        cols: 64,
+        rhs_left: false,
+        lhs: (x, false, 64),
+        rhs: (w.clone(), false, 64),
+    });
+    v.push(Product {
+        name: "thin_W.X/64x64x8".into(),
+        rows: 64,
+        inner: 64,
+        cols: 8,
+        rhs_left: false,
+        lhs: (w, false, 64),
+        rhs: (values(64 * 8, 8), false, 8),
+    });
     for &(m, k, n) in &[(64usize, 784usize, 256usize), (64, 256, 128), (64, 128, 10)] {
         let (a, b, g) = (values(m * k, 1), values(k * n, 2), values(m * n, 3));
         let shape = format!("{m}x{k}x{n}");
@@ -136,5 +187,38 @@ fn bench(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench);
+/// W1's first weight gradient `xᵀ · δ1` (784 × 64 × 256, δ left, 800 KB) onto a gradient that
+/// still holds the uniform `+0`: `gemm_onto` (the addition in the kernel's last store) against
+/// `gemm` and then the pass `pinned_add(0, g)` the engine ran before.
+fn onto(c: &mut Criterion) {
+    let mut group = c.benchmark_group("gemm_onto_f32");
+    group.sample_size(20);
+    let (m, k, n) = (784, 64, 256);
+    group.throughput(Throughput::Elements((2 * m * k * n) as u64));
+    let (x, d) = (values(k * m, 9), values(k * n, 10));
+    let (xt, d) = (MatrixView::transposed(&x, m), MatrixView::row_major(&d, n));
+    let (mut fused, mut pass) = (Vec::new(), Vec::new());
+    gemm_onto::<f32, true>(m, k, n, xt, d, &0.0, &mut fused);
+    gemm::<f32, true>(m, k, n, xt, d, &mut pass);
+    pass.iter_mut().for_each(|g| *g = f32::pinned_add(0.0, *g));
+    assert!(fused.iter().zip(&pass).all(|(a, b)| a.to_bits() == b.to_bits()));
+    group.bench_function("fused/W1_xT.d1/784x64x256", |b| {
+        b.iter(|| {
+            fused.clear();
+            gemm_onto::<f32, true>(m, k, n, xt, d, &0.0, &mut fused);
+        })
+    });
+    group.bench_function("gemm+pass/W1_xT.d1/784x64x256", |b| {
+        b.iter(|| {
+            pass.clear();
+            gemm::<f32, true>(m, k, n, xt, d, &mut pass);
+            for g in pass.iter_mut() {
+                *g = f32::pinned_add(0.0, *g);
+            }
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, bench, onto);
 criterion_main!(benches);

@@ -19,6 +19,9 @@ mod gemm_tests;
 #[cfg(target_arch = "x86_64")]
 #[allow(unsafe_code)] // the one module with `unsafe`: see its docs
 mod simd;
+mod thin;
+#[cfg(test)]
+mod thin_tests;
 
 /// A strided view of a matrix: element `(r, c)` is `data[r * row_stride + c * col_stride]`.
 #[derive(Debug)]
@@ -68,6 +71,10 @@ impl<'a, A> MatrixView<'a, A> {
 /// NaNs, and LLVM may swap the operands of `+` and `*`, so for such elements the payload is pinned:
 /// each operation returns its left operand's NaN (quieted) if it is one, else the right one's,
 /// else the platform's default NaN (`∞ - ∞`, `0 · ∞`). Elements that are not NaN are untouched.
+///
+/// Thin products (one side of the output at most 8 — a matrix–vector product, a vector–matrix
+/// product — or at most 8 inner indices, as in an outer product) run kernels vectorised across the
+/// long side, with the same guarantee.
 pub fn gemm<A: Scalar + Mul<Output = A>, const RHS_LEFT: bool>(
     rows: usize,
     inner: usize,
@@ -76,11 +83,80 @@ pub fn gemm<A: Scalar + Mul<Output = A>, const RHS_LEFT: bool>(
     rhs: MatrixView<'_, A>,
     out: &mut Vec<A>,
 ) {
+    product_into::<A, RHS_LEFT>(rows, inner, cols, lhs, rhs, None, out);
+}
+
+/// [`gemm`] added onto a uniform: appends `A::pinned_add(stored.clone(), element)` for every
+/// element of the product, where `element` is exactly what [`gemm`] appends (NaN payloads
+/// pinned) — the accumulation `stored + contribution` of a gradient position that still holds the
+/// uniform `stored` (SEMANTICS §4–6), without a pass of its own: the `f32`/`f64` kernels add
+/// `stored` (left operand) in their final store, while the sums are still in registers. Other
+/// scalars run the portable loop and then the additions.
+///
+/// A NaN `stored` gives `stored` quieted everywhere (the left operand's NaN wins); a NaN element
+/// with a number `stored` gives the element's pinned NaN; `∞ + -∞` the platform's default NaN.
+///
+/// ```
+/// use exactgrad_runtime::ops::{gemm, gemm_onto, MatrixView};
+/// use exactgrad_runtime::Storage;
+///
+/// let w = [1.0f32, 2.0, 3.0, 4.0]; // 2 × 2
+/// let x = [0.5f32, -1.0]; // 2 × 1
+/// let (w, x) = (MatrixView::row_major(&w, 2), MatrixView::row_major(&x, 1));
+///
+/// // A gradient slot still holding the uniform -0.0 receives w · x.
+/// let mut fused = Vec::new();
+/// gemm_onto::<f32, false>(2, 2, 1, w, x, &-0.0, &mut fused);
+/// assert_eq!(fused, [-1.5, -2.5]);
+///
+/// // The same bits as the product followed by a pass of pinned additions.
+/// let mut product = Vec::new();
+/// gemm::<f32, false>(2, 2, 1, w, x, &mut product);
+/// let pass: Vec<u32> = product.iter().map(|&g| f32::pinned_add(-0.0, g).to_bits()).collect();
+/// assert_eq!(fused.iter().map(|g| g.to_bits()).collect::<Vec<_>>(), pass);
+/// ```
+#[allow(clippy::too_many_arguments)] // gemm's arguments and the uniform
+pub fn gemm_onto<A: Scalar + Mul<Output = A>, const RHS_LEFT: bool>(
+    rows: usize,
+    inner: usize,
+    cols: usize,
+    lhs: MatrixView<'_, A>,
+    rhs: MatrixView<'_, A>,
+    stored: &A,
+    out: &mut Vec<A>,
+) {
+    product_into::<A, RHS_LEFT>(rows, inner, cols, lhs, rhs, Some(stored), out);
+}
+
+/// [`gemm`] (`onto = None`) or [`gemm_onto`]: a fast kernel when there is one (the epilogue
+/// fused, NaNs pinned only if it may have stored one), else the portable loop, the pinning and the
+/// additions.
+fn product_into<A: Scalar + Mul<Output = A>, const RHS_LEFT: bool>(
+    rows: usize,
+    inner: usize,
+    cols: usize,
+    lhs: MatrixView<'_, A>,
+    rhs: MatrixView<'_, A>,
+    onto: Option<&A>,
+    out: &mut Vec<A>,
+) {
     let start = out.len();
-    if !fast::try_gemm::<A, RHS_LEFT>(rows, inner, cols, lhs, rhs, out) {
-        gemm_portable::<A, RHS_LEFT>(rows, inner, cols, lhs, rhs, out);
+    match fast::try_gemm::<A, RHS_LEFT>(rows, inner, cols, lhs, rhs, onto, out) {
+        Some(nan) => {
+            if nan {
+                fast::pin_nans::<A, RHS_LEFT>(rows, inner, cols, lhs, rhs, out, start, onto);
+            }
+        }
+        None => {
+            gemm_portable::<A, RHS_LEFT>(rows, inner, cols, lhs, rhs, out);
+            fast::pin_nans::<A, RHS_LEFT>(rows, inner, cols, lhs, rhs, out, start, None);
+            if let Some(stored) = onto {
+                for x in &mut out[start..] {
+                    *x = A::pinned_add(stored.clone(), x.clone());
+                }
+            }
+        }
     }
-    fast::pin_nans::<A, RHS_LEFT>(rows, inner, cols, lhs, rhs, out, start);
 }
 
 /// The portable kernel: the definition of [`gemm`]'s result for every scalar.

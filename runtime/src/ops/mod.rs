@@ -67,7 +67,7 @@ pub use gelu::{gelu, Gelu, GeluFn};
 pub use layer_norm::{layer_norm, LayerNorm};
 pub use log::{log, Log, LogFn};
 pub use log_softmax::{log_softmax, LogSoftmax};
-pub use matmul::{gemm, matmul, MatMul, MatrixView};
+pub use matmul::{gemm, gemm_onto, matmul, MatMul, MatrixView};
 pub use matmul_data::{matmul_data, MatMulData, TensorAccessor};
 pub use max::{max, Max};
 pub use mean::{mean, Mean};

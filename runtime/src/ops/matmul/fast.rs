@@ -16,13 +16,17 @@
 //!
 //! No threads, no reassociation, no reduction trees: the result is bit-identical to the portable
 //! kernel for every input, including `-0`, infinities, NaNs and subnormals.
+//!
+//! [`gemm_onto`](super::gemm_onto)'s `stored + element` is added in the last inner chunk's store
+//! (the accumulators are still in registers), not in a pass of its own. Thin shapes (one side of
+//! the output, or the inner dimension, at most 8) run the kernels of [`thin`] instead.
 
 use core::any::{Any, TypeId};
 use core::cell::RefCell;
 use core::ops::{Add, Mul};
 use std::thread::LocalKey;
 
-use super::MatrixView;
+use super::{thin, MatrixView};
 use crate::scalar::Scalar;
 
 /// Below this many multiply-adds the packing does not pay off; the portable kernel runs instead
@@ -41,10 +45,14 @@ pub(super) trait Lane: Copy + Add<Output = Self> + Mul<Output = Self> + 'static 
     fn quiet(self) -> Self;
     /// This thread's two packing buffers for this lane type ([`with_packs`]).
     fn packs() -> &'static LocalKey<RefCell<(Vec<Self>, Vec<Self>)>>;
+    /// Whether any of `xs` is a NaN: the largest magnitude encoding above infinity's, an integer
+    /// maximum that stays in vector registers (a fold of `is_nan` flags was packed to bytes and
+    /// reduced with shuffles, block after block).
+    fn any_nan(xs: &[Self]) -> bool;
 }
 /// `Lane` for a float type whose quiet-NaN bit is `$quiet`, with its own thread's pack buffers.
 macro_rules! lane {
-    ($t:ty, $quiet:expr) => {
+    ($t:ty, $quiet:expr, $magnitude:expr) => {
         impl Lane for $t {
             const ZERO: Self = 0.0;
             #[inline]
@@ -59,16 +67,20 @@ macro_rules! lane {
                 thread_local!(static PACKS: RefCell<(Vec<$t>, Vec<$t>)> = const { RefCell::new((Vec::new(), Vec::new())) });
                 &PACKS
             }
+            #[inline(always)]
+            fn any_nan(xs: &[Self]) -> bool {
+                xs.iter().fold(0, |m, x| m.max(x.to_bits() & $magnitude)) > <$t>::INFINITY.to_bits()
+            }
         }
     };
 }
-lane!(f32, 1 << 22);
-lane!(f64, 1 << 51);
+lane!(f32, 1 << 22, !(1 << 31));
+lane!(f64, 1 << 51, !(1 << 63));
 
 /// `a + b` or `a * b` with the NaN payload fixed: `a`'s if `a` is a NaN, else `b`'s (quieted);
 /// otherwise the hardware operation (which yields the platform's default NaN for `∞ - ∞`, `0 · ∞`).
 #[inline]
-fn strict<T: Lane>(a: T, b: T, op: impl Fn(T, T) -> T) -> T {
+pub(super) fn strict<T: Lane>(a: T, b: T, op: impl Fn(T, T) -> T) -> T {
     if a.is_nan() {
         a.quiet()
     } else if b.is_nan() {
@@ -79,8 +91,8 @@ fn strict<T: Lane>(a: T, b: T, op: impl Fn(T, T) -> T) -> T {
 }
 
 /// The value of `v` as a `T` when `A` is `T`.
-#[inline]
-fn lane<A: 'static, T: Lane>(v: &A) -> T {
+#[inline(always)]
+pub(super) fn lane<A: 'static, T: Lane>(v: &A) -> T {
     (v as &dyn Any).downcast_ref::<T>().copied().unwrap_or(T::ZERO)
 }
 
@@ -93,6 +105,13 @@ fn lane<A: 'static, T: Lane>(v: &A) -> T {
 /// Every NaN element of `out[start..]` (`rows × cols`) is recomputed here with the same sequence
 /// of operations, each with the left operand's NaN taking precedence ([`strict`]) — the order of
 /// SEMANTICS §0 (`acc + p`, `p = lhs · rhs` or `rhs · lhs` when `RHS_LEFT`).
+///
+/// With `onto = Some(stored)` the elements hold `stored + element` (the fused epilogue of
+/// [`gemm_onto`](super::gemm_onto)): a NaN there is rewritten as `pinned_add(stored, element)` with
+/// the element recomputed strictly. Such a NaN came from a NaN `stored`, a NaN element, or
+/// `stored + element` itself (`∞ - ∞`); an element that is not a NaN met no NaN, so its bits and
+/// the hardware sum are already the pinned ones.
+#[allow(clippy::too_many_arguments)] // the product's geometry, the output and its epilogue
 pub(super) fn pin_nans<A: Scalar, const RHS_LEFT: bool>(
     rows: usize,
     inner: usize,
@@ -101,15 +120,17 @@ pub(super) fn pin_nans<A: Scalar, const RHS_LEFT: bool>(
     rhs: MatrixView<'_, A>,
     out: &mut dyn Any,
     start: usize,
+    onto: Option<&A>,
 ) {
     let id = TypeId::of::<A>();
     if id == TypeId::of::<f32>() {
-        pin::<A, f32, RHS_LEFT>(rows, inner, cols, lhs, rhs, out, start);
+        pin::<A, f32, RHS_LEFT>(rows, inner, cols, lhs, rhs, out, start, onto.map(lane));
     } else if id == TypeId::of::<f64>() {
-        pin::<A, f64, RHS_LEFT>(rows, inner, cols, lhs, rhs, out, start);
+        pin::<A, f64, RHS_LEFT>(rows, inner, cols, lhs, rhs, out, start, onto.map(lane));
     }
 }
 
+#[allow(clippy::too_many_arguments)] // as `pin_nans`
 fn pin<A: Scalar, T: Lane, const RHS_LEFT: bool>(
     rows: usize,
     inner: usize,
@@ -118,11 +139,17 @@ fn pin<A: Scalar, T: Lane, const RHS_LEFT: bool>(
     rhs: MatrixView<'_, A>,
     out: &mut dyn Any,
     start: usize,
+    onto: Option<T>,
 ) {
     let Some(out) = cast::<T>(out) else { return };
     let out = &mut out[start..start + rows * cols];
     // Chunks of branch-free scans (vectorised), stopping at the first chunk with a NaN.
     if !out.chunks(256).any(|c| c.iter().fold(false, |seen, x| seen | x.is_nan())) {
+        return;
+    }
+    if let Some(stored) = onto.filter(|s| s.is_nan()) {
+        // `pinned_add(stored, anything)` is `stored`, quieted: no element needs recomputing.
+        out.fill(stored.quiet());
         return;
     }
     for r in 0..rows {
@@ -135,28 +162,43 @@ fn pin<A: Scalar, T: Lane, const RHS_LEFT: bool>(
                     let p = if RHS_LEFT { strict(x, l, |a, b| a * b) } else { strict(l, x, |a, b| a * b) };
                     acc = strict(acc, p, |a, b| a + b);
                 }
-                out[r * cols + c] = acc;
+                out[r * cols + c] = match onto {
+                    Some(stored) => strict(stored, acc, |a, b| a + b),
+                    None => acc,
+                };
             }
         }
     }
 }
 
-/// Runs the fast kernel when `A` is `f32` or `f64` and the product is big enough; returns `false`
-/// (leaving `out` untouched) otherwise.
+/// Runs a fast kernel when `A` is `f32` or `f64` and the product is big enough — the thin kernels
+/// ([`thin`]) when one side is thin, else the packed one — and returns whether it may have stored
+/// a NaN (`Some(false)`: none, [`pin_nans`] can be skipped); `None` (leaving `out` untouched)
+/// otherwise. With `onto = Some(stored)` each element is stored as `stored + element` (NaNs left
+/// for [`pin_nans`] with the same `onto`).
 pub(super) fn try_gemm<A: Scalar + Mul<Output = A>, const RHS_LEFT: bool>(
     rows: usize,
     inner: usize,
     cols: usize,
     lhs: MatrixView<'_, A>,
     rhs: MatrixView<'_, A>,
+    onto: Option<&A>,
     out: &mut dyn Any,
-) -> bool {
-    rows.saturating_mul(inner).saturating_mul(cols) >= MIN_WORK
-        && fast_gemm::<A, RHS_LEFT>(rows, inner, cols, lhs, rhs, out)
+) -> Option<bool> {
+    let work = rows.saturating_mul(inner).saturating_mul(cols);
+    let isa = Isa::detect();
+    let thin = || thin::thin_gemm_on::<A, RHS_LEFT>(isa, rows, inner, cols, lhs, rhs, onto, out);
+    match (work >= thin::MIN_WORK).then(thin).flatten() {
+        Some(nan) => Some(nan),
+        None if work >= MIN_WORK => fast_gemm_on::<A, RHS_LEFT>(isa, rows, inner, cols, lhs, rhs, onto, out),
+        None => None,
+    }
 }
 
-/// The fast kernel for any size when `A` is `f32` or `f64`, built for the best instruction set
-/// of the running CPU; `false` (and `out` untouched) for other scalars.
+/// The packed fast kernel for any size when `A` is `f32` or `f64`, built for the best instruction
+/// set of the running CPU (whether it may have stored a NaN); `None` (and `out` untouched) for
+/// other scalars.
+#[cfg(test)]
 pub(super) fn fast_gemm<A: Scalar + Mul<Output = A>, const RHS_LEFT: bool>(
     rows: usize,
     inner: usize,
@@ -164,11 +206,13 @@ pub(super) fn fast_gemm<A: Scalar + Mul<Output = A>, const RHS_LEFT: bool>(
     lhs: MatrixView<'_, A>,
     rhs: MatrixView<'_, A>,
     out: &mut dyn Any,
-) -> bool {
-    fast_gemm_on::<A, RHS_LEFT>(Isa::detect(), rows, inner, cols, lhs, rhs, out)
+) -> Option<bool> {
+    fast_gemm_on::<A, RHS_LEFT>(Isa::detect(), rows, inner, cols, lhs, rhs, None, out)
 }
 
-/// [`fast_gemm`] with the kernel built for `isa` (which must be one of [`Isa::available`]).
+/// The packed kernel built for `isa` (which must be one of [`Isa::available`]), for any size;
+/// returns as [`try_gemm`].
+#[allow(clippy::too_many_arguments)] // the product's geometry, the output and its epilogue
 pub(super) fn fast_gemm_on<A: Scalar + Mul<Output = A>, const RHS_LEFT: bool>(
     isa: Isa,
     rows: usize,
@@ -176,24 +220,50 @@ pub(super) fn fast_gemm_on<A: Scalar + Mul<Output = A>, const RHS_LEFT: bool>(
     cols: usize,
     lhs: MatrixView<'_, A>,
     rhs: MatrixView<'_, A>,
+    onto: Option<&A>,
     out: &mut dyn Any,
-) -> bool {
+) -> Option<bool> {
     let id = TypeId::of::<A>();
+    let g = Geometry { rows, inner, cols };
     if id == TypeId::of::<f32>() {
+        let onto = onto.map(lane::<A, f32>);
         match isa {
-            Isa::Baseline => run::<A, f32, 6, 8, 4, RHS_LEFT>(rows, inner, cols, lhs, rhs, out, isa),
-            Isa::Avx2 => run::<A, f32, 6, 16, 8, RHS_LEFT>(rows, inner, cols, lhs, rhs, out, isa),
-            Isa::Avx512 => run::<A, f32, 4, 32, 16, RHS_LEFT>(rows, inner, cols, lhs, rhs, out, isa),
+            Isa::Baseline => run::<A, f32, 6, 8, 4, RHS_LEFT>(g, lhs, rhs, onto, out, isa),
+            Isa::Avx2 => run::<A, f32, 6, 16, 8, RHS_LEFT>(g, lhs, rhs, onto, out, isa),
+            Isa::Avx512 => run::<A, f32, 4, 32, 16, RHS_LEFT>(g, lhs, rhs, onto, out, isa),
         }
     } else if id == TypeId::of::<f64>() {
+        let onto = onto.map(lane::<A, f64>);
         match isa {
-            Isa::Baseline => run::<A, f64, 6, 4, 2, RHS_LEFT>(rows, inner, cols, lhs, rhs, out, isa),
-            Isa::Avx2 => run::<A, f64, 6, 8, 4, RHS_LEFT>(rows, inner, cols, lhs, rhs, out, isa),
-            Isa::Avx512 => run::<A, f64, 4, 16, 8, RHS_LEFT>(rows, inner, cols, lhs, rhs, out, isa),
+            Isa::Baseline => run::<A, f64, 6, 4, 2, RHS_LEFT>(g, lhs, rhs, onto, out, isa),
+            Isa::Avx2 => run::<A, f64, 6, 8, 4, RHS_LEFT>(g, lhs, rhs, onto, out, isa),
+            Isa::Avx512 => run::<A, f64, 4, 16, 8, RHS_LEFT>(g, lhs, rhs, onto, out, isa),
         }
     } else {
-        false
+        None
     }
+}
+
+/// The sizes of a product: `rows × inner` times `inner × cols`.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Geometry {
+    pub(super) rows: usize,
+    pub(super) inner: usize,
+    pub(super) cols: usize,
+}
+
+/// Code run by [`Isa::run`]: `run` is `#[inline(always)]`, so its body is compiled into an entry
+/// built for one instruction set.
+pub(super) trait Kernel {
+    /// Runs the kernel; `false` guarantees that no element it stored is a NaN (so
+    /// [`pin_nans`] has nothing to do), `true` that some may be.
+    fn run(self) -> bool;
+}
+
+/// Whether any of `xs` is a NaN ([`Lane::any_nan`]).
+#[inline(always)]
+pub(super) fn any_nan<T: Lane>(xs: &[T]) -> bool {
+    T::any_nan(xs)
 }
 
 /// The instruction set the kernel is compiled for. Only the vector width differs: the same Rust
@@ -227,7 +297,19 @@ impl Isa {
         v
     }
 
-    fn detect() -> Isa {
+    /// Runs `k` compiled for this instruction set (the baseline build when the CPU lacks it);
+    /// returns what [`Kernel::run`] returns.
+    pub(super) fn run<K: Kernel>(self, k: K) -> bool {
+        match self {
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx2 => super::simd::run_avx2(k),
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx512 => super::simd::run_avx512(k),
+            _ => run_baseline(k),
+        }
+    }
+
+    pub(super) fn detect() -> Isa {
         #[cfg(target_arch = "x86_64")]
         if super::simd::has_avx512() {
             return Isa::Avx512;
@@ -240,8 +322,14 @@ impl Isa {
     }
 }
 
+/// [`Kernel::run`] compiled for the target's baseline instruction set.
+#[inline(never)]
+fn run_baseline<K: Kernel>(k: K) -> bool {
+    k.run()
+}
+
 /// A `Vec<A>` as a `Vec<T>` when `A` is `T` (a type-checked, zero-cost view).
-fn cast<T: 'static>(v: &mut dyn Any) -> Option<&mut Vec<T>> {
+pub(super) fn cast<T: 'static>(v: &mut dyn Any) -> Option<&mut Vec<T>> {
     v.downcast_mut::<Vec<T>>()
 }
 
@@ -284,7 +372,7 @@ fn pack_rhs<A: Scalar, const NR: usize>(inner: usize, cols: usize, rhs: MatrixVi
 /// The packing buffers of the running thread, reused from product to product (a W1 step packs
 /// 800 KB of weights; allocating and faulting that in on every call cost more than the copy). They
 /// keep the largest packs seen so far.
-fn with_packs<T: Lane, R>(f: impl FnOnce(&mut Vec<T>, &mut Vec<T>) -> R) -> R {
+pub(super) fn with_packs<T: Lane, R>(f: impl FnOnce(&mut Vec<T>, &mut Vec<T>) -> R) -> R {
     T::packs().with(|cell| match cell.try_borrow_mut() {
         Ok(mut packs) => {
             let (pa, pb) = &mut *packs;
@@ -304,19 +392,19 @@ fn run<
     const HALF: usize,
     const RHS_LEFT: bool,
 >(
-    rows: usize,
-    inner: usize,
-    cols: usize,
+    g: Geometry,
     lhs: MatrixView<'_, A>,
     rhs: MatrixView<'_, A>,
+    onto: Option<T>,
     out: &mut dyn Any,
     isa: Isa,
-) -> bool {
+) -> Option<bool> {
     if TypeId::of::<A>() != TypeId::of::<T>() {
-        return false;
+        return None;
     }
-    let Some(out) = cast::<T>(out) else { return false };
-    with_packs::<T, _>(|pa, pb| {
+    let out = cast::<T>(out)?;
+    let Geometry { rows, inner, cols } = g;
+    let nan = with_packs::<T, _>(|pa, pb| {
         // `A` is `T` (checked above), so the buffers are `Vec<A>` too: pack with `A`'s own clone.
         let (Some(pa_a), Some(pb_a)) = (cast::<A>(pa), cast::<A>(pb)) else { unreachable!("A is T") };
         pack_lhs::<A, MR>(rows, inner, lhs, pa_a);
@@ -328,46 +416,55 @@ fn run<
         }
         out.resize(start + rows * cols, T::ZERO);
         let out = &mut out[start..];
-        let (pa, pb) = (&pa[..], &pb[..]);
-        match isa {
-            #[cfg(target_arch = "x86_64")]
-            Isa::Avx2 => super::simd::kernel_avx2::<T, MR, NR, HALF, RHS_LEFT>(rows, inner, cols, pa, pb, out),
-            #[cfg(target_arch = "x86_64")]
-            Isa::Avx512 => super::simd::kernel_avx512::<T, MR, NR, HALF, RHS_LEFT>(rows, inner, cols, pa, pb, out),
-            _ => kernel_baseline::<T, MR, NR, HALF, RHS_LEFT>(rows, inner, cols, pa, pb, out),
-        }
+        isa.run(Packed::<T, MR, NR, HALF, RHS_LEFT> { g, pa, pb, out, onto })
     });
-    true
+    Some(nan)
 }
 
-/// [`kernel`] compiled for the target's baseline instruction set.
-#[inline(never)]
-fn kernel_baseline<T: Lane, const MR: usize, const NR: usize, const HALF: usize, const RHS_LEFT: bool>(
-    rows: usize,
-    inner: usize,
-    cols: usize,
-    pa: &[T],
-    pb: &[T],
-    out: &mut [T],
-) {
-    kernel::<T, MR, NR, HALF, RHS_LEFT>(rows, inner, cols, pa, pb, out);
+/// [`kernel`] on packed panels, as a [`Kernel`].
+pub(super) struct Packed<'k, T, const MR: usize, const NR: usize, const HALF: usize, const RHS_LEFT: bool> {
+    pub(super) g: Geometry,
+    pub(super) pa: &'k [T],
+    pub(super) pb: &'k [T],
+    pub(super) out: &'k mut [T],
+    pub(super) onto: Option<T>,
+}
+
+impl<T: Lane, const MR: usize, const NR: usize, const HALF: usize, const RHS_LEFT: bool> Kernel
+    for Packed<'_, T, MR, NR, HALF, RHS_LEFT>
+{
+    #[inline(always)]
+    fn run(self) -> bool {
+        let Geometry { rows, inner, cols } = self.g;
+        kernel::<T, MR, NR, HALF, RHS_LEFT>(rows, inner, cols, self.pa, self.pb, self.out, self.onto)
+    }
 }
 
 /// `out` (`rows × cols`, row-major, holding the running sums) gets the products of the packed
-/// panels added, inner index ascending. Always inlined into an entry point compiled for one
-/// instruction set ([`kernel_baseline`], `simd::kernel_avx2`).
+/// panels added, inner index ascending; with `onto = Some(stored)` the last inner chunk stores
+/// `stored + sum`. Returns whether a NaN may have been stored. Always inlined into an entry point
+/// compiled for one instruction set ([`Isa::run`]).
 #[inline(always)]
-pub(super) fn kernel<T: Lane, const MR: usize, const NR: usize, const HALF: usize, const RHS_LEFT: bool>(
+fn kernel<T: Lane, const MR: usize, const NR: usize, const HALF: usize, const RHS_LEFT: bool>(
     rows: usize,
     inner: usize,
     cols: usize,
     pa: &[T],
     pb: &[T],
     out: &mut [T],
-) {
+    onto: Option<T>,
+) -> bool {
     if inner == 0 {
-        return;
+        // Every element is the empty sum `+0`.
+        return match onto {
+            Some(stored) => {
+                out[..rows * cols].fill(stored + T::ZERO);
+                rows * cols > 0 && stored.is_nan()
+            }
+            None => false,
+        };
     }
+    let mut nan = false;
     let (pa, _) = pa.as_chunks::<MR>();
     let (pb, _) = pb.as_chunks::<NR>();
     let mut k0 = 0;
@@ -382,22 +479,26 @@ pub(super) fn kernel<T: Lane, const MR: usize, const NR: usize, const HALF: usiz
                 let r0 = p * MR;
                 let nr = MR.min(rows - r0);
                 let o = r0 * cols + c0;
-                let first = k0 == 0;
-                if nc <= HALF {
-                    block::<T, MR, NR, HALF, RHS_LEFT>(a, b, &mut out[o..], cols, nr, nc, first);
+                let (first, last) = (k0 == 0, k1 == inner);
+                nan |= if nc <= HALF {
+                    block::<T, MR, NR, HALF, RHS_LEFT>(a, b, &mut out[o..], cols, nr, nc, first, last, onto)
                 } else {
-                    block::<T, MR, NR, NR, RHS_LEFT>(a, b, &mut out[o..], cols, nr, nc, first);
-                }
+                    block::<T, MR, NR, NR, RHS_LEFT>(a, b, &mut out[o..], cols, nr, nc, first, last, onto)
+                };
             }
         }
         k0 = k1;
     }
+    nan
 }
 
 /// One register tile over the first `W ≤ NR` columns of a panel: loads the `nr × nc` running
 /// sums at `out` (row step `cols`), adds the products ([`tile`]) and stores them back. On the
 /// `first` inner chunk the sums start from `+0` without being loaded (`out` holds `+0` there).
-/// Full-width rows are copied with a constant length, so the copies compile to vector moves.
+/// On the `last` chunk the tile stores `stored + sum` for a [`gemm_onto`](super::gemm_onto)
+/// (`onto = Some(stored)`: the epilogue, in the store) and reports whether a NaN is among what it
+/// stored. Full-width rows are copied with a constant length, so the copies compile to vector
+/// moves.
 #[allow(clippy::too_many_arguments)] // the tile's geometry, all needed by the copies
 #[inline(always)]
 fn block<T: Lane, const MR: usize, const NR: usize, const W: usize, const RHS_LEFT: bool>(
@@ -408,7 +509,9 @@ fn block<T: Lane, const MR: usize, const NR: usize, const W: usize, const RHS_LE
     nr: usize,
     nc: usize,
     first: bool,
-) {
+    last: bool,
+    onto: Option<T>,
+) -> bool {
     let mut acc = [[T::ZERO; W]; MR];
     if !first {
         for (i, row) in acc.iter_mut().enumerate().take(nr) {
@@ -421,14 +524,23 @@ fn block<T: Lane, const MR: usize, const NR: usize, const W: usize, const RHS_LE
         }
     }
     tile::<T, MR, NR, W, RHS_LEFT>(a, b, &mut acc);
+    let onto = if last { onto } else { None };
     for (i, row) in acc.iter().enumerate().take(nr) {
         let dst = &mut out[i * cols..];
-        if nc == W {
-            dst[..W].copy_from_slice(row);
-        } else {
-            dst[..nc].copy_from_slice(&row[..nc]);
+        match onto {
+            Some(stored) => {
+                let n = if nc == W { W } else { nc };
+                for (d, &x) in dst[..n].iter_mut().zip(&row[..n]) {
+                    *d = stored + x;
+                }
+            }
+            None if nc == W => dst[..W].copy_from_slice(row),
+            None => dst[..nc].copy_from_slice(&row[..nc]),
         }
     }
+    // Whether a NaN was stored: the rows just stored, read back from L1 (checking the tile
+    // itself kept it in memory, and the epilogue on it measured slower than this).
+    last && (0..nr).any(|i| any_nan(&out[i * cols..][..nc]))
 }
 
 /// The register tile: `acc[i][j] = acc[i][j] + a[t][i] * b[t][j]` for `t` ascending (operands

@@ -13,21 +13,21 @@ use proptest::prelude::*;
 
 /// A logical `rows × cols` matrix stored with some layout: `data[r * rs + c * cs]`.
 #[derive(Clone, Debug)]
-struct Stored<T> {
-    data: Vec<T>,
-    rs: usize,
-    cs: usize,
+pub(super) struct Stored<T> {
+    pub(super) data: Vec<T>,
+    pub(super) rs: usize,
+    pub(super) cs: usize,
 }
 
 impl<T> Stored<T> {
-    fn view(&self) -> MatrixView<'_, T> {
+    pub(super) fn view(&self) -> MatrixView<'_, T> {
         MatrixView { data: &self.data, row_stride: self.rs, col_stride: self.cs }
     }
 }
 
 /// Strides for a `rows × cols` matrix: row-major, column-major (a transposed view) or both strides
 /// above one, each with padding; returns `(row_stride, col_stride, data_len)`.
-fn layout(rows: usize, cols: usize) -> impl Strategy<Value = (usize, usize, usize)> {
+pub(super) fn layout(rows: usize, cols: usize) -> impl Strategy<Value = (usize, usize, usize)> {
     (0usize..3, 0usize..3, 2usize..4).prop_map(move |(kind, pad, step)| {
         let (rs, cs) = match kind {
             0 => (cols + pad, 1),
@@ -41,13 +41,13 @@ fn layout(rows: usize, cols: usize) -> impl Strategy<Value = (usize, usize, usiz
 
 macro_rules! float_tests {
     ($m:ident, $t:ty, $bits:ty, $mant:expr, $exp:expr) => {
-        mod $m {
+        pub(super) mod $m {
             use super::*;
 
             /// Adversarial scalars: signed zeros, infinities, NaNs with random payloads (quiet and
             /// signalling, both signs), subnormals, random bit patterns (overflow/underflow),
             /// small integers (exact products, cancellation to `±0`) and ordinary values.
-            fn value() -> impl Strategy<Value = $t> {
+            pub(in crate::ops::matmul) fn value() -> impl Strategy<Value = $t> {
                 let sign = 1 as $bits << ($mant + $exp);
                 let inf = ((1 as $bits << $exp) - 1) << $mant;
                 let mant_mask = (1 as $bits << $mant) - 1;
@@ -67,7 +67,7 @@ macro_rules! float_tests {
                 ]
             }
 
-            fn matrix(rows: usize, cols: usize) -> impl Strategy<Value = Stored<$t>> {
+            pub(in crate::ops::matmul) fn matrix(rows: usize, cols: usize) -> impl Strategy<Value = Stored<$t>> {
                 layout(rows, cols).prop_flat_map(|(rs, cs, len)| {
                     prop::collection::vec(value(), len).prop_map(move |data| Stored { data, rs, cs })
                 })
@@ -84,13 +84,13 @@ macro_rules! float_tests {
                 })
             }
 
-            fn bits(v: &[$t]) -> Vec<$bits> {
+            pub(in crate::ops::matmul) fn bits(v: &[$t]) -> Vec<$bits> {
                 v.iter().map(|x| x.to_bits()).collect()
             }
 
             /// IEEE operation with the NaN rule of `gemm`: left operand's NaN (quieted), else
             /// the right one's, else the hardware result.
-            fn strict(x: $t, y: $t, op: fn($t, $t) -> $t) -> $t {
+            pub(in crate::ops::matmul) fn strict(x: $t, y: $t, op: fn($t, $t) -> $t) -> $t {
                 let quiet = 1 as $bits << ($mant - 1);
                 if x.is_nan() {
                     <$t>::from_bits(x.to_bits() | quiet)
@@ -103,7 +103,7 @@ macro_rules! float_tests {
 
             /// The definition, element by element: `((0 + p0) + p1) + …` with every operation
             /// strict.
-            fn strict_gemm<const RHS_LEFT: bool>(
+            pub(in crate::ops::matmul) fn strict_gemm<const RHS_LEFT: bool>(
                 m: usize,
                 k: usize,
                 n: usize,
@@ -142,7 +142,9 @@ macro_rules! float_tests {
                 // The kernel of every instruction set this CPU runs (baseline, AVX2).
                 for isa in Isa::available() {
                     let mut fast = prefix.to_vec();
-                    prop_assert!(fast_gemm_on::<$t, RHS_LEFT>(isa, m, k, n, av, bv, &mut fast));
+                    let nan = fast_gemm_on::<$t, RHS_LEFT>(isa, m, k, n, av, bv, None, &mut fast);
+                    prop_assert!(nan.is_some());
+                    prop_assert!(nan == Some(true) || !fast[prefix.len()..].iter().any(|x| x.is_nan()), "a NaN stored unreported");
                     // Raw kernels: identical except possibly the payload of NaN elements.
                     prop_assert_eq!(portable.len(), fast.len());
                     for (i, (x, y)) in portable.iter().zip(&fast).enumerate() {
@@ -152,10 +154,10 @@ macro_rules! float_tests {
                         );
                     }
                     // Pinned: bit for bit, NaN payloads included.
-                    pin_nans::<$t, RHS_LEFT>(m, k, n, av, bv, &mut fast, prefix.len());
+                    pin_nans::<$t, RHS_LEFT>(m, k, n, av, bv, &mut fast, prefix.len(), None);
                     prop_assert_eq!(bits(&fast), want.clone(), "{:?}", isa);
                 }
-                pin_nans::<$t, RHS_LEFT>(m, k, n, av, bv, &mut portable, prefix.len());
+                pin_nans::<$t, RHS_LEFT>(m, k, n, av, bv, &mut portable, prefix.len(), None);
                 prop_assert_eq!(bits(&portable), want.clone());
                 let mut public = prefix.to_vec();
                 gemm::<$t, RHS_LEFT>(m, k, n, av, bv, &mut public);
@@ -252,7 +254,8 @@ fn sums_start_from_positive_zero() {
     let a = [-0.0f64; 8];
     let b = [1.0f64; 8];
     let mut out: Vec<f64> = Vec::new();
-    assert!(fast_gemm::<f64, false>(1, 8, 1, MatrixView::row_major(&a, 8), MatrixView::row_major(&b, 1), &mut out));
+    assert!(fast_gemm::<f64, false>(1, 8, 1, MatrixView::row_major(&a, 8), MatrixView::row_major(&b, 1), &mut out)
+        .is_some());
     assert_eq!(out[0].to_bits(), 0);
 }
 
@@ -261,7 +264,8 @@ fn sums_start_from_positive_zero() {
 fn other_scalars_are_portable() {
     let a = [1i64, 2, 3, 4];
     let mut out = vec![9];
-    assert!(!fast_gemm::<i64, false>(2, 2, 2, MatrixView::row_major(&a, 2), MatrixView::row_major(&a, 2), &mut out));
+    assert!(fast_gemm::<i64, false>(2, 2, 2, MatrixView::row_major(&a, 2), MatrixView::row_major(&a, 2), &mut out)
+        .is_none());
     assert_eq!(out, [9]);
     gemm::<i64, false>(2, 2, 2, MatrixView::row_major(&a, 2), MatrixView::row_major(&a, 2), &mut out);
     assert_eq!(out, [9, 7, 10, 15, 22]);
