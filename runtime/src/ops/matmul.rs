@@ -83,7 +83,7 @@ pub fn gemm<A: Scalar + Mul<Output = A>, const RHS_LEFT: bool>(
     rhs: MatrixView<'_, A>,
     out: &mut Vec<A>,
 ) {
-    product_into::<A, RHS_LEFT>(rows, inner, cols, lhs, rhs, None, out);
+    gemm_into::<A, RHS_LEFT>(rows, inner, cols, lhs, rhs, None, out);
 }
 
 /// [`gemm`] added onto a uniform: appends `A::pinned_add(stored.clone(), element)` for every
@@ -125,13 +125,13 @@ pub fn gemm_onto<A: Scalar + Mul<Output = A>, const RHS_LEFT: bool>(
     stored: &A,
     out: &mut Vec<A>,
 ) {
-    product_into::<A, RHS_LEFT>(rows, inner, cols, lhs, rhs, Some(stored), out);
+    gemm_into::<A, RHS_LEFT>(rows, inner, cols, lhs, rhs, Some(stored), out);
 }
 
 /// [`gemm`] (`onto = None`) or [`gemm_onto`]: a fast kernel when there is one (the epilogue
 /// fused, NaNs pinned only if it may have stored one), else the portable loop, the pinning and the
 /// additions.
-fn product_into<A: Scalar + Mul<Output = A>, const RHS_LEFT: bool>(
+fn gemm_into<A: Scalar + Mul<Output = A>, const RHS_LEFT: bool>(
     rows: usize,
     inner: usize,
     cols: usize,
