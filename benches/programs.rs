@@ -18,8 +18,9 @@
 
 use std::time::Duration;
 
+mod mlp_gemms;
+
 use criterion::{criterion_group, criterion_main, Criterion};
-use exactgrad::ops::{gemm, MatrixView};
 use exactgrad::typenum::{U1, U32, U64, U784};
 use exactgrad::{graph, Init, Seeds, Tensor};
 
@@ -254,33 +255,9 @@ fn mlp_bench(c: &mut Criterion) {
             grads
         })
     });
-    // The GEMMs the step needs, alone: the same kernel on same-sized buffers (3 forward products,
-    // 5 VJP products), as in `benches/workloads.rs`.
-    let v = |n: usize, k: usize| -> Vec<f32> {
-        (0..n).map(|i| ((i * 7919 + k * 104_729) % 2003) as f32 / 1001.0 - 1.0).collect()
-    };
-    let (b_, i_, h1, h2, o_) = (64, 784, 256, 128, 10);
-    let (xb, w1b, w2b, w3b) = (x.data().to_vec(), v(i_ * h1, 11), v(h1 * h2, 12), v(h2 * o_, 13));
-    let (r1b, r2b) = (v(b_ * h1, 14), v(b_ * h2, 15));
-    let (d1, d2, d3) = (v(b_ * h1, 16), v(b_ * h2, 17), v(b_ * o_, 18));
-    let mut outs: Vec<Vec<f32>> = vec![Vec::new(); 8];
-    let (rm, tr) = (MatrixView::row_major, MatrixView::transposed);
-    group.bench_function("gemm_only", |b| {
-        b.iter(|| {
-            for o in &mut outs {
-                o.clear();
-            }
-            let [f1, f2, f3, gw3, gr2, gw2, gr1, gw1] = &mut outs[..] else { unreachable!("8 buffers") };
-            gemm::<f32, false>(b_, i_, h1, rm(&xb, i_), rm(&w1b, h1), f1);
-            gemm::<f32, false>(b_, h1, h2, rm(&r1b, h1), rm(&w2b, h2), f2);
-            gemm::<f32, false>(b_, h2, o_, rm(&r2b, h2), rm(&w3b, o_), f3);
-            gemm::<f32, true>(h2, b_, o_, tr(&r2b, h2), rm(&d3, o_), gw3);
-            gemm::<f32, false>(b_, o_, h2, rm(&d3, o_), tr(&w3b, o_), gr2);
-            gemm::<f32, true>(h1, b_, h2, tr(&r1b, h1), rm(&d2, h2), gw2);
-            gemm::<f32, false>(b_, h2, h1, rm(&d2, h2), tr(&w2b, h2), gr1);
-            gemm::<f32, true>(i_, b_, h1, tr(&xb, i_), rm(&d1, h1), gw1);
-        })
-    });
+    // The GEMMs the step needs, alone (`benches/mlp_gemms`).
+    let mut gemms = mlp_gemms::MlpGemms::new(x.data());
+    group.bench_function("gemm_only", |b| b.iter(|| gemms.run()));
     group.finish();
 }
 

@@ -24,8 +24,10 @@
 
 use std::time::{Duration, Instant};
 
+mod mlp_gemms;
+
 use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion, Throughput};
-use exactgrad::ops::{gemm, Add, MatMul, MatrixView, Mul, Sum, Tanh};
+use exactgrad::ops::{Add, MatMul, Mul, Sum, Tanh};
 use exactgrad::typenum::{U128, U16, U64, U784};
 use exactgrad::{graph, Dims, Init, NodeData, RawGraph, RawSavedGraph, RawSeeds, RawTensor, Seeds, Tensor};
 
@@ -33,9 +35,6 @@ use exactgrad::{graph, Dims, Init, NodeData, RawGraph, RawSavedGraph, RawSeeds, 
 // W1: MLP training step.
 
 const BATCH: usize = 64;
-const IN: usize = 784;
-const H1: usize = 256;
-const H2: usize = 128;
 const OUT: usize = 10;
 
 graph! {
@@ -98,36 +97,10 @@ fn w1_mlp(c: &mut Criterion) {
         b.iter_batched(|| (inputs.clone(), data()), |(i, d)| g.compile(i, d).is_ok(), BatchSize::LargeInput)
     });
 
-    // The GEMMs alone: same shapes, same kernel, same views and operand order as the pass.
-    let v = |n: usize, seed: usize| -> Vec<f32> {
-        (0..n).map(|i| ((i * 7919 + seed * 104_729) % 2003) as f32 / 1001.0 - 1.0).collect()
-    };
-    let (xb, w1b, w2b, w3b) = (x.data().to_vec(), v(IN * H1, 11), v(H1 * H2, 12), v(H2 * OUT, 13));
-    let (r1b, r2b) = (v(BATCH * H1, 14), v(BATCH * H2, 15));
-    let (d1, d2, d3) = (v(BATCH * H1, 16), v(BATCH * H2, 17), v(BATCH * OUT, 18));
-    let mut outs: Vec<Vec<f32>> = vec![Vec::new(); 8];
-    let rm = MatrixView::row_major;
-    let tr = MatrixView::transposed;
-    group.bench_function("gemm_only", |b| {
-        b.iter(|| {
-            for o in outs.iter_mut() {
-                o.clear();
-            }
-            let [f1, f2, f3, gw3, gr2, gw2, gr1, gw1] = &mut outs[..] else { unreachable!("8 buffers") };
-            // Forward: x·w1, r1·w2, r2·w3.
-            gemm::<f32, false>(BATCH, IN, H1, rm(&xb, IN), rm(&w1b, H1), f1);
-            gemm::<f32, false>(BATCH, H1, H2, rm(&r1b, H1), rm(&w2b, H2), f2);
-            gemm::<f32, false>(BATCH, H2, OUT, rm(&r2b, H2), rm(&w3b, OUT), f3);
-            // Layer 3: r2ᵀ·δ3 and δ3·w3ᵀ.
-            gemm::<f32, true>(H2, BATCH, OUT, tr(&r2b, H2), rm(&d3, OUT), gw3);
-            gemm::<f32, false>(BATCH, OUT, H2, rm(&d3, OUT), tr(&w3b, OUT), gr2);
-            // Layer 2: r1ᵀ·δ2 and δ2·w2ᵀ.
-            gemm::<f32, true>(H1, BATCH, H2, tr(&r1b, H1), rm(&d2, H2), gw2);
-            gemm::<f32, false>(BATCH, H2, H1, rm(&d2, H2), tr(&w2b, H2), gr1);
-            // Layer 1 (x is data): xᵀ·δ1 only.
-            gemm::<f32, true>(IN, BATCH, H1, tr(&xb, IN), rm(&d1, H1), gw1);
-        })
-    });
+    // The GEMMs alone: same shapes, same kernel, same views and operand order as the pass
+    // (`benches/mlp_gemms`).
+    let mut gemms = mlp_gemms::MlpGemms::new(x.data());
+    group.bench_function("gemm_only", |b| b.iter(|| gemms.run()));
     group.finish();
 }
 

@@ -18,6 +18,11 @@ fn inputs_of<A: TestFloat>(g: &Gradients<A>, n: usize) -> Vec<RawTensor<A>> {
     (0..n).map(|k| g.get(k).unwrap().clone()).collect()
 }
 
+/// The program's input gradients are the runtime pass's, bit for bit.
+fn same<A: TestFloat>(model: &str, pass: &str, salt: u64, got: &[RawTensor<A>], want: &[RawTensor<A>]) {
+    assert_eq!(all_bits(got), all_bits(want), "{model}: {pass}, salt {salt}");
+}
+
 macro_rules! corpus_case {
     ($f:ident, $m:ident, [$($i:literal),*], one) => {
         mod $f {
@@ -33,10 +38,10 @@ macro_rules! corpus_case {
                     let saved = g.compile(inputs.clone(), ()).unwrap();
                     let dense = saved.backprop_inputs_dense(Seeds::single(&g, h.output, s.clone()).unwrap()).unwrap();
                     let got = prog.gradients(&mut inputs, &(), &s).unwrap();
-                    assert_eq!(all_bits(got.as_slice()), all_bits(dense.as_slice()), "{}: all inputs, salt {salt}", stringify!($f));
+                    same(stringify!($f), "all inputs", salt, got.as_slice(), dense.as_slice());
                     let from = saved.backprop_from(h.output, s.clone()).unwrap();
                     let got = prog.gradients_from(h.output, &mut inputs, &(), &s).unwrap();
-                    assert_eq!(all_bits(got.as_slice()), all_bits(&inputs_of(from.gradients(), n)), "{}: from the output, salt {salt}", stringify!($f));
+                    same(stringify!($f), "from the output", salt, got.as_slice(), &inputs_of(from.gradients(), n));
                 }
             }
 
@@ -64,13 +69,13 @@ macro_rules! corpus_case {
                     seeds.set(h.output1, s1.clone()).unwrap();
                     let dense = saved.backprop_inputs_dense(seeds).unwrap();
                     let got = prog.gradients(&mut inputs, &(), &(s0.clone(), s1.clone())).unwrap();
-                    assert_eq!(all_bits(got.as_slice()), all_bits(dense.as_slice()), "{}: all inputs, salt {salt}", stringify!($f));
+                    same(stringify!($f), "all inputs", salt, got.as_slice(), dense.as_slice());
                     let from = saved.backprop_from(h.output0, s0.clone()).unwrap();
                     let got = prog.gradients_from(h.output0, &mut inputs, &(), &s0).unwrap();
-                    assert_eq!(all_bits(got.as_slice()), all_bits(&inputs_of(from.gradients(), n)), "{}: from output 0, salt {salt}", stringify!($f));
+                    same(stringify!($f), "from output 0", salt, got.as_slice(), &inputs_of(from.gradients(), n));
                     let from = saved.backprop_from(h.output1, s1.clone()).unwrap();
                     let got = prog.gradients_from(h.output1, &mut inputs, &(), &s1).unwrap();
-                    assert_eq!(all_bits(got.as_slice()), all_bits(&inputs_of(from.gradients(), n)), "{}: from output 1, salt {salt}", stringify!($f));
+                    same(stringify!($f), "from output 1", salt, got.as_slice(), &inputs_of(from.gradients(), n));
                 }
             }
 

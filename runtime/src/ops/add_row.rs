@@ -37,9 +37,7 @@ impl<A: Scalar, D> CompactOp<A, D> for AddRow {
         super::ruled(exactgrad_spec::rules::add_row(dx.as_slice(), db.as_slice()))
     }
     fn forward(&self, ctx: &[RawTensor<A>], data: &D) -> RawTensor<A> {
-        let mut y = Vec::with_capacity(ctx[self.parents[0]].numel());
-        self.forward_into(ctx, data, &mut y);
-        RawTensor::from_parts(ctx[self.parents[0]].dims(), y)
+        super::forward_like(self, ctx, data, self.parents[0])
     }
     fn forward_into(&self, ctx: &[RawTensor<A>], _: &D, y: &mut Vec<A>) {
         let (x, b) = (&ctx[self.parents[0]], ctx[self.parents[1]].data());

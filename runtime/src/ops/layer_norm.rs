@@ -70,9 +70,7 @@ impl<A: Scalar + Float + FromPrimitive, D> CompactOp<A, D> for LayerNorm<A> {
             .ok_or_else(|| format!("layer_norm cannot represent the row length {n} in its scalar type"))
     }
     fn forward(&self, ctx: &[RawTensor<A>], data: &D) -> RawTensor<A> {
-        let mut out = Vec::with_capacity(ctx[self.parents[0]].numel());
-        self.forward_into(ctx, data, &mut out);
-        RawTensor::from_parts(ctx[self.parents[0]].dims(), out)
+        super::forward_like(self, ctx, data, self.parents[0])
     }
     fn forward_into(&self, ctx: &[RawTensor<A>], _: &D, out: &mut Vec<A>) {
         let x = &ctx[self.parents[0]];

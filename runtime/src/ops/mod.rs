@@ -103,6 +103,21 @@ pub(crate) fn dims_at(op: &str, prefix: &[Dims], p: usize) -> Result<Dims, Strin
     prefix.get(p).copied().ok_or_else(|| format!("{op} reads position {p}, outside its prefix of {}", prefix.len()))
 }
 
+/// The value of `op` as a new tensor shaped like position `like`: its
+/// [`forward_into`](crate::CompactOp::forward_into), so `forward` and `forward_into` are one
+/// implementation.
+pub(crate) fn forward_like<A: Clone, D, Op: crate::graph::CompactOp<A, D>>(
+    op: &Op,
+    ctx: &[crate::tensor::RawTensor<A>],
+    data: &D,
+    like: usize,
+) -> crate::tensor::RawTensor<A> {
+    let d = ctx[like].dims();
+    let mut out = Vec::with_capacity(d.numel());
+    op.forward_into(ctx, data, &mut out);
+    crate::tensor::RawTensor::from_parts(d, out)
+}
+
 /// The dims a shape rule of `exactgrad_spec::rules` computed, or its message.
 pub(crate) fn ruled(outcome: rules::Outcome<usize>) -> Result<Dims, String> {
     outcome.map(|s| Dims::from(&s))

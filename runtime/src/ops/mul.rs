@@ -35,9 +35,7 @@ impl<A: Scalar + MulOp<Output = A>, D> CompactOp<A, D> for Mul {
         super::same_dims("mul", prefix, self.parents[0], self.parents[1])
     }
     fn forward(&self, ctx: &[RawTensor<A>], data: &D) -> RawTensor<A> {
-        let mut out = Vec::with_capacity(ctx[self.parents[0]].numel());
-        self.forward_into(ctx, data, &mut out);
-        RawTensor::from_parts(ctx[self.parents[0]].dims(), out)
+        super::forward_like(self, ctx, data, self.parents[0])
     }
     fn forward_into(&self, ctx: &[RawTensor<A>], _: &D, out: &mut Vec<A>) {
         let (a, b) = (ctx[self.parents[0]].data(), ctx[self.parents[1]].data());

@@ -36,9 +36,7 @@ impl<A: Scalar + MulOp<Output = A>, D> CompactOp<A, D> for Scale<A> {
         super::dims_at("scale", prefix, self.parents[0])
     }
     fn forward(&self, ctx: &[RawTensor<A>], data: &D) -> RawTensor<A> {
-        let mut out = Vec::with_capacity(ctx[self.parents[0]].numel());
-        self.forward_into(ctx, data, &mut out);
-        RawTensor::from_parts(ctx[self.parents[0]].dims(), out)
+        super::forward_like(self, ctx, data, self.parents[0])
     }
     fn forward_into(&self, ctx: &[RawTensor<A>], _: &D, out: &mut Vec<A>) {
         out.extend(ctx[self.parents[0]].data().iter().map(|x| x.clone() * self.factor.clone()));

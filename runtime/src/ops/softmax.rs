@@ -68,9 +68,7 @@ impl<A: Scalar + Float, D> CompactOp<A, D> for Softmax {
         rows_dims("softmax", prefix, self.parents[0]).map(|(d, _)| d)
     }
     fn forward(&self, ctx: &[RawTensor<A>], data: &D) -> RawTensor<A> {
-        let mut out = Vec::with_capacity(ctx[self.parents[0]].numel());
-        self.forward_into(ctx, data, &mut out);
-        RawTensor::from_parts(ctx[self.parents[0]].dims(), out)
+        super::forward_like(self, ctx, data, self.parents[0])
     }
     fn forward_into(&self, ctx: &[RawTensor<A>], _: &D, out: &mut Vec<A>) {
         let x = &ctx[self.parents[0]];
