@@ -89,14 +89,12 @@ pub struct OpSpec {
     pub reads: Reads,
     /// Scalar bounds.
     pub bounds: &'static [Bound],
-    /// The struct in the runtime's `ops` module.
-    pub runtime: &'static str,
     /// The shape rule as the docs table writes it.
     pub shapes: &'static str,
 }
 
 macro_rules! op {
-    ($name:literal, $arity:literal, $rule:ident, $ty:ident, $vjp:expr, $reads:expr, $runtime:literal, $shapes:expr
+    ($name:literal, $arity:literal, $rule:ident, $ty:ident, $vjp:expr, $reads:expr, $shapes:expr
      $(, args = $args:expr)? $(, bounds = $bounds:expr)? $(, form = $form:expr)? $(, aliases = $aliases:expr)?) => {
         OpSpec {
             name: $name,
@@ -109,7 +107,6 @@ macro_rules! op {
             vjp: $vjp,
             reads: $reads,
             bounds: { let _b: &[Bound] = &[]; $(let _b = $bounds;)? _b },
-            runtime: $runtime,
             shapes: $shapes,
         }
     };
@@ -122,9 +119,9 @@ const POINTWISE: &str = "`[s] → [s]`";
 pub const OPS: &[OpSpec] = {
     use Bound::{Div, Float, FromPrimitive, Mul, Neg, Num, PartialOrd, Sub};
     &[
-        op!("add", 2, Elementwise, Elementwise, BINARY, NOTHING, "Add", ELEMENTWISE),
-        op!("sub", 2, Elementwise, Elementwise, BINARY, NOTHING, "Sub", ELEMENTWISE, bounds = &[Sub]),
-        op!("mul", 2, Elementwise, Elementwise, BINARY, BOTH, "Mul", ELEMENTWISE, bounds = &[Mul]),
+        op!("add", 2, Elementwise, Elementwise, BINARY, NOTHING, ELEMENTWISE),
+        op!("sub", 2, Elementwise, Elementwise, BINARY, NOTHING, ELEMENTWISE, bounds = &[Sub]),
+        op!("mul", 2, Elementwise, Elementwise, BINARY, BOTH, ELEMENTWISE, bounds = &[Mul]),
         op!(
             "div",
             2,
@@ -132,22 +129,21 @@ pub const OPS: &[OpSpec] = {
             Elementwise,
             BINARY,
             Reads { operands: &[1], output: true, data: false },
-            "Div",
             ELEMENTWISE,
             bounds = &[Sub, Mul, Div]
         ),
-        op!("max", 2, Elementwise, Elementwise, BINARY, BOTH, "Max", ELEMENTWISE, bounds = &[PartialOrd]),
-        op!("min", 2, Elementwise, Elementwise, BINARY, BOTH, "Min", ELEMENTWISE, bounds = &[PartialOrd]),
-        op!("neg", 1, Unary, Unary, S0, NOTHING, "Neg", POINTWISE, bounds = &[Neg, Sub]),
-        op!("relu", 1, Unary, Unary, S0, OPERAND, "Relu", POINTWISE, bounds = &[PartialOrd]),
-        op!("tanh", 1, Unary, Unary, S0, OUTPUT, "Tanh", POINTWISE, bounds = &[Float]),
-        op!("exp", 1, Unary, Unary, S0, OUTPUT, "Exp", POINTWISE, bounds = &[Float]),
-        op!("sigmoid", 1, Unary, Unary, S0, OUTPUT, "Sigmoid", POINTWISE, bounds = &[Float]),
-        op!("softplus", 1, Unary, Unary, S0, OPERAND, "Softplus", POINTWISE, bounds = &[Float]),
-        op!("log", 1, Unary, Unary, S0, OPERAND, "Log", POINTWISE, bounds = &[Float]),
-        op!("sqrt", 1, Unary, Unary, S0, OUTPUT, "Sqrt", POINTWISE, bounds = &[Float]),
-        op!("gelu", 1, Unary, Unary, S0, OPERAND, "Gelu", POINTWISE, bounds = &[Float]),
-        op!("square", 1, Unary, Unary, Pattern::Add(&S0, &S0), OPERAND, "Square", POINTWISE, bounds = &[Mul]),
+        op!("max", 2, Elementwise, Elementwise, BINARY, BOTH, ELEMENTWISE, bounds = &[PartialOrd]),
+        op!("min", 2, Elementwise, Elementwise, BINARY, BOTH, ELEMENTWISE, bounds = &[PartialOrd]),
+        op!("neg", 1, Unary, Unary, S0, NOTHING, POINTWISE, bounds = &[Neg, Sub]),
+        op!("relu", 1, Unary, Unary, S0, OPERAND, POINTWISE, bounds = &[PartialOrd]),
+        op!("tanh", 1, Unary, Unary, S0, OUTPUT, POINTWISE, bounds = &[Float]),
+        op!("exp", 1, Unary, Unary, S0, OUTPUT, POINTWISE, bounds = &[Float]),
+        op!("sigmoid", 1, Unary, Unary, S0, OUTPUT, POINTWISE, bounds = &[Float]),
+        op!("softplus", 1, Unary, Unary, S0, OPERAND, POINTWISE, bounds = &[Float]),
+        op!("log", 1, Unary, Unary, S0, OPERAND, POINTWISE, bounds = &[Float]),
+        op!("sqrt", 1, Unary, Unary, S0, OUTPUT, POINTWISE, bounds = &[Float]),
+        op!("gelu", 1, Unary, Unary, S0, OPERAND, POINTWISE, bounds = &[Float]),
+        op!("square", 1, Unary, Unary, Pattern::Add(&S0, &S0), OPERAND, POINTWISE, bounds = &[Mul]),
         op!(
             "scale",
             1,
@@ -155,15 +151,14 @@ pub const OPS: &[OpSpec] = {
             Unary,
             S0,
             NOTHING,
-            "Scale",
             "`[s] → [s]` (written `x * c` or `c * x`)",
             args = Args::Factor,
             bounds = &[Mul, Num],
             form = Form::Lowered
         ),
-        op!("matmul", 2, MatMul, MatMul, BINARY, BOTH, "MatMul", "`[m, k] , [k, n] → [m, n]`", bounds = &[Mul]),
-        op!("transpose", 1, Transpose, Transpose, S0, NOTHING, "Transpose", "`[m, n] → [n, m]`", aliases = &["t"]),
-        op!("sum", 1, Reduce, Reduce, S0, NOTHING, "Sum", "`[s] → []`"),
+        op!("matmul", 2, MatMul, MatMul, BINARY, BOTH, "`[m, k] , [k, n] → [m, n]`", bounds = &[Mul]),
+        op!("transpose", 1, Transpose, Transpose, S0, NOTHING, "`[m, n] → [n, m]`", aliases = &["t"]),
+        op!("sum", 1, Reduce, Reduce, S0, NOTHING, "`[s] → []`"),
         op!(
             "mean",
             1,
@@ -171,7 +166,6 @@ pub const OPS: &[OpSpec] = {
             Reduce,
             S0,
             NOTHING,
-            "Mean",
             "`[s] → []` (at least one element)",
             bounds = &[Div, FromPrimitive]
         ),
@@ -182,7 +176,6 @@ pub const OPS: &[OpSpec] = {
             AddRow,
             BINARY,
             NOTHING,
-            "AddRow",
             "`[m, n] , [n] → [m, n]` (also written `matrix + row_vector`)"
         ),
         op!(
@@ -192,7 +185,6 @@ pub const OPS: &[OpSpec] = {
             LastAxis,
             S0,
             OUTPUT,
-            "Softmax",
             "`[…, n] → […, n]` over the last axis, `n ≥ 1`",
             bounds = &[Float]
         ),
@@ -203,7 +195,6 @@ pub const OPS: &[OpSpec] = {
             LastAxis,
             S0,
             OUTPUT,
-            "LogSoftmax",
             "`[…, n] → […, n]` over the last axis, `n ≥ 1`",
             bounds = &[Float]
         ),
@@ -214,7 +205,6 @@ pub const OPS: &[OpSpec] = {
             ElementwiseToScalar,
             BINARY,
             BOTH,
-            "Mse",
             "`[s] , [s] → []`",
             bounds = &[Float, FromPrimitive]
         ),
@@ -225,7 +215,6 @@ pub const OPS: &[OpSpec] = {
             AxisReduce,
             S0,
             NOTHING,
-            "SumAxis",
             "drops `axis` (`sum_axis(x, axis)`, `axis` an integer literal)",
             args = Args::Axis
         ),
@@ -236,7 +225,6 @@ pub const OPS: &[OpSpec] = {
             AxisReduce,
             S0,
             NOTHING,
-            "MeanAxis",
             "drops `axis` (`mean_axis(x, axis)`, non-empty axis)",
             args = Args::Axis,
             bounds = &[Div, FromPrimitive]
@@ -248,7 +236,6 @@ pub const OPS: &[OpSpec] = {
             RowParams,
             Pattern::Add(&BINARY, &S2),
             BOTH,
-            "LayerNorm",
             "`[m, n] , [n] , [n] → [m, n]` (`layer_norm(x, gain, bias)` or `…, eps)`, default `1e-5`)",
             args = Args::Eps("1e-5"),
             bounds = &[Float, FromPrimitive, Num]
@@ -260,7 +247,6 @@ pub const OPS: &[OpSpec] = {
             Logits,
             S0,
             Reads { operands: &[0], output: false, data: true },
-            "CrossEntropy",
             "`[m, c] → []` (`cross_entropy(logits, labels)`, one label per row from a data parameter)",
             args = Args::Labels,
             bounds = &[Float, FromPrimitive]
@@ -272,7 +258,6 @@ pub const OPS: &[OpSpec] = {
             Concat,
             BINARY,
             NOTHING,
-            "Concat",
             "sizes along `axis` add (`concat(a, b, axis)`, literal sizes there)",
             args = Args::Axis
         ),
@@ -283,7 +268,6 @@ pub const OPS: &[OpSpec] = {
             Slice,
             S0,
             NOTHING,
-            "Slice",
             "`axis` becomes `len` (`slice(x, axis, start, len)`, integer literals)",
             args = Args::Slice
         ),
@@ -294,7 +278,6 @@ pub const OPS: &[OpSpec] = {
             Permute,
             S0,
             NOTHING,
-            "Permute",
             "output axis `k` is input axis `p_k` (`permute(x, [p0, p1, …])`)",
             args = Args::Perm
         ),
@@ -305,7 +288,6 @@ pub const OPS: &[OpSpec] = {
             Reshape,
             S0,
             NOTHING,
-            "Reshape",
             "the declared shape, same element count (`let y: [d…] = reshape(x);`)",
             form = Form::Declared
         ),
@@ -316,7 +298,6 @@ pub const OPS: &[OpSpec] = {
             GatherRows,
             S0,
             Reads { operands: &[], output: false, data: true },
-            "GatherRows",
             "`[vocab, d] → [n, d]` (`let e: [n, d] = gather_rows(table, ids);`, ids from a data parameter)",
             args = Args::Labels,
             form = Form::Declared
@@ -328,7 +309,6 @@ pub const OPS: &[OpSpec] = {
             MatMul,
             S0,
             Reads { operands: &[], output: false, data: true },
-            "MatMulData",
             "`x.matmul(w)` with `x` a data tensor `[m, k]`, `w: [k, n]` → `[m, n]`; only `w` gets a gradient",
             bounds = &[Mul],
             form = Form::Lowered
@@ -340,7 +320,6 @@ pub const OPS: &[OpSpec] = {
             Leaf,
             Pattern::Zero,
             NOTHING,
-            "DataTensor",
             "a data tensor used as a value: its declared shape, no parents",
             form = Form::Lowered
         ),
