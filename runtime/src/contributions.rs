@@ -82,6 +82,10 @@ pub(crate) enum Sink<'t, A> {
     /// tensor's buffer is updated in place and swapped into `out` (the leaf is read only once, at
     /// its own position): no buffer is filled with `stored` first, none is allocated.
     OntoUniform(&'t A, &'t mut Vec<A>),
+    /// `out[i] = stored + read[i]` written into `out` (its capacity reused), never adopting the
+    /// arena's tensors: for a caller that keeps one buffer per position (a generated program),
+    /// so buffers do not migrate between positions and a run after the first allocates nothing.
+    OntoUniformInto(&'t A, &'t mut Vec<A>),
 }
 
 /// An arena of contribution descriptions; see the [module docs](self).
@@ -320,7 +324,9 @@ impl<A: Scalar> Contributions<A> {
         mut sink: Sink<'_, A>,
     ) -> Result<(), String> {
         let n = match &sink {
-            Sink::New(_) | Sink::OntoUniform(..) => self.dims_at(c, q, cotangent).map_or(0, |d| d.numel()),
+            Sink::New(_) | Sink::OntoUniform(..) | Sink::OntoUniformInto(..) => {
+                self.dims_at(c, q, cotangent).map_or(0, |d| d.numel())
+            }
             Sink::Accumulate(t) => t.len(),
         };
         self.reads.clear();
@@ -459,7 +465,9 @@ fn emit<A: Scalar>(sink: Sink<'_, A>, n: usize, f: impl Fn(usize) -> A) {
                 *x = A::pinned_add(x.clone(), f(i));
             }
         }
-        Sink::OntoUniform(stored, v) => v.extend((0..n).map(|i| A::pinned_add(stored.clone(), f(i)))),
+        Sink::OntoUniform(stored, v) | Sink::OntoUniformInto(stored, v) => {
+            v.extend((0..n).map(|i| A::pinned_add(stored.clone(), f(i))));
+        }
     }
 }
 
@@ -472,7 +480,9 @@ fn emit_copy<A: Scalar>(sink: Sink<'_, A>, n: usize, t: &[A]) -> Result<(), Stri
                 *x = A::pinned_add(x.clone(), y.clone());
             }
         }
-        Sink::OntoUniform(stored, v) => v.extend(t.iter().map(|y| A::pinned_add(stored.clone(), y.clone()))),
+        Sink::OntoUniform(stored, v) | Sink::OntoUniformInto(stored, v) => {
+            v.extend(t.iter().map(|y| A::pinned_add(stored.clone(), y.clone())));
+        }
     }
     Ok(())
 }

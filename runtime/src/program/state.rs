@@ -9,8 +9,9 @@
 //! * a node's **VJP** runs its compact program (a concrete op, called without dynamic dispatch)
 //!   and records the uniform it gives every position outside its support;
 //! * each distinct **support position** `q` becomes `(slot_q + pending uniforms) + read(q)`, the
-//!   `+` fused with the reader (onto a uniform slot it is written once, in the contribution's own
-//!   buffer when it owns one);
+//!   `+` fused with the reader (onto a uniform slot it is written once, into the position's own
+//!   buffer: buffers never move between positions, so every run after the first allocates
+//!   nothing — `tests/program_allocations.rs`);
 //! * positions outside the support just have one more pending uniform: nothing runs.
 //!
 //! **Pending uniforms.** The uniform of a built-in op is a sum of zeros (`0`, `0 + 0`, …). For a
@@ -254,7 +255,7 @@ impl<A: Scalar> ProgramState<A> {
                 apply_pending_scalar(v, us);
                 let mut out = core::mem::take(&mut self.bufs[q]);
                 out.clear();
-                c.read_into(root, q, g, Sink::OntoUniform(v, &mut out)).map_err(vjp_error)?;
+                c.read_into(root, q, g, Sink::OntoUniformInto(v, &mut out)).map_err(vjp_error)?;
                 let d = *d;
                 self.slots[q] = Slot::Dense(RawTensor::from_parts(d, out));
             }

@@ -1,0 +1,102 @@
+//! A generated program of built-in ops allocates nothing on the heap after its first run (issue
+//! 10: buffers are sized on the first call and reused): every later `gradients` /
+//! `gradients_from` call on the same shapes makes zero heap allocations, counted by `dhat`'s
+//! testing allocator (one profiler per process, so the checks run in one test). Opaque closures
+//! return new tensors, so they allocate by their signature; they are not measured here.
+
+use exactgrad::typenum::{U16, U2, U24, U3, U4, U8};
+use exactgrad::{graph, Tensor};
+
+#[global_allocator]
+static ALLOC: dhat::Alloc = dhat::Alloc;
+
+/// The heap allocations (blocks, growths included) made while `f` runs.
+fn allocations(f: impl FnOnce()) -> u64 {
+    let before = dhat::HeapStats::get().total_blocks;
+    f();
+    dhat::HeapStats::get().total_blocks - before
+}
+
+graph! {
+    /// A small attention block: layer norm, fused projection, two heads, softmax, residual, MLP.
+    fn block(g: [8], b: [8], w_qkv: [8, 24], b_qkv: [24], w_o: [8, 8], w_1: [8, 16], w_2: [16, 8]; x: [4, 8]) -> [] {
+        let h = layer_norm(x, g, b);
+        let qkv = h.matmul(w_qkv) + b_qkv;
+        let q = slice(qkv, 1, 0, 8);
+        let k = slice(qkv, 1, 8, 8);
+        let v = slice(qkv, 1, 16, 8);
+        let a0 = softmax(slice(q, 1, 0, 4).matmul(slice(k, 1, 0, 4).t()) * 0.5).matmul(slice(v, 1, 0, 4));
+        let a1 = softmax(slice(q, 1, 4, 4).matmul(slice(k, 1, 4, 4).t()) * 0.5).matmul(slice(v, 1, 4, 4));
+        let x1 = x + concat(a0, a1, 1).matmul(w_o);
+        let out = x1 + gelu(x1.matmul(w_1)).matmul(w_2);
+        mean(square(out))
+    }
+}
+
+graph! {
+    /// Two outputs sharing a prefix.
+    fn two_heads(x: [2, 3], w: [3, 3]) -> ([], []) {
+        let h = tanh(x.matmul(w));
+        (sum(relu(h) * h), mean(exp(h) + x))
+    }
+}
+
+fn filled<S: exactgrad::Shape>(salt: u32) -> Tensor<f32, S> {
+    Tensor::from_fn(|i| ((i as u32 * 7 + salt) % 11) as f32 * 0.25 - 1.0)
+}
+
+fn attention_block() {
+    let (_, h) = block::<f32>();
+    let mut inputs = h.inputs(
+        Tensor::full(1.0),
+        Tensor::zeros(),
+        filled::<(U8, U24)>(1),
+        filled(2),
+        filled::<(U8, U8)>(3),
+        filled::<(U8, U16)>(4),
+        filled::<(U16, U8)>(5),
+    );
+    let data = BlockData { x: filled::<(U4, U8)>(6) };
+    let seed = Tensor::full(1.0);
+    let mut prog = Block::program::<f32>();
+    let first = allocations(|| {
+        prog.gradients(&mut inputs, &data, &seed).expect("runs");
+    });
+    assert!(first > 0, "the first run sizes the buffers");
+    for run in 2..8 {
+        let n = allocations(|| {
+            prog.gradients(&mut inputs, &data, &seed).expect("runs");
+        });
+        assert_eq!(n, 0, "run {run} of the attention block allocated {n} times");
+    }
+}
+
+fn two_outputs() {
+    let (_, h) = two_heads::<f32>();
+    let mut inputs = h.inputs(filled::<(U2, U3)>(1), filled::<(U3, U3)>(2));
+    let seeds = (Tensor::full(1.0), Tensor::full(0.5));
+    let mut prog = TwoHeads::program::<f32>();
+    prog.gradients(&mut inputs, &(), &seeds).expect("runs");
+    for run in 2..8 {
+        let n = allocations(|| {
+            prog.gradients(&mut inputs, &(), &seeds).expect("runs");
+        });
+        assert_eq!(n, 0, "all-outputs run {run} allocated {n} times");
+    }
+    let mut from = TwoHeads::program::<f32>();
+    let seed = Tensor::full(1.0);
+    from.gradients_from(h.output0, &mut inputs, &(), &seed).expect("runs");
+    for run in 2..8 {
+        let n = allocations(|| {
+            from.gradients_from(h.output0, &mut inputs, &(), &seed).expect("runs");
+        });
+        assert_eq!(n, 0, "single-output run {run} allocated {n} times");
+    }
+}
+
+#[test]
+fn programs_allocate_only_on_their_first_run() {
+    let _profiler = dhat::Profiler::builder().testing().build();
+    attention_block();
+    two_outputs();
+}
