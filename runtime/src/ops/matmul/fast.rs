@@ -26,7 +26,7 @@ use core::cell::RefCell;
 use core::ops::{Add, Mul};
 use std::thread::LocalKey;
 
-use super::{thin, MatrixView};
+use super::{small, thin, MatrixView};
 use crate::scalar::Scalar;
 
 /// Below this many multiply-adds the packing does not pay off; the portable kernel runs instead
@@ -190,7 +190,8 @@ pub(super) fn try_gemm<A: Scalar + Mul<Output = A>, const RHS_LEFT: bool>(
     let thin = || thin::thin_gemm_on::<A, RHS_LEFT>(isa, rows, inner, cols, lhs, rhs, onto, out);
     match (work >= thin::MIN_WORK).then(thin).flatten() {
         Some(nan) => Some(nan),
-        None if work >= MIN_WORK => fast_gemm_on::<A, RHS_LEFT>(isa, rows, inner, cols, lhs, rhs, onto, out),
+        None if work >= MIN_WORK => small::small_gemm_on::<A, RHS_LEFT>(isa, rows, inner, cols, lhs, rhs, onto, out)
+            .or_else(|| fast_gemm_on::<A, RHS_LEFT>(isa, rows, inner, cols, lhs, rhs, onto, out)),
         None => None,
     }
 }
