@@ -336,15 +336,24 @@ pub(super) fn cast<T: 'static>(v: &mut dyn Any) -> Option<&mut Vec<T>> {
 
 /// Packs `lhs` (`rows × inner`) into `v` as panels of `MR` rows: panel `p` holds, for each inner
 /// index `t`, the `MR` values `lhs[p·MR + i, t]` (zero past the last row). Reads follow the
-/// view's unit stride.
+/// view's unit stride. The reused buffer is not zero-filled first: every lane is written, the
+/// padding lanes of the last panel with zeros.
 fn pack_lhs<A: Scalar, const MR: usize>(rows: usize, inner: usize, lhs: MatrixView<'_, A>, v: &mut Vec<A>) {
     let panel_len = MR * inner;
-    v.clear();
-    v.resize(rows.div_ceil(MR) * panel_len, A::zero());
+    let len = rows.div_ceil(MR) * panel_len;
+    if v.len() < len {
+        v.resize(len, A::zero());
+    }
+    v.truncate(len);
     let (rs, cs) = (lhs.row_stride, lhs.col_stride);
     for (p, panel) in v.chunks_exact_mut(panel_len.max(1)).enumerate() {
         let r0 = p * MR;
         let live = MR.min(rows - r0);
+        if live < MR {
+            for lanes in panel.chunks_exact_mut(MR) {
+                lanes[live..].fill(A::zero());
+            }
+        }
         if rs == 1 {
             // A transposed view: the panel's `live` values at each `t` are contiguous.
             for (t, lanes) in panel.chunks_exact_mut(MR).enumerate() {
