@@ -19,7 +19,9 @@
 //!
 //! [`gemm_onto`](super::gemm_onto)'s `stored + element` is added in the last inner chunk's store
 //! (the accumulators are still in registers), not in a pass of its own. Thin shapes (one side of
-//! the output, or the inner dimension, at most 8) run the kernels of [`thin`] instead.
+//! the output, or the inner dimension, at most 8) run the kernels of [`thin`] instead; small
+//! products (operands within L2, such as an attention block's) run [`small`], which packs nothing
+//! it can read in place.
 
 use core::any::{Any, TypeId};
 use core::cell::RefCell;
@@ -172,7 +174,8 @@ fn pin<A: Scalar, T: Lane, const RHS_LEFT: bool>(
 }
 
 /// Runs a fast kernel when `A` is `f32` or `f64` and the product is big enough — the thin kernels
-/// ([`thin`]) when one side is thin, else the packed one — and returns whether it may have stored
+/// ([`thin`]) when one side is thin, else the small-product kernel ([`small`]) when the operands
+/// are small and have unit strides, else the packed one — and returns whether it may have stored
 /// a NaN (`Some(false)`: none, [`pin_nans`] can be skipped); `None` (leaving `out` untouched)
 /// otherwise. With `onto = Some(stored)` each element is stored as `stored + element` (NaNs left
 /// for [`pin_nans`] with the same `onto`).
