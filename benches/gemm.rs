@@ -1,10 +1,10 @@
-//! `gemm` on the MLP shapes of issue 4: the portable kernel vs the fast `f32` kernel, for the
-//! forward product `a · b` and the two VJP products `δ · bᵀ` and `aᵀ · δ` (strided views, δ on
-//! the left); the thin products of W4's heads (`head_*`: `W · x`, `Wᵀ · δ`, `δ · xᵀ`) and two more
+//! `gemm` on the MLP shapes of issue 4 and on the attention block's small products (`attn_*`,
+//! `benches/programs.rs`): the portable kernel vs the fast `f32` kernel, for the forward product
+//! `a · b` and the two VJP products `δ · bᵀ` and `aᵀ · δ` (strided views, δ on the left); the thin products of W4's heads (`head_*`: `W · x`, `Wᵀ · δ`, `δ · xᵀ`) and two more
 //! thin shapes (`thin_*`: a vector–matrix product, 8 columns); and `gemm_onto` against `gemm`
 //! followed by a pass of `pinned_add` on W1's largest weight gradient (`onto`).
 //!
-//! `cargo bench --bench gemm`. Throughput is in FLOP (`2·m·k·n`): criterion's "elem/s" is FLOP/s.
+//! `cargo bench --bench gemm` (`-- attn_` for the attention shapes alone). Throughput is in FLOP (`2·m·k·n`): criterion's "elem/s" is FLOP/s.
 //! The portable kernel is reached through [`P`], an `f32` newtype (any scalar other than
 //! `f32`/`f64` runs the portable loop); its products are the same IEEE operations.
 #![allow(missing_docs)] // criterion_group! generates undocumented items
@@ -123,11 +123,17 @@ fn products() -> Vec<Product> {
         lhs: (w, false, 64),
         rhs: (values(64 * 8, 8), false, 8),
     });
-    for &(m, k, n) in &[(64usize, 784usize, 256usize), (64, 256, 128), (64, 128, 10)] {
+    // The MLP of issue 4, then the attention block of `benches/programs.rs` (sequence 32, model
+    // 64, 4 heads of 16, MLP 64→256→64: `x·W_qkv`, `q·kᵀ` and `P·v` per head, `o·W_o`, `·W_1`,
+    // `·W_2`), each with its two VJP products.
+    let mlp = [(64usize, 784usize, 256usize), (64, 256, 128), (64, 128, 10)].map(|s| ("", s));
+    let attention =
+        [(32, 64, 192), (32, 16, 32), (32, 32, 16), (32, 64, 64), (32, 64, 256), (32, 256, 64)].map(|s| ("attn_", s));
+    for (prefix, (m, k, n)) in mlp.into_iter().chain(attention) {
         let (a, b, g) = (values(m * k, 1), values(k * n, 2), values(m * n, 3));
         let shape = format!("{m}x{k}x{n}");
         v.push(Product {
-            name: format!("fwd_a.b/{shape}"),
+            name: format!("{prefix}fwd_a.b/{shape}"),
             rows: m,
             inner: k,
             cols: n,
@@ -136,7 +142,7 @@ fn products() -> Vec<Product> {
             rhs: (b.clone(), false, n),
         });
         v.push(Product {
-            name: format!("vjp_d.bT/{shape}"),
+            name: format!("{prefix}vjp_d.bT/{shape}"),
             rows: m,
             inner: n,
             cols: k,
@@ -145,7 +151,7 @@ fn products() -> Vec<Product> {
             rhs: (b, true, n),
         });
         v.push(Product {
-            name: format!("vjp_aT.d/{shape}"),
+            name: format!("{prefix}vjp_aT.d/{shape}"),
             rows: k,
             inner: m,
             cols: n,

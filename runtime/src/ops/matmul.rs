@@ -19,6 +19,9 @@ mod gemm_tests;
 #[cfg(target_arch = "x86_64")]
 #[allow(unsafe_code)] // the one module with `unsafe`: see its docs
 mod simd;
+mod small;
+#[cfg(test)]
+mod small_tests;
 mod thin;
 #[cfg(test)]
 mod thin_tests;

@@ -19,14 +19,16 @@
 //!
 //! [`gemm_onto`](super::gemm_onto)'s `stored + element` is added in the last inner chunk's store
 //! (the accumulators are still in registers), not in a pass of its own. Thin shapes (one side of
-//! the output, or the inner dimension, at most 8) run the kernels of [`thin`] instead.
+//! the output, or the inner dimension, at most 8) run the kernels of [`thin`] instead; small
+//! products (operands within L2, such as an attention block's) run [`small`], which packs nothing
+//! it can read in place.
 
 use core::any::{Any, TypeId};
 use core::cell::RefCell;
 use core::ops::{Add, Mul};
 use std::thread::LocalKey;
 
-use super::{thin, MatrixView};
+use super::{small, thin, MatrixView};
 use crate::scalar::Scalar;
 
 /// Below this many multiply-adds the packing does not pay off; the portable kernel runs instead
@@ -172,7 +174,8 @@ fn pin<A: Scalar, T: Lane, const RHS_LEFT: bool>(
 }
 
 /// Runs a fast kernel when `A` is `f32` or `f64` and the product is big enough — the thin kernels
-/// ([`thin`]) when one side is thin, else the packed one — and returns whether it may have stored
+/// ([`thin`]) when one side is thin, else the small-product kernel ([`small`]) when the operands
+/// are small and have unit strides, else the packed one — and returns whether it may have stored
 /// a NaN (`Some(false)`: none, [`pin_nans`] can be skipped); `None` (leaving `out` untouched)
 /// otherwise. With `onto = Some(stored)` each element is stored as `stored + element` (NaNs left
 /// for [`pin_nans`] with the same `onto`).
@@ -190,7 +193,8 @@ pub(super) fn try_gemm<A: Scalar + Mul<Output = A>, const RHS_LEFT: bool>(
     let thin = || thin::thin_gemm_on::<A, RHS_LEFT>(isa, rows, inner, cols, lhs, rhs, onto, out);
     match (work >= thin::MIN_WORK).then(thin).flatten() {
         Some(nan) => Some(nan),
-        None if work >= MIN_WORK => fast_gemm_on::<A, RHS_LEFT>(isa, rows, inner, cols, lhs, rhs, onto, out),
+        None if work >= MIN_WORK => small::small_gemm_on::<A, RHS_LEFT>(isa, rows, inner, cols, lhs, rhs, onto, out)
+            .or_else(|| fast_gemm_on::<A, RHS_LEFT>(isa, rows, inner, cols, lhs, rhs, onto, out)),
         None => None,
     }
 }
@@ -335,15 +339,24 @@ pub(super) fn cast<T: 'static>(v: &mut dyn Any) -> Option<&mut Vec<T>> {
 
 /// Packs `lhs` (`rows × inner`) into `v` as panels of `MR` rows: panel `p` holds, for each inner
 /// index `t`, the `MR` values `lhs[p·MR + i, t]` (zero past the last row). Reads follow the
-/// view's unit stride.
+/// view's unit stride. The reused buffer is not zero-filled first: every lane is written, the
+/// padding lanes of the last panel with zeros.
 fn pack_lhs<A: Scalar, const MR: usize>(rows: usize, inner: usize, lhs: MatrixView<'_, A>, v: &mut Vec<A>) {
     let panel_len = MR * inner;
-    v.clear();
-    v.resize(rows.div_ceil(MR) * panel_len, A::zero());
+    let len = rows.div_ceil(MR) * panel_len;
+    if v.len() < len {
+        v.resize(len, A::zero());
+    }
+    v.truncate(len);
     let (rs, cs) = (lhs.row_stride, lhs.col_stride);
     for (p, panel) in v.chunks_exact_mut(panel_len.max(1)).enumerate() {
         let r0 = p * MR;
         let live = MR.min(rows - r0);
+        if live < MR {
+            for lanes in panel.chunks_exact_mut(MR) {
+                lanes[live..].fill(A::zero());
+            }
+        }
         if rs == 1 {
             // A transposed view: the panel's `live` values at each `t` are contiguous.
             for (t, lanes) in panel.chunks_exact_mut(MR).enumerate() {
