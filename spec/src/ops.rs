@@ -339,6 +339,34 @@ pub fn lookup(name: &str) -> Option<&'static OpSpec> {
     OPS.iter().find(|op| op.form != Form::Lowered && (op.name == name || op.aliases.contains(&name)))
 }
 
+/// The saved reads of the op whose runtime name is `name`, in a const context (the runtime's
+/// pointwise ops take theirs from here). Fails to evaluate, so fails to compile, for a name no op
+/// has.
+pub const fn reads_of(name: &str) -> crate::Reads {
+    let mut i = 0;
+    while i < OPS.len() {
+        if bytes_eq(OPS[i].name.as_bytes(), name.as_bytes()) {
+            return OPS[i].reads;
+        }
+        i += 1;
+    }
+    panic!("no op has this name")
+}
+
+const fn bytes_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
 /// The op whose runtime name is `name` (every op, lowered ones included).
 pub fn by_name(name: &str) -> Option<&'static OpSpec> {
     OPS.iter().find(|op| op.name == name)

@@ -19,6 +19,10 @@ use crate::tensor::RawTensor;
 pub trait PointwiseFn<A>: 'static {
     /// The op's name (as in `exactgrad_spec::OPS`).
     const NAME: &'static str;
+    /// The saved values the derivative reads: the op's `exactgrad_spec` entry. A value it does
+    /// not read is never touched (a generated program does not keep it): the cotangent stands in
+    /// for it in [`derivative`](Self::derivative), which ignores it.
+    const READS: exactgrad_spec::Reads = exactgrad_spec::ops::reads_of(Self::NAME);
     /// Constants computed once per loop (e.g. GELU's coefficients in the scalar type).
     type Consts;
     /// The constants.
@@ -89,9 +93,10 @@ impl<A: Scalar, D, F: PointwiseFn<A>> CompactOp<A, D> for Pointwise<F> {
         forward_into::<A, F>(ctx[self.parents[0]].data(), out);
     }
     fn contributions(&self, saved: &SavedValues<'_, A, D>, g: &RawTensor<A>, c: &mut Contributions<A>) -> Contrib {
-        let x = saved.prefix[self.parents[0]].data();
+        let x = if F::READS.operands.is_empty() { g.data() } else { saved.prefix[self.parents[0]].data() };
+        let y = if F::READS.output { saved.output.data() } else { g.data() };
         let mut t = c.buffer_for(g.numel());
-        derivative_into::<A, F>(g.data(), x, saved.output.data(), &mut t);
+        derivative_into::<A, F>(g.data(), x, y, &mut t);
         c.single(self.parents[0], RawTensor::from_parts(g.dims(), t))
     }
 }
