@@ -308,7 +308,7 @@ pub mod __private {
     pub use ::core::option::Option;
     pub use ::std::vec::Vec;
     pub use exactgrad_runtime::dsl::{constant, constant_f64, opaque_pack};
-    pub use exactgrad_runtime::program::{required, Pass, Program, ProgramState, Sweep};
+    pub use exactgrad_runtime::program::{required, MemoryPlan, Pass, Program, ProgramState, Sweep};
     pub use exactgrad_runtime::{
         num_traits, ops, rules, typenum, Error, FromParents, GraphData, IntoNode, KeepOp, MacroBuilder, Nil, Node,
         Pack, Position, RawGraph, RawTensor, Scalar, Shape, Snoc, Tensor,

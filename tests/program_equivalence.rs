@@ -352,8 +352,36 @@ graph! {
 #[test]
 fn planned_bytes_count_values_gradients_and_input_gradients() {
     let prog = Affine::program::<f32, exactgrad::typenum::U4>();
-    // Values 12 + 6 + 8, gradient buffers 12 + 6 + 8, input gradients 12 + 6.
-    assert_eq!(prog.planned_bytes(), 70 * 4);
+    // The output's value 8 (the inputs are the caller's), gradient buffers 12 + 6 + 8, input
+    // gradients handed back 12 + 6.
+    assert_eq!(prog.planned_bytes(), 52 * 4);
     let prog = Affine::program::<f64, exactgrad::typenum::U1>();
-    assert_eq!(prog.planned_bytes(), (2 * (3 + 6 + 2) + 3 + 6) * 8);
+    assert_eq!(prog.planned_bytes(), (2 + (3 + 6 + 2) + 3 + 6) * 8);
+}
+
+graph! {
+    fn scaled_chain(x: [1000]) -> [] {
+        sum(x * 2.0 * 2.0 * 2.0 * 2.0)
+    }
+}
+
+#[test]
+fn the_forward_keeps_only_what_vjps_read_and_buffers_are_reused() {
+    // No VJP here reads a value: the four [1000] values ping-pong between two buffers (the
+    // scalar output takes one of them), and so do the gradients of the nodes; x keeps its own.
+    let mut prog = ScaledChain::program::<f32>();
+    assert_eq!(prog.planned_bytes(), (2 * 1000 + 3 * 1000 + 1000) * 4);
+    let text = ScaledChain::describe_backward();
+    assert!(text.starts_with("forward (2 value buffers"), "{text}");
+    assert!(text.contains("gives back the value buffers of %1"), "{text}");
+    let (g, h) = scaled_chain::<f32>();
+    let mut inputs = h.inputs(Tensor::from_fn(|i| i as f32 - 500.0));
+    let saved = g.compile(inputs.clone(), ()).unwrap();
+    let seed: Tensor<f32, ()> = Tensor::from_fn(|_| 1.5);
+    let dense = saved.backprop_inputs_dense(Seeds::single(&g, h.output, seed.clone()).unwrap()).unwrap();
+    for _ in 0..2 {
+        let got = prog.gradients(&mut inputs, &(), &seed).unwrap();
+        same("scaled chain", got.as_slice(), dense.as_slice());
+        assert_eq!(enc(&[prog.value(h.output).unwrap().clone()]), enc(&[saved.value(h.output).unwrap().clone()]));
+    }
 }

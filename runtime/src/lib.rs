@@ -68,7 +68,7 @@ pub use init::Init;
 pub use macro_builder::MacroBuilder;
 pub use optim::{Adam, InvalidHyperparameter, Optimizer, Sgd, Trainable};
 pub use pack::{ContextPack, Gradients, GradientsIter, Pack, RawSeeds, Seeds};
-pub use program::{OutputSeeds, Pass, Program, ProgramState};
+pub use program::{MemoryPlan, OutputSeeds, Pass, Program, ProgramState};
 pub use saved::{InputPack, PreparedNode, RawSavedGraph, SavedGraph};
 pub use scalar::{Scalar, Storage};
 pub use shape::{rules, Dims, Nil, Position, Shape, ShapeList, Snoc, MAX_RANK};

@@ -46,6 +46,12 @@ impl<A> RawTensor<A> {
         RawTensor { dims, data }
     }
 
+    /// A tensor of `dims` holding no buffer: a place a program's plan has not filled yet or has
+    /// given back (never read while vacant).
+    pub(crate) fn vacant(dims: Dims) -> Self {
+        RawTensor { dims, data: Vec::new() }
+    }
+
     /// Moves the elements out, leaving an empty buffer (the engine's in-place reuse of a
     /// contribution; the tensor is not read again).
     pub(crate) fn take_data(&mut self) -> Vec<A> {

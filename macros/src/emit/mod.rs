@@ -3,6 +3,7 @@
 
 mod builder;
 mod constants;
+mod describe;
 mod items;
 mod program;
 

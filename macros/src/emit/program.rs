@@ -9,7 +9,9 @@ use quote::quote;
 use syn::Ident;
 
 use super::builder::{kept, Cx};
-use crate::ir::{Graph, NodeKind};
+use super::describe::describe;
+use crate::ir::NodeKind;
+use crate::plan::memory::{self, Values};
 use crate::plan::{self, Step, Sweep, Writes};
 
 /// What the model items need from the rest of the expansion.
@@ -40,27 +42,36 @@ pub(super) fn model(parts: &ModelParts<'_>) -> TokenStream {
         let q: Vec<usize> = plan::support(graph, k).unwrap_or_else(|| (0..n_in + k).collect());
         quote!(&[#(#q),*])
     });
-    let reads = graph.nodes.iter().enumerate().map(|(k, node)| {
-        let q: Vec<usize> = match &node.kind {
-            NodeKind::Builtin(op, _) => {
-                let mut q: Vec<usize> =
-                    op.reads.operands.iter().filter_map(|&i| node.parents.get(i).copied()).collect();
-                if op.reads.output {
-                    q.push(n_in + k);
-                }
-                q
-            }
-            NodeKind::Opaque { .. } | NodeKind::Custom(_) => (0..=n_in + k).collect(),
-        };
+    let reads = (0..graph.nodes.len()).map(|k| {
+        let q = plan::reads(graph, k);
         quote!(&[#(#q),*])
     });
     let all = plan::sweep(graph, None);
     let froms: Vec<Option<Sweep>> =
         graph.outputs.iter().map(|&o| (!plan::has_custom(graph)).then(|| plan::sweep(graph, Some(o)))).collect();
-    let description = describe(graph, &all, &froms);
+    let values = memory::values(graph, &all);
+    let grads: Vec<(Vec<usize>, usize)> = core::iter::once(memory::gradients(graph, &all, &graph.outputs))
+        .chain(froms.iter().zip(&graph.outputs).map(|(f, &o)| match f {
+            Some(f) => memory::gradients(graph, f, &[o]),
+            None => memory::gradients(graph, &all, &graph.outputs),
+        }))
+        .collect();
+    let description = describe(graph, &all, &froms, &values, &grads);
+    let plan_tokens = {
+        let Values { buffer, kept, buffers, .. } = &values;
+        let passes = grads.iter().map(|(b, _)| quote!(&[#(#b),*]));
+        let count = grads.iter().map(|(_, c)| *c).max().unwrap_or(0);
+        quote!(#p::MemoryPlan {
+            values: &[#(#buffer),*],
+            kept: &[#(#kept),*],
+            value_buffers: #buffers,
+            gradients: &[#(#passes),*],
+            gradient_buffers: #count,
+        })
+    };
     let mut bounds: Vec<Bound> = Vec::new();
     let build = cx.builder(parts.input_shapes, &mut bounds, true);
-    let forward = forward(cx);
+    let forward = forward(cx, &values);
     let all_sweep = sweep_tokens(cx, &all);
     let from_arms = froms.iter().enumerate().map(|(j, f)| match f {
         Some(f) => {
@@ -115,7 +126,7 @@ pub(super) fn model(parts: &ModelParts<'_>) -> TokenStream {
             {
                 #build
                 let __graph = __b.finish();
-                #p::Program::new(__graph, &[#(#outputs),*], move |__st: &mut #p::ProgramState<#s>, __g: &#p::RawGraph<#s, #data>, __d: &#data, __pass: #p::Pass| -> ::core::result::Result<(), #p::Error> {
+                #p::Program::new(__graph, &[#(#outputs),*], #plan_tokens, move |__st: &mut #p::ProgramState<#s>, __g: &#p::RawGraph<#s, #data>, __d: &#data, __pass: #p::Pass| -> ::core::result::Result<(), #p::Error> {
                     #forward
                     match __pass {
                         #p::Pass::All => { #all_sweep }
@@ -129,8 +140,8 @@ pub(super) fn model(parts: &ModelParts<'_>) -> TokenStream {
     }
 }
 
-/// Every node's forward, in order.
-fn forward(cx: &Cx<'_>) -> TokenStream {
+/// Every node's forward, in order, each followed by the value buffers given back after it.
+fn forward(cx: &Cx<'_>, values: &Values) -> TokenStream {
     let (p, graph) = (cx.p, cx.graph);
     let n_in = graph.inputs.len();
     let mut out = TokenStream::new();
@@ -142,6 +153,9 @@ fn forward(cx: &Cx<'_>) -> TokenStream {
             }
             NodeKind::Opaque { .. } | NodeKind::Custom(_) => quote!(__st.forward_node(#k, __g, __d)?;),
         });
+        for q in &values.frees[k] {
+            out.extend(quote!(__st.free_value(#q);));
+        }
     }
     out
 }
@@ -184,80 +198,4 @@ fn sweep_tokens(cx: &Cx<'_>, sweep: &Sweep) -> TokenStream {
     }
     out.extend(quote!(::core::result::Result::Ok(())));
     out
-}
-
-/// The schedules in words.
-fn describe(graph: &Graph, all: &Sweep, froms: &[Option<Sweep>]) -> String {
-    let mut text = String::new();
-    let outputs: Vec<String> = graph.outputs.iter().map(|o| format!("%{o}")).collect();
-    text.push_str(&format!("all-inputs pass (seeds at {}):\n", outputs.join(", ")));
-    describe_sweep(graph, all, &mut text);
-    for (j, f) in froms.iter().enumerate() {
-        let o = graph.outputs[j];
-        match f {
-            Some(f) => {
-                text.push_str(&format!("single-output pass from output {j} (%{o}):\n"));
-                describe_sweep(graph, f, &mut text);
-            }
-            None => {
-                text.push_str(&format!("single-output pass from output {j} (%{o}): not generated (user compact ops)\n"))
-            }
-        }
-    }
-    text
-}
-
-fn pending(r: &core::ops::Range<usize>) -> String {
-    match r.len() {
-        0 => "nothing pending".to_owned(),
-        1 => format!("+ the uniform of visit {}", r.start),
-        _ => format!("+ the uniforms of visits {}..{}", r.start, r.end),
-    }
-}
-
-fn describe_sweep(graph: &Graph, sweep: &Sweep, text: &mut String) {
-    let n_in = graph.inputs.len();
-    for (t, st) in sweep.steps.iter().enumerate() {
-        let node = &graph.nodes[st.node];
-        let parents: Vec<String> = node.parents.iter().map(|q| format!("%{q}")).collect();
-        let (vjp, reads) = match &node.kind {
-            NodeKind::Builtin(op, _) => {
-                let names: Vec<&str> = parents.iter().map(String::as_str).collect();
-                let mut r: Vec<String> = op.reads.operands.iter().map(|&i| parents[i].clone()).collect();
-                if op.reads.output {
-                    r.push(format!("%{}", st.position));
-                }
-                if op.reads.data {
-                    r.push("data".to_owned());
-                }
-                (op.vjp.describe(&names), r.join(", "))
-            }
-            NodeKind::Opaque { .. } => ("dense VJP (opaque)".to_owned(), "the whole prefix".to_owned()),
-            NodeKind::Custom(_) => ("user compact op".to_owned(), "the whole prefix".to_owned()),
-        };
-        text.push_str(&format!(
-            "  {t}: node {} %{} = {}({}) : {}; cotangent %{} {}; VJP {vjp}, reads [{reads}]\n",
-            st.node,
-            st.position,
-            node.op_name(),
-            parents.join(", "),
-            node.shape,
-            st.position,
-            pending(&st.cotangent)
-        ));
-        match &st.writes {
-            Writes::Support(w) => {
-                for (q, r) in w {
-                    text.push_str(&format!("       adds into %{q} ({})\n", pending(r)));
-                }
-            }
-            Writes::WholePrefix(_) => {
-                text.push_str(&format!("       adds into every position below %{}\n", st.position))
-            }
-        }
-        text.push_str(&format!("       frees the cotangent of %{}\n", st.position));
-    }
-    for (q, r) in sweep.inputs.iter().enumerate().take(n_in) {
-        text.push_str(&format!("  input %{q}: gradient = slot {}\n", pending(r)));
-    }
 }

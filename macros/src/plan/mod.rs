@@ -11,6 +11,8 @@
 
 use core::ops::Range;
 
+pub(crate) mod memory;
+
 use crate::ir::{Graph, NodeKind};
 
 /// What a visited node writes.
@@ -51,6 +53,23 @@ pub(crate) fn support(graph: &Graph, k: usize) -> Option<Vec<usize>> {
             Some(op.vjp.support().iter().filter_map(|&i| node.parents.get(i).copied()).collect())
         }
         NodeKind::Opaque { .. } | NodeKind::Custom(_) => None,
+    }
+}
+
+/// The positions whose saved values the VJP of node `k` reads (its own position: its output); an
+/// opaque node or a user op reads its whole prefix and its output.
+pub(crate) fn reads(graph: &Graph, k: usize) -> Vec<usize> {
+    let n_in = graph.inputs.len();
+    let node = &graph.nodes[k];
+    match &node.kind {
+        NodeKind::Builtin(op, _) => {
+            let mut q: Vec<usize> = op.reads.operands.iter().filter_map(|&i| node.parents.get(i).copied()).collect();
+            if op.reads.output {
+                q.push(n_in + k);
+            }
+            q
+        }
+        NodeKind::Opaque { .. } | NodeKind::Custom(_) => (0..=n_in + k).collect(),
     }
 }
 

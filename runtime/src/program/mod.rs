@@ -7,14 +7,15 @@
 //! declared outputs) and each declared output's single-output pass
 //! ([`gradients_from`](Program::gradients_from)). Each returns the input gradients, bit for bit
 //! those of the runtime passes on the same graph: `backprop_inputs_dense` with the seeds at the
-//! outputs, and `backprop_from(output, seed)` (SEMANTICS §3–§7). The buffers are allocated on the
-//! first run and reused by every later one.
+//! outputs, and `backprop_from(output, seed)` (SEMANTICS §3–§7). The buffers were planned by
+//! liveness when the macro expanded ([`MemoryPlan`]); they are allocated on the first run and
+//! reused by every later one.
 
 pub mod state;
 
 use core::marker::PhantomData;
 
-pub use state::ProgramState;
+pub use state::{MemoryPlan, ProgramState};
 
 use crate::error::Error;
 use crate::graph::{GraphData, RawGraph};
@@ -95,6 +96,7 @@ pub struct Program<A, D, G, O, Br, F> {
     /// Positions of the declared outputs.
     outputs: Vec<usize>,
     visits: usize,
+    plan: MemoryPlan,
     state: Option<ProgramState<A>>,
     gradients: Pack<A, G>,
     sweep: F,
@@ -105,7 +107,7 @@ impl<A: Scalar, D: 'static, G, O, Br, F: Sweep<A, D>> Program<A, D, G, O, Br, F>
     /// The program running `sweep` over `graph`, whose declared outputs sit at `outputs`.
     /// (Called by the code `graph!` generates.)
     #[doc(hidden)]
-    pub fn new<Ss>(graph: GraphData<A, D, G, Ss, Br>, outputs: &[usize], sweep: F) -> Self {
+    pub fn new<Ss>(graph: GraphData<A, D, G, Ss, Br>, outputs: &[usize], plan: MemoryPlan, sweep: F) -> Self {
         let build_error = graph.first_build_error();
         let raw = graph.into_raw();
         let visits = raw.nodes().len();
@@ -115,6 +117,7 @@ impl<A: Scalar, D: 'static, G, O, Br, F: Sweep<A, D>> Program<A, D, G, O, Br, F>
             build_error,
             outputs: outputs.to_vec(),
             visits,
+            plan,
             state: None,
             gradients: Pack::from_raw(None, inputs),
             sweep,
@@ -127,17 +130,33 @@ impl<A: Scalar, D: 'static, G, O, Br, F: Sweep<A, D>> Program<A, D, G, O, Br, F>
         &self.graph
     }
 
-    /// The bytes of the buffers a run plans, for this graph's shapes: the saved value and the
-    /// gradient buffer of every position, and the input gradients handed back — what the program
-    /// holds between runs. (The contribution tensors a node builds while it runs and the GEMM's
-    /// packing buffers come on top: at most a few tensors of the largest position.)
-    /// For `x: [4, 3]`, `w: [3, 2]` and one node `x · w: [4, 2]` in `f32`: values 12 + 6 + 8,
-    /// gradients 12 + 6 + 8, input gradients 12 + 6, so 70 × 4 bytes.
+    /// The bytes of the buffers the program's plan holds once every pass has run, for this
+    /// graph's shapes: each value buffer and each gradient buffer at the largest position the plan
+    /// puts in it, and the input gradients handed back. The inputs themselves are the caller's;
+    /// the contribution tensors a node builds while it runs and the GEMM's packing buffers come on
+    /// top (at most a few tensors of the largest position).
+    /// For `x: [4, 3]`, `w: [3, 2]` and one node `x · w: [4, 2]` in `f32`: the value 8 (the
+    /// output), gradients 12 + 6 + 8, input gradients 12 + 6, so 52 × 4 bytes.
     pub fn planned_bytes(&self) -> usize {
         let dims = self.graph.dims();
-        let all: usize = dims.iter().map(|d| d.numel()).sum();
-        let inputs: usize = dims[..self.graph.num_inputs()].iter().map(|d| d.numel()).sum();
-        (2 * all + inputs) * core::mem::size_of::<A>()
+        let n_in = self.graph.num_inputs();
+        let mut values = vec![0usize; self.plan.value_buffers];
+        for (k, &b) in self.plan.values.iter().enumerate() {
+            if let (Some(v), Some(d)) = (values.get_mut(b), dims.get(n_in + k)) {
+                *v = (*v).max(d.numel());
+            }
+        }
+        let mut gradients = vec![0usize; self.plan.gradient_buffers];
+        for pass in self.plan.gradients {
+            for (q, &b) in pass.iter().enumerate() {
+                if let (Some(g), Some(d)) = (gradients.get_mut(b), dims.get(q)) {
+                    *g = (*g).max(d.numel());
+                }
+            }
+        }
+        let inputs: usize = dims[..n_in].iter().map(|d| d.numel()).sum();
+        let elements = values.iter().sum::<usize>() + gradients.iter().sum::<usize>() + inputs;
+        elements * core::mem::size_of::<A>()
     }
 
     /// One run: checks, seeds (`seed` is called with the state and the output positions), the
@@ -159,8 +178,13 @@ impl<A: Scalar, D: 'static, G, O, Br, F: Sweep<A, D>> Program<A, D, G, O, Br, F>
             let actual = inputs.as_slice().iter().map(RawTensor::dims).collect();
             return Err(Error::PackShapes { what: "graph inputs", expected: dims[..n_in].to_vec(), actual });
         }
-        let state = self.state.get_or_insert_with(|| ProgramState::new(dims, n_in, self.visits));
+        let plan = self.plan;
+        let state = self.state.get_or_insert_with(|| ProgramState::new(dims, n_in, self.visits, plan));
         state.reset();
+        state.select_pass(match pass {
+            Pass::All => 0,
+            Pass::From(j) => 1 + j,
+        });
         seed(state, &self.outputs)?;
         state.swap_inputs(inputs.tensors_mut());
         let result = (self.sweep)(state, &self.graph, data, pass);
@@ -172,7 +196,8 @@ impl<A: Scalar, D: 'static, G, O, Br, F: Sweep<A, D>> Program<A, D, G, O, Br, F>
     }
 
     /// The single-output pass from the declared output `output`: the gradients of every input,
-    /// bit for bit those `saved.backprop_from(output, seed)` gives them.
+    /// bit for bit those `saved.backprop_from(output, seed)` gives them (for a scalar without
+    /// storage equality that is the all-inputs sweep with this one seed, SEMANTICS §7).
     ///
     /// # Errors
     /// [`Error::ForeignPosition`] when `output` is not a declared output; else as
@@ -187,22 +212,22 @@ impl<A: Scalar, D: 'static, G, O, Br, F: Sweep<A, D>> Program<A, D, G, O, Br, F>
         let Some(index) = self.outputs.iter().position(|&o| o == output.index()) else {
             return Err(Error::ForeignPosition { index: output.index(), len: self.graph.dims().len() });
         };
-        self.run(inputs, data, Pass::From(index), |st: &mut ProgramState<A>, _: &[usize]| {
-            st.seed(output.index(), seed.raw())
-        })?;
+        // Without storage equality the single-output pass is the dense all-seeds pass (§7): every
+        // node runs, with the one seed.
+        let pass = if A::HAS_STORAGE_EQUALITY { Pass::From(index) } else { Pass::All };
+        self.run(inputs, data, pass, |st: &mut ProgramState<A>, _: &[usize]| st.seed(output.index(), seed.raw()))?;
         Ok(&self.gradients)
     }
 
-    /// The value the last run computed at `pos` (a node; inputs are given back after each run).
+    /// The value the last run computed at `pos` (a declared output: the handles of a model name
+    /// only its inputs and outputs, and the program keeps every output's value; it gives back
+    /// the buffers of values no VJP reads during the forward).
     ///
     /// # Errors
     /// [`Error::ForeignPosition`] before the first run or for an input or out-of-range position.
     pub fn value<S: Shape>(&self, pos: Position<S, Br>) -> Result<&RawTensor<A>, Error> {
-        let len = self.graph.dims().len();
-        match &self.state {
-            Some(st) if pos.index() >= self.graph.num_inputs() && pos.index() < len => Ok(st.value(pos.index())),
-            _ => Err(Error::ForeignPosition { index: pos.index(), len }),
-        }
+        let (index, len) = (pos.index(), self.graph.dims().len());
+        self.state.as_ref().and_then(|st| st.value(index)).ok_or(Error::ForeignPosition { index, len })
     }
 }
 

@@ -14,6 +14,13 @@
 //!   nothing — `tests/program_allocations.rs`);
 //! * positions outside the support just have one more pending uniform: nothing runs.
 //!
+//! **Buffers.** Which buffer each value and each gradient lives in was planned by liveness when
+//! `graph!` expanded ([`MemoryPlan`]): the forward keeps only the values a VJP reads and the
+//! declared outputs, gives every other value's buffer back after its last reader
+//! ([`free_value`](ProgramState::free_value)), and a gradient buffer passes to a later position once
+//! its node has run. Every buffer is taken from and given back to its index in a pool, so the same
+//! buffers serve every run.
+//!
 //! **Pending uniforms.** The uniform of a built-in op is a sum of zeros (`0`, `0 + 0`, …). For a
 //! scalar whose [`ZERO_ADD_IDEMPOTENT`](crate::Storage::ZERO_ADD_IDEMPOTENT) holds, every one of
 //! them is storage-equal to `0` and adding `0` twice equals adding it once, so a run of pending
@@ -30,22 +37,45 @@ use crate::scalar::Scalar;
 use crate::shape::Dims;
 use crate::tensor::RawTensor;
 
+/// The buffers `graph!` planned for a model's program: which buffer each node's value and each
+/// position's gradient lives in (written by the macro; see the [module docs](self)).
+#[derive(Clone, Copy, Debug)]
+pub struct MemoryPlan {
+    /// Per node, the index of its value buffer.
+    pub values: &'static [usize],
+    /// Per node, whether its value is kept to the end of a run (a VJP reads it, or it is a
+    /// declared output).
+    pub kept: &'static [bool],
+    /// Number of value buffers.
+    pub value_buffers: usize,
+    /// Per pass (the all-inputs pass, then each declared output's single-output pass), the index
+    /// of every position's gradient buffer; inputs own buffers `0..inputs`.
+    pub gradients: &'static [&'static [usize]],
+    /// Number of gradient buffers.
+    pub gradient_buffers: usize,
+}
+
 /// The values, gradient slots and scratch of a generated program (see the [module docs](self)).
 /// Allocated on the first run and reused by every later one.
 pub struct ProgramState<A> {
     dims: Vec<Dims>,
     inputs: usize,
-    /// Saved forward values (Γ ++ ss); the inputs are lent by the caller for one run.
+    plan: MemoryPlan,
+    /// The gradient buffer of each position in the running pass.
+    gradient_buffer: &'static [usize],
+    /// Forward values (Γ ++ ss): the inputs are lent by the caller for one run; a node's value
+    /// holds its buffer from its forward until the plan gives it back.
     values: Vec<RawTensor<A>>,
+    /// The value buffers not in use.
+    value_pool: Vec<Vec<A>>,
     slots: Vec<Slot<A>>,
     /// The uniform of each visited node, by visit.
     uniforms: Vec<A>,
     /// The final input gradients of the last run.
     input_gradients: Vec<RawTensor<A>>,
     contributions: Contributions<A>,
-    /// Each position's own spare buffer (its gradient's, when the slot holds a uniform or is
-    /// taken): buffers keep their position's size, so a later run allocates nothing.
-    bufs: Vec<Vec<A>>,
+    /// The gradient buffers not in use (a slot holding a uniform has none).
+    gradient_pool: Vec<Vec<A>>,
 }
 
 /// `x[i] + u` for the pending uniforms `us`, in order (one pass when adding zero is idempotent).
@@ -67,24 +97,38 @@ fn apply_pending_scalar<A: Scalar>(v: &mut A, us: &[A]) {
 }
 
 impl<A: Scalar> ProgramState<A> {
-    /// The state for a graph whose positions have `dims`, the first `inputs` of them inputs, and
-    /// whose sweeps visit at most `visits` nodes.
-    pub fn new(dims: &[Dims], inputs: usize, visits: usize) -> Self {
+    /// The state for a graph whose positions have `dims`, the first `inputs` of them inputs,
+    /// whose sweeps visit at most `visits` nodes, with the buffers of `plan` (allocated as the
+    /// first run uses them).
+    pub fn new(dims: &[Dims], inputs: usize, visits: usize, plan: MemoryPlan) -> Self {
         ProgramState {
             dims: dims.to_vec(),
             inputs,
-            values: dims.iter().map(|&d| RawTensor::zeros(d)).collect(),
+            plan,
+            gradient_buffer: plan.gradients.first().copied().unwrap_or(&[]),
+            values: dims.iter().map(|&d| RawTensor::vacant(d)).collect(),
+            value_pool: (0..plan.value_buffers).map(|_| Vec::new()).collect(),
             slots: dims.iter().map(|&d| Slot::Full(A::zero(), d)).collect(),
             uniforms: vec![A::zero(); visits],
             input_gradients: dims[..inputs].iter().map(|&d| RawTensor::zeros(d)).collect(),
             contributions: Contributions::new(),
-            bufs: dims.iter().map(|d| Vec::with_capacity(d.numel())).collect(),
+            gradient_pool: (0..plan.gradient_buffers).map(|_| Vec::new()).collect(),
         }
     }
 
-    /// The saved value of position `p` (after a run: inputs excepted, they are given back).
-    pub fn value(&self, p: usize) -> &RawTensor<A> {
-        &self.values[p]
+    /// The value of position `p` after a run, when the plan keeps it (a node whose value a VJP
+    /// reads, or a declared output); `None` for inputs (given back) and values given back.
+    pub fn value(&self, p: usize) -> Option<&RawTensor<A>> {
+        let k = p.checked_sub(self.inputs)?;
+        self.plan.kept.get(k).copied().unwrap_or(false).then(|| &self.values[p])
+    }
+
+    /// Selects the gradient buffers of the pass with this index (0: the all-inputs pass, `1 + j`:
+    /// output `j`'s single-output pass).
+    pub(crate) fn select_pass(&mut self, index: usize) {
+        if let Some(&b) = self.plan.gradients.get(index) {
+            self.gradient_buffer = b;
+        }
     }
 
     /// Lends the caller's input tensors to the state for one run (swapped, not copied).
@@ -94,28 +138,50 @@ impl<A: Scalar> ProgramState<A> {
         }
     }
 
-    /// Position `q`'s spare buffer, empty.
+    /// Position `q`'s gradient buffer, empty.
     fn take_buf(&mut self, q: usize) -> Vec<A> {
-        let mut b = core::mem::take(&mut self.bufs[q]);
+        let mut b = self.gradient_buffer.get(q).map_or_else(Vec::new, |&i| core::mem::take(&mut self.gradient_pool[i]));
         b.clear();
         b
     }
 
-    /// Gives position `q` its buffer back.
+    /// Gives position `q`'s gradient buffer back to the pool.
     fn give_buf(&mut self, q: usize, t: RawTensor<A>) {
-        let old = core::mem::replace(&mut self.bufs[q], t.into_vec());
-        if old.capacity() > 0 {
-            self.contributions.recycle(old);
+        if let Some(&i) = self.gradient_buffer.get(q) {
+            let old = core::mem::replace(&mut self.gradient_pool[i], t.into_vec());
+            if old.capacity() > 0 {
+                self.contributions.recycle(old);
+            }
         }
     }
 
-    /// Every gradient slot back to `zeros` (buffers kept for reuse).
+    /// Gives the buffer of node position `p`'s value back to the pool (the larger one, should the
+    /// pool's place be taken: an opaque forward brings its own).
+    fn give_value(&mut self, p: usize) {
+        let v = self.values[p].take_data();
+        if let Some(&i) = p.checked_sub(self.inputs).and_then(|k| self.plan.values.get(k)) {
+            if v.capacity() > self.value_pool[i].capacity() {
+                self.value_pool[i] = v;
+            }
+        }
+    }
+
+    /// The value of node position `p` is not read again in this run: its buffer goes back to the
+    /// pool for a later node.
+    pub fn free_value(&mut self, p: usize) {
+        self.give_value(p);
+    }
+
+    /// Every gradient slot back to `zeros` and every value buffer back to the pool.
     pub(crate) fn reset(&mut self) {
         for q in 0..self.slots.len() {
             let d = self.dims[q];
             if let Slot::Dense(t) = core::mem::replace(&mut self.slots[q], Slot::Full(A::zero(), d)) {
                 self.give_buf(q, t);
             }
+        }
+        for p in self.inputs..self.values.len() {
+            self.give_value(p);
         }
     }
 
@@ -140,17 +206,17 @@ impl<A: Scalar> ProgramState<A> {
     }
 
     /// Forward of built-in node `k`: validates `op` on the values so far, then computes its value
-    /// into the position's reused buffer.
+    /// into the value buffer the plan gives it.
     ///
     /// # Errors
     /// [`Error::Node`] when validation fails or the value has the wrong length.
     pub fn forward<D, Op: CompactOp<A, D>>(&mut self, k: usize, op: &Op, data: &D) -> Result<(), Error> {
         let p = self.inputs + k;
-        let (ctx, rest) = self.values.split_at_mut(p);
+        let ctx = &self.values[..p];
         if let Err(m) = op.validate(ctx, data) {
             return Err(self.node_error(k, op.name(), op.parents(), m));
         }
-        let mut buf = rest[0].take_data();
+        let mut buf = self.plan.values.get(k).map_or_else(Vec::new, |&i| core::mem::take(&mut self.value_pool[i]));
         buf.clear();
         op.forward_into(ctx, data, &mut buf);
         let d = self.dims[p];
@@ -253,7 +319,8 @@ impl<A: Scalar> ProgramState<A> {
             }
             Slot::Full(v, d) => {
                 apply_pending_scalar(v, us);
-                let mut out = core::mem::take(&mut self.bufs[q]);
+                let mut out =
+                    self.gradient_buffer.get(q).map_or_else(Vec::new, |&i| core::mem::take(&mut self.gradient_pool[i]));
                 out.clear();
                 c.read_into(root, q, g, Sink::OntoUniformInto(v, &mut out)).map_err(vjp_error)?;
                 let d = *d;
@@ -342,7 +409,8 @@ impl<A: Scalar> ProgramState<A> {
         let us = &self.uniforms[pending];
         if let Slot::Full(v, d) = &mut self.slots[q] {
             apply_pending_scalar(v, us);
-            let mut buf = core::mem::take(&mut self.bufs[q]);
+            let mut buf =
+                self.gradient_buffer.get(q).map_or_else(Vec::new, |&i| core::mem::take(&mut self.gradient_pool[i]));
             buf.clear();
             buf.extend((0..d.numel()).map(|_| v.clone()));
             let d = *d;

@@ -1,0 +1,116 @@
+//! `describe_backward`'s text: the planned forward (value buffers, what is kept and what is given
+//! back) and each pass's reverse sweep (per step the node, its VJP, the saved values it reads, the
+//! positions it adds into with their pending uniforms, and the gradient buffers).
+
+use crate::ir::{Graph, NodeKind};
+use crate::plan::memory::Values;
+use crate::plan::{Sweep, Writes};
+
+/// The schedules in words.
+pub(super) fn describe(
+    graph: &Graph,
+    all: &Sweep,
+    froms: &[Option<Sweep>],
+    values: &Values,
+    grads: &[(Vec<usize>, usize)],
+) -> String {
+    let mut text = String::new();
+    describe_forward(graph, values, &mut text);
+    let outputs: Vec<String> = graph.outputs.iter().map(|o| format!("%{o}")).collect();
+    text.push_str(&format!("all-inputs pass (seeds at {}):\n", outputs.join(", ")));
+    describe_sweep(graph, all, &grads[0].0, &mut text);
+    for (j, f) in froms.iter().enumerate() {
+        let o = graph.outputs[j];
+        match f {
+            Some(f) => {
+                text.push_str(&format!("single-output pass from output {j} (%{o}):\n"));
+                describe_sweep(graph, f, &grads[1 + j].0, &mut text);
+            }
+            None => {
+                text.push_str(&format!("single-output pass from output {j} (%{o}): not generated (user compact ops)\n"))
+            }
+        }
+    }
+    text
+}
+
+fn pending(r: &core::ops::Range<usize>) -> String {
+    match r.len() {
+        0 => "nothing pending".to_owned(),
+        1 => format!("+ the uniform of visit {}", r.start),
+        _ => format!("+ the uniforms of visits {}..{}", r.start, r.end),
+    }
+}
+
+/// The forward: each node's value buffer, whether it is kept, and what is given back after it.
+fn describe_forward(graph: &Graph, values: &Values, text: &mut String) {
+    let n_in = graph.inputs.len();
+    text.push_str(&format!("forward ({} value buffers; kept: read by a VJP or a declared output):\n", values.buffers));
+    for (k, node) in graph.nodes.iter().enumerate() {
+        let parents: Vec<String> = node.parents.iter().map(|q| format!("%{q}")).collect();
+        let kept = if values.kept[k] { ", kept" } else { "" };
+        text.push_str(&format!(
+            "  node {k} %{} = {}({}) : {} into value buffer v{}{kept}\n",
+            n_in + k,
+            node.op_name(),
+            parents.join(", "),
+            node.shape,
+            values.buffer[k]
+        ));
+        if !values.frees[k].is_empty() {
+            let freed: Vec<String> = values.frees[k].iter().map(|q| format!("%{q}")).collect();
+            text.push_str(&format!("       gives back the value buffers of {}\n", freed.join(", ")));
+        }
+    }
+}
+
+fn describe_sweep(graph: &Graph, sweep: &Sweep, buffers: &[usize], text: &mut String) {
+    let n_in = graph.inputs.len();
+    for (t, st) in sweep.steps.iter().enumerate() {
+        let node = &graph.nodes[st.node];
+        let parents: Vec<String> = node.parents.iter().map(|q| format!("%{q}")).collect();
+        let (vjp, reads) = match &node.kind {
+            NodeKind::Builtin(op, _) => {
+                let names: Vec<&str> = parents.iter().map(String::as_str).collect();
+                let mut r: Vec<String> = op.reads.operands.iter().map(|&i| parents[i].clone()).collect();
+                if op.reads.output {
+                    r.push(format!("%{}", st.position));
+                }
+                if op.reads.data {
+                    r.push("data".to_owned());
+                }
+                (op.vjp.describe(&names), r.join(", "))
+            }
+            NodeKind::Opaque { .. } => ("dense VJP (opaque)".to_owned(), "the whole prefix".to_owned()),
+            NodeKind::Custom(_) => ("user compact op".to_owned(), "the whole prefix".to_owned()),
+        };
+        text.push_str(&format!(
+            "  {t}: node {} %{} = {}({}) : {}; cotangent %{} (gradient buffer g{}) {}; VJP {vjp}, reads [{reads}]\n",
+            st.node,
+            st.position,
+            node.op_name(),
+            parents.join(", "),
+            node.shape,
+            st.position,
+            buffers[st.position],
+            pending(&st.cotangent)
+        ));
+        match &st.writes {
+            Writes::Support(w) => {
+                for (q, r) in w {
+                    text.push_str(&format!("       adds into %{q} (g{}, {})\n", buffers[*q], pending(r)));
+                }
+            }
+            Writes::WholePrefix(_) => {
+                text.push_str(&format!("       adds into every position below %{}\n", st.position))
+            }
+        }
+        text.push_str(&format!(
+            "       frees the cotangent of %{} (g{} is free for a later position)\n",
+            st.position, buffers[st.position]
+        ));
+    }
+    for (q, r) in sweep.inputs.iter().enumerate().take(n_in) {
+        text.push_str(&format!("  input %{q}: gradient = slot {}\n", pending(r)));
+    }
+}

@@ -1,0 +1,196 @@
+//! The buffers of a generated program, planned by liveness when `graph!` expands.
+//!
+//! **Values.** The forward keeps a node's value to the end of the run only when a VJP of the
+//! all-inputs pass reads it (the spec's saved reads; an opaque node or a user op reads its whole
+//! prefix) or when it is a declared output. Any other value is given back right after the last
+//! forward that reads it, and a later node computes into that buffer.
+//!
+//! **Gradients.** In each pass a position's gradient buffer is live from its first write (its
+//! seed, its first contribution, or its own cotangent when nothing wrote it) to the end of its
+//! node's step; a later position takes it over. Inputs keep their own buffers: their gradients are
+//! handed back to the caller and come back on the next run, so sharing them would make buffers
+//! change size from run to run.
+//!
+//! A buffer is an index into the program's pool; the plan fixes which positions use it and in
+//! which order, so the same buffers serve every run (none is allocated after the first run, and
+//! with generic dims none after the first run of a batch size). Among free buffers one last used
+//! by a position of the same shape is preferred, so buffers keep their size.
+
+use crate::ir::{Graph, NodeKind, Shape};
+use crate::plan::{Sweep, Writes};
+
+/// Where the forward's values live.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct Values {
+    /// Per node, the value buffer it computes into.
+    pub(crate) buffer: Vec<usize>,
+    /// Per node, whether its value is kept to the end of the run.
+    pub(crate) kept: Vec<bool>,
+    /// Per node, the positions whose value buffers are given back right after its forward.
+    pub(crate) frees: Vec<Vec<usize>>,
+    /// Number of value buffers.
+    pub(crate) buffers: usize,
+}
+
+/// Free buffers, each with the shape of its last user.
+struct Pool<'g> {
+    free: Vec<(usize, &'g Shape)>,
+    count: usize,
+}
+
+impl<'g> Pool<'g> {
+    fn new(first: usize) -> Self {
+        Pool { free: Vec::new(), count: first }
+    }
+
+    /// A free buffer, preferably one last used at `shape`; else a new one.
+    fn take(&mut self, shape: &Shape) -> usize {
+        let at = self.free.iter().position(|(_, s)| *s == shape).or(if self.free.is_empty() { None } else { Some(0) });
+        match at {
+            Some(i) => self.free.remove(i).0,
+            None => {
+                self.count += 1;
+                self.count - 1
+            }
+        }
+    }
+
+    fn give(&mut self, buffer: usize, shape: &'g Shape) {
+        self.free.push((buffer, shape));
+    }
+}
+
+/// The value plan: `all` is the all-inputs sweep (every node's VJP runs in it).
+pub(crate) fn values(graph: &Graph, all: &Sweep) -> Values {
+    let n_in = graph.inputs.len();
+    let n = graph.nodes.len();
+    let len = n_in + n;
+    let mut kept = vec![false; len];
+    for &o in &graph.outputs {
+        kept[o] = true;
+    }
+    for st in &all.steps {
+        for q in super::reads(graph, st.node) {
+            kept[q] = true;
+        }
+    }
+    // `last[p]`: the last node whose forward reads `p`; an opaque node or a user op reads its
+    // whole prefix.
+    let mut last: Vec<Option<usize>> = vec![None; len];
+    let mut whole = None;
+    for (k, node) in graph.nodes.iter().enumerate() {
+        match node.kind {
+            NodeKind::Builtin(..) => node.parents.iter().for_each(|&q| last[q] = Some(k)),
+            NodeKind::Opaque { .. } | NodeKind::Custom(_) => whole = Some(k),
+        }
+    }
+    if let Some(w) = whole {
+        for l in &mut last[..n_in + w] {
+            *l = Some(l.map_or(w, |x| x.max(w)));
+        }
+    }
+    let mut frees = vec![Vec::new(); n];
+    for p in n_in..len {
+        if !kept[p] {
+            // A value nothing reads is given back right after its own forward.
+            frees[last[p].unwrap_or(p - n_in)].push(p);
+        }
+    }
+    let mut pool = Pool::new(0);
+    let mut buffer = Vec::with_capacity(n);
+    for (k, node) in graph.nodes.iter().enumerate() {
+        buffer.push(pool.take(&node.shape));
+        for &p in &frees[k] {
+            pool.give(buffer[p - n_in], graph.shape_of(p));
+        }
+    }
+    Values { buffer, kept: kept[n_in..].to_vec(), frees, buffers: pool.count }
+}
+
+/// The gradient buffer of every position in one pass (inputs: buffers `0..inputs`), and how many
+/// buffers the pass uses. `seeded` are the positions seeded before the sweep.
+pub(crate) fn gradients(graph: &Graph, sweep: &Sweep, seeded: &[usize]) -> (Vec<usize>, usize) {
+    let n_in = graph.inputs.len();
+    let len = n_in + graph.nodes.len();
+    let mut buffer: Vec<Option<usize>> = (0..len).map(|q| (q < n_in).then_some(q)).collect();
+    let mut pool = Pool::new(n_in);
+    let acquire = |q: usize, buffer: &mut Vec<Option<usize>>, pool: &mut Pool<'_>| {
+        if buffer[q].is_none() {
+            buffer[q] = Some(pool.take(graph.shape_of(q)));
+        }
+    };
+    for &o in seeded {
+        acquire(o, &mut buffer, &mut pool);
+    }
+    for st in &sweep.steps {
+        acquire(st.position, &mut buffer, &mut pool);
+        match &st.writes {
+            Writes::Support(w) => w.iter().for_each(|&(q, _)| acquire(q, &mut buffer, &mut pool)),
+            Writes::WholePrefix(_) => (0..st.position).for_each(|q| acquire(q, &mut buffer, &mut pool)),
+        }
+        // Free from the next step on.
+        if let Some(b) = buffer[st.position] {
+            pool.give(b, graph.shape_of(st.position));
+        }
+    }
+    // A position no step touches never takes its buffer; any index will do.
+    (buffer.into_iter().map(|b| b.unwrap_or(0)).collect(), pool.count)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::parse::GraphDef;
+    use crate::plan::sweep;
+
+    fn graph(src: &str) -> Graph {
+        let def: GraphDef = syn::parse_str(src).expect("parses");
+        crate::lower::lower(&def).map_err(|e| e.to_string()).expect("lowers")
+    }
+
+    #[test]
+    fn values_no_vjp_reads_are_given_back_after_their_last_reader() {
+        // %1 = x*2 (node 0), %2 = %1*2, %3 = %2*2, %4 = sum(%3): no VJP reads a value.
+        let g = graph("fn f(x: [3]) -> [] { sum(x * 2.0 * 2.0 * 2.0) }");
+        let v = values(&g, &sweep(&g, None));
+        assert_eq!(v.kept, [false, false, false, true]);
+        assert_eq!(v.frees, [vec![], vec![1], vec![2], vec![3]]);
+        // Two buffers ping-pong for the [3]s; the scalar takes the free one (no [] buffer free).
+        assert_eq!(v.buffer, [0, 1, 0, 1]);
+        assert_eq!(v.buffers, 2);
+    }
+
+    #[test]
+    fn values_a_vjp_reads_are_kept() {
+        // tanh reads its output, mul reads both operands.
+        let g = graph("fn f(x: [3], w: [3]) -> [] { sum(tanh(x * 2.0) * w) }");
+        let v = values(&g, &sweep(&g, None));
+        // %2 = x*2 (read by tanh's forward only), %3 = tanh (its own VJP, and mul's), %4 = mul, %5 = sum.
+        assert_eq!(v.kept, [false, true, false, true]);
+        assert_eq!(v.frees, [vec![], vec![2], vec![], vec![4]]);
+        assert_eq!(v.buffers, 3);
+    }
+
+    #[test]
+    fn values_below_an_opaque_node_are_kept() {
+        let g = graph(
+            "fn f(x: [3]) -> [] {
+                let a = x * 2.0;
+                let o: [3] = opaque(x, forward = |x| x.clone(), vjp = |x, g| [g.clone()]);
+                sum(o + a)
+            }",
+        );
+        let v = values(&g, &sweep(&g, None));
+        assert!(v.kept[0]);
+    }
+
+    #[test]
+    fn gradient_buffers_are_reused_down_a_chain() {
+        let g = graph("fn f(x: [3]) -> [3] { x * 2.0 * 2.0 * 2.0 }");
+        let s = sweep(&g, None);
+        let (b, count) = gradients(&g, &s, &g.outputs);
+        // x keeps buffer 0; %3 (seeded) and %2 overlap at step 0, %1 takes %3's after it.
+        assert_eq!(b, [0, 1, 2, 1]);
+        assert_eq!(count, 3);
+    }
+}
