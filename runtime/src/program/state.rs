@@ -3,7 +3,8 @@
 //! A generated reverse sweep is a list of calls whose every argument — which position, which
 //! node, which uniforms are pending — was resolved when `graph!` expanded, from the ops' support
 //! patterns (`exactgrad_spec`). So there is no history, no clock, no epoch and no support
-//! bookkeeping at run time, only the arithmetic SEMANTICS §3 prescribes, in its order:
+//! bookkeeping at run time, only the arithmetic SEMANTICS §3 (all-inputs sweeps) and §7
+//! (single-output sweeps, which skip what the output does not reach) prescribe, in its order:
 //!
 //! * a node's **cotangent** is its slot with the uniforms pushed since its last write applied;
 //! * a node's **VJP** runs its compact program (a concrete op, called without dynamic dispatch)
