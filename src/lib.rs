@@ -191,10 +191,12 @@
 //! Every result is the runtime pass's, bit for bit, on every scalar type (`tests/program_*.rs`
 //! check it on every op, a corpus of random models, integers and a symbolic scalar): a pending
 //! run of uniforms is applied as one addition for scalars where adding zero is idempotent
-//! ([`Storage::ZERO_ADD_IDEMPOTENT`]) and addition by addition otherwise. Buffers are sized on
-//! the first run and stay with their positions, so for a model of built-in ops every later run on
-//! the same shapes makes no heap allocation (`tests/program_allocations.rs` counts them);
-//! [`Program::planned_bytes`] tells what a program holds between runs. Opaque nodes and user
+//! ([`Storage::ZERO_ADD_IDEMPOTENT`]) and addition by addition otherwise. The forward keeps only
+//! the values a VJP reads and the outputs; value and gradient buffers are planned by liveness
+//! when the macro expands (`describe_backward` lists them) and sized on the first run, so for a
+//! model of built-in ops every later run on the same shapes makes no heap allocation
+//! (`tests/program_allocations.rs` counts them); [`Program::planned_bytes`] tells what a program
+//! holds between runs. Opaque nodes and user
 //! compact ops run through the runtime's machinery and touch their whole prefix; a model with
 //! user compact ops has no generated single-output pass (their support is known only at run time).
 //!

@@ -10,9 +10,8 @@
 //! * a node's **VJP** runs its compact program (a concrete op, called without dynamic dispatch)
 //!   and records the uniform it gives every position outside its support;
 //! * each distinct **support position** `q` becomes `(slot_q + pending uniforms) + read(q)`, the
-//!   `+` fused with the reader (onto a uniform slot it is written once, into the position's own
-//!   buffer: buffers never move between positions, so every run after the first allocates
-//!   nothing — `tests/program_allocations.rs`);
+//!   `+` fused with the reader (onto a uniform slot it is written once, into the gradient buffer
+//!   the plan gives the position);
 //! * positions outside the support just have one more pending uniform: nothing runs.
 //!
 //! **Buffers.** Which buffer each value and each gradient lives in was planned by liveness when
@@ -20,7 +19,8 @@
 //! declared outputs, gives every other value's buffer back after its last reader
 //! ([`free_value`](ProgramState::free_value)), and a gradient buffer passes to a later position once
 //! its node has run. Every buffer is taken from and given back to its index in a pool, so the same
-//! buffers serve every run.
+//! buffers serve every run: after the first, a program of built-in ops allocates nothing
+//! (`tests/program_allocations.rs`).
 //!
 //! **Pending uniforms.** The uniform of a built-in op is a sum of zeros (`0`, `0 + 0`, …). For a
 //! scalar whose [`ZERO_ADD_IDEMPOTENT`](crate::Storage::ZERO_ADD_IDEMPOTENT) holds, every one of
