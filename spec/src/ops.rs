@@ -91,11 +91,15 @@ pub struct OpSpec {
     pub bounds: &'static [Bound],
     /// The shape rule as the docs table writes it.
     pub shapes: &'static str,
+    /// Whether each of its contributions is one matrix product, which a generated program
+    /// computes straight onto a position still holding a uniform (the runtime's `ProductVjp`).
+    pub product_vjp: bool,
 }
 
 macro_rules! op {
     ($name:literal, $arity:literal, $rule:ident, $ty:ident, $vjp:expr, $reads:expr, $shapes:expr
-     $(, args = $args:expr)? $(, bounds = $bounds:expr)? $(, form = $form:expr)? $(, aliases = $aliases:expr)?) => {
+     $(, args = $args:expr)? $(, bounds = $bounds:expr)? $(, form = $form:expr)? $(, aliases = $aliases:expr)?
+     $(, product_vjp = $product:expr)?) => {
         OpSpec {
             name: $name,
             aliases: { let _a: &[&str] = &[]; $(let _a = $aliases;)? _a },
@@ -108,6 +112,7 @@ macro_rules! op {
             reads: $reads,
             bounds: { let _b: &[Bound] = &[]; $(let _b = $bounds;)? _b },
             shapes: $shapes,
+            product_vjp: { let _p = false; $(let _p = $product;)? _p },
         }
     };
 }
@@ -156,7 +161,17 @@ pub const OPS: &[OpSpec] = {
             bounds = &[Mul, Num],
             form = Form::Lowered
         ),
-        op!("matmul", 2, MatMul, MatMul, BINARY, BOTH, "`[m, k] , [k, n] → [m, n]`", bounds = &[Mul]),
+        op!(
+            "matmul",
+            2,
+            MatMul,
+            MatMul,
+            BINARY,
+            BOTH,
+            "`[m, k] , [k, n] → [m, n]`",
+            bounds = &[Mul],
+            product_vjp = true
+        ),
         op!("transpose", 1, Transpose, Transpose, S0, NOTHING, "`[m, n] → [n, m]`", aliases = &["t"]),
         op!("sum", 1, Reduce, Reduce, S0, NOTHING, "`[s] → []`"),
         op!(
@@ -311,7 +326,8 @@ pub const OPS: &[OpSpec] = {
             Reads { operands: &[], output: false, data: true },
             "`x.matmul(w)` with `x` a data tensor `[m, k]`, `w: [k, n]` → `[m, n]`; only `w` gets a gradient",
             bounds = &[Mul],
-            form = Form::Lowered
+            form = Form::Lowered,
+            product_vjp = true
         ),
         op!(
             "data_tensor",

@@ -100,6 +100,9 @@ fn describe_sweep(graph: &Graph, sweep: &Sweep, buffers: &[usize], text: &mut St
                 for (q, r) in w {
                     text.push_str(&format!("       adds into %{q} (g{}, {})\n", buffers[*q], pending(r)));
                 }
+                if crate::plan::writes_products(graph, st.node) {
+                    text.push_str("       (each product written straight onto a position that holds a uniform)\n");
+                }
             }
             Writes::WholePrefix(_) => {
                 text.push_str(&format!("       adds into every position below %{}\n", st.position))

@@ -168,6 +168,14 @@ fn sweep_tokens(cx: &Cx<'_>, sweep: &Sweep) -> TokenStream {
         let c = range(cotangent);
         let g = Ident::new("__gr", Span::mixed_site());
         let body = match writes {
+            Writes::Support(w) if plan::writes_products(graph, *k) => {
+                let o = kept(*position);
+                let ws = w.iter().map(|(q, r)| {
+                    let r = range(r);
+                    quote!((#q, #r))
+                });
+                quote!(__st.vjp_product(#t, #k, #p::required(&#o, #k)?, &#g, __d, &[#(#ws),*])?;)
+            }
             Writes::Support(w) => {
                 let o = kept(*position);
                 let name = graph.nodes[*k].op_name();

@@ -73,6 +73,15 @@ pub(crate) fn reads(graph: &Graph, k: usize) -> Vec<usize> {
     }
 }
 
+/// Whether node `k` writes its contributions as matrix products straight onto its positions
+/// (`ProgramState::vjp_product`): an op whose spec says so, with distinct operands.
+pub(crate) fn writes_products(graph: &Graph, k: usize) -> bool {
+    match &graph.nodes[k].kind {
+        NodeKind::Builtin(op, _) => op.product_vjp && support(graph, k).is_some_and(|s| dedup(&s).len() == s.len()),
+        NodeKind::Opaque { .. } | NodeKind::Custom(_) => false,
+    }
+}
+
 /// The schedule of the all-inputs pass (`from = None`) or of the single-output pass from the
 /// position `from`.
 pub(crate) fn sweep(graph: &Graph, from: Option<usize>) -> Sweep {
@@ -193,5 +202,14 @@ mod tests {
         let s = sweep(&g, Some(3));
         assert_eq!(s.steps.len(), 2);
         assert_eq!(s.steps[1].writes, Writes::WholePrefix(vec![0..1, 0..1]));
+    }
+
+    #[test]
+    fn products_are_written_onto_distinct_operands_only() {
+        let g = graph("fn f(x: [2, 2], w: [2, 2]) -> [] { sum(tanh(x.matmul(w)) + x.matmul(x)) }");
+        // node 0: x·w, node 1: tanh, node 2: x·x.
+        assert!(writes_products(&g, 0));
+        assert!(!writes_products(&g, 1));
+        assert!(!writes_products(&g, 2));
     }
 }

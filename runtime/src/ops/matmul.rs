@@ -197,6 +197,11 @@ impl MatMul {
     pub fn new(a: usize, b: usize) -> Self {
         MatMul { parents: [a, b] }
     }
+
+    /// The positions of `a` and `b`.
+    pub(crate) fn positions(&self) -> [usize; 2] {
+        self.parents
+    }
 }
 
 fn mkn(a: Dims, b: Dims) -> (usize, usize, usize) {

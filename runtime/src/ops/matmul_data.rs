@@ -45,6 +45,11 @@ impl<A, D> core::fmt::Debug for MatMulData<A, D> {
 }
 
 impl<A, D> MatMulData<A, D> {
+    /// The data operand `x` of this node.
+    pub(crate) fn data_operand<'d>(&self, data: &'d D) -> &'d RawTensor<A> {
+        (self.x)(data)
+    }
+
     /// `x(data) · w` for the `rows × k` matrix `x` read from the data and the `k × n` matrix at
     /// position `w`.
     pub fn new(x: TensorAccessor<A, D>, rows: usize, w: usize) -> Self {

@@ -34,6 +34,7 @@ use crate::contributions::{Contrib, Contributions, Sink};
 use crate::error::Error;
 use crate::gradients::Slot;
 use crate::graph::{CompactOp, NodeData, Program as NodeProgram, RawGraph, SavedValues};
+use crate::ops::ProductVjp;
 use crate::scalar::Scalar;
 use crate::shape::Dims;
 use crate::tensor::RawTensor;
@@ -327,6 +328,55 @@ impl<A: Scalar> ProgramState<A> {
                 let d = *d;
                 self.slots[q] = Slot::Dense(RawTensor::from_parts(d, out));
             }
+        }
+        Ok(())
+    }
+
+    /// The VJP of a product node `k` (`matmul` of distinct operands, `matmul_data`; visit `visit`)
+    /// and its accumulation at its support `writes` (position, pending visits; support order):
+    /// where every written position still holds a uniform, each contribution is computed straight
+    /// into the position's gradient buffer, `stored +` fused into the GEMM's store
+    /// ([`ProductVjp`]); from the first position already written on, as [`vjp`](Self::vjp) and
+    /// [`accumulate`](Self::accumulate). The same additions in the same order either way.
+    ///
+    /// # Errors
+    /// [`Error::Vjp`] when a contribution does not fit its position.
+    pub fn vjp_product<D, Op: ProductVjp<A, D>>(
+        &mut self,
+        visit: usize,
+        k: usize,
+        op: &Op,
+        g: &RawTensor<A>,
+        data: &D,
+        writes: &[(usize, Range<usize>)],
+    ) -> Result<(), Error> {
+        let p = self.inputs + k;
+        self.uniforms[visit] = op.product_uniform();
+        for (i, (q, pending)) in writes.iter().enumerate() {
+            let (q, d) = (*q, self.dims[*q]);
+            let Slot::Full(v, _) = &mut self.slots[q] else {
+                // A position already written: the contributions, built once, for the rest.
+                let root = self.vjp(visit, k, op, g, data);
+                for (q, pending) in &writes[i..] {
+                    self.accumulate(k, op.name(), root, *q, pending.clone(), g)?;
+                }
+                return Ok(());
+            };
+            apply_pending_scalar(v, &self.uniforms[pending.clone()]);
+            let mut out =
+                self.gradient_buffer.get(q).map_or_else(Vec::new, |&b| core::mem::take(&mut self.gradient_pool[b]));
+            out.clear();
+            let saved = SavedValues { prefix: &self.values[..p], output: &self.values[p], data };
+            op.product_onto(&saved, g, i, v, &mut out);
+            if out.len() != d.numel() {
+                let message = format!(
+                    "its product at position {q} has {} elements, the position's shape {d} has {}",
+                    out.len(),
+                    d.numel()
+                );
+                return Err(Error::Vjp { node: k, op: op.name().to_owned(), message });
+            }
+            self.slots[q] = Slot::Dense(RawTensor::from_parts(d, out));
         }
         Ok(())
     }
