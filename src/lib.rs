@@ -178,12 +178,12 @@
 //! let g = __st.cotangent(3, 0..0);                     // relu's cotangent: its seed
 //! let r = __st.vjp(0, 1, required(&__o3, 1)?, &g, __d); // relu's compact VJP (visit 0)
 //! __st.accumulate(1, "relu", r, 2, 0..0, &g)?;         // %2 = (%2 + nothing pending) + read(%2)
-//! __st.release(g);
+//! __st.release(3, g);
 //! let g = __st.cotangent(2, 1..1);                     // written at visit 0: nothing pending
-//! let r = __st.vjp(1, 0, required(&__o2, 0)?, &g, __d); // matmul's compact VJP (visit 1)
-//! __st.accumulate(0, "matmul", r, 0, 0..1, &g)?;       // %0 = (%0 + the uniform of visit 0) + read(%0)
-//! __st.accumulate(0, "matmul", r, 1, 0..1, &g)?;
-//! __st.release(g);
+//! // matmul (visit 1): δ · wᵀ onto %0 and xᵀ · δ onto %1, each position still holding a
+//! // uniform (+ the uniform of visit 0), so each sum is written by one GEMM with the `+` fused
+//! __st.vjp_product(1, 0, required(&__o2, 0)?, &g, __d, &[(0, 0..1), (1, 0..1)])?;
+//! __st.release(2, g);
 //! __st.input_gradient(0, 2..2);
 //! __st.input_gradient(1, 2..2);
 //! ```
