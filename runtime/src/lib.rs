@@ -47,6 +47,7 @@ pub mod gradients;
 pub mod graph;
 pub mod init;
 pub mod macro_builder;
+pub mod math;
 pub mod ops;
 pub mod optim;
 pub mod pack;

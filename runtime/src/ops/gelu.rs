@@ -5,8 +5,9 @@
 //! ```
 //!
 //! evaluated in exactly this order: `x3 = (x * x) * x`, `u = c * (x + k * x3)`, `t = tanh(u)`,
-//! `y = (0.5 * x) * (1 + t)`. The constants are the `f64` literals above converted to the scalar
-//! type (`NumCast`, rounded to nearest).
+//! `y = (0.5 * x) * (1 + t)`, where `tanh` is the `tanh` op's kernel (`math::tanh`: deterministic
+//! and within 1 ulp for `f32`/`f64`). The constants are the `f64` literals above converted to the
+//! scalar type (`NumCast`, rounded to nearest).
 //!
 //! VJP: `single(a, δ * d)` (δ left) with the exact derivative of that formula, recomputing `t`
 //! from the saved input:
@@ -45,10 +46,11 @@ fn constants<A: Float>() -> (A, A, A, A) {
     (cast(0.5), cast(C), cast(K), cast(K3))
 }
 
-/// `tanh(c * (x + k * ((x * x) * x)))`.
+/// `tanh(c * (x + k * ((x * x) * x)))`, with [`math::tanh`](crate::math::tanh) (the kernel of
+/// the `tanh` op).
 #[inline]
-fn inner_tanh<A: Float>(x: A, c: A, k: A) -> A {
-    (c * (x + k * ((x * x) * x))).tanh()
+fn inner_tanh<A: Float + 'static>(x: A, c: A, k: A) -> A {
+    crate::math::tanh(c * (x + k * ((x * x) * x)))
 }
 
 /// `gelu` as a [`PointwiseFn`]: the forward and the derivative of the module docs, with the
