@@ -104,7 +104,7 @@ fn stub(def: &GraphDef, names: &Names) -> TokenStream {
                 #dim_bounds
             {
                 let __graph: #alias<#s, #generics> = ::core::unreachable!("graph! reported errors for this graph");
-                #p::Program::new(__graph, &[], |_: &mut #p::ProgramState<#s>, _: &#p::RawGraph<#s, #data_ty>, _: &#data_ty, _: #p::Pass| -> ::core::result::Result<(), #p::Error> { ::core::result::Result::Ok(()) })
+                #p::Program::new(__graph, &[], #p::MemoryPlan { values: &[], kept: &[], value_buffers: 0, gradients: &[], gradient_buffers: 0 }, |_: &mut #p::ProgramState<#s>, _: &#p::RawGraph<#s, #data_ty>, _: &#data_ty, _: #p::Pass| -> ::core::result::Result<(), #p::Error> { ::core::result::Result::Ok(()) })
             }
         }
     }
