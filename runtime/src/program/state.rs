@@ -75,6 +75,13 @@ pub struct ProgramState<A> {
     uniforms: Vec<A>,
     /// The final input gradients of the last run.
     input_gradients: Vec<RawTensor<A>>,
+    /// Per input, the value every element of `input_gradients[q]` holds, when they all hold one
+    /// (`Some`); `None` when unknown. With storage equality, an input whose final gradient is a
+    /// uniform its buffer already holds is not written again (the single-output pass of one head
+    /// among many leaves every other head's parameters at a uniform zero).
+    input_fills: Vec<Option<A>>,
+    /// The same for the buffers on the caller's side of [`swap_input_gradients`](Self::swap_input_gradients).
+    returned_fills: Vec<Option<A>>,
     contributions: Contributions<A>,
     /// The gradient buffers not in use (a slot holding a uniform has none).
     gradient_pool: Vec<Vec<A>>,
@@ -113,6 +120,8 @@ impl<A: Scalar> ProgramState<A> {
             slots: dims.iter().map(|&d| Slot::Full(A::zero(), d)).collect(),
             uniforms: vec![A::zero(); visits],
             input_gradients: dims[..inputs].iter().map(|&d| RawTensor::zeros(d)).collect(),
+            input_fills: vec![Some(A::zero()); inputs],
+            returned_fills: vec![Some(A::zero()); inputs],
             contributions: Contributions::new(),
             gradient_pool: (0..plan.gradient_buffers).map(|_| Vec::new()).collect(),
         }
@@ -476,16 +485,37 @@ impl<A: Scalar> ProgramState<A> {
     }
 
     /// Finishes input `q`: its final gradient (pending uniforms applied) becomes the run's result.
+    /// A uniform is written into the result's buffer, unless that buffer already holds it
+    /// everywhere (storage-equal: the same bits).
     pub fn input_gradient(&mut self, q: usize, pending: Range<usize>) {
-        let g = self.cotangent(q, pending);
-        let old = core::mem::replace(&mut self.input_gradients[q], g);
-        self.give_buf(q, old);
+        let d = self.dims[q];
+        match core::mem::replace(&mut self.slots[q], Slot::Full(A::zero(), d)) {
+            Slot::Dense(mut t) => {
+                apply_pending(t.data_mut(), &self.uniforms[pending]);
+                let old = core::mem::replace(&mut self.input_gradients[q], t);
+                self.give_buf(q, old);
+                self.input_fills[q] = None;
+            }
+            Slot::Full(mut v, _) => {
+                apply_pending_scalar(&mut v, &self.uniforms[pending]);
+                let holds = A::HAS_STORAGE_EQUALITY && self.input_fills[q].as_ref().is_some_and(|u| u.storage_eq(&v));
+                if !holds {
+                    let mut buf = self.input_gradients[q].take_data();
+                    buf.clear();
+                    buf.extend((0..d.numel()).map(|_| v.clone()));
+                    self.input_gradients[q] = RawTensor::from_parts(d, buf);
+                    self.input_fills[q] = Some(v);
+                }
+            }
+        }
     }
 
-    /// Swaps the last run's input gradients into `out` (the previous buffers come back for reuse).
+    /// Swaps the last run's input gradients into `out` (the previous buffers come back for reuse;
+    /// `out` must be the buffers the previous call gave out — the program's own gradient pack).
     pub(crate) fn swap_input_gradients(&mut self, out: &mut [RawTensor<A>]) {
         for (a, b) in self.input_gradients.iter_mut().zip(out) {
             core::mem::swap(a, b);
         }
+        core::mem::swap(&mut self.input_fills, &mut self.returned_fills);
     }
 }
