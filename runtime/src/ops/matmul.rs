@@ -20,6 +20,14 @@ mod gemm_tests;
 #[allow(unsafe_code)] // the one module with `unsafe`: see its docs
 mod simd;
 mod small;
+#[cfg(target_arch = "x86_64")]
+pub(crate) use simd::elementwise;
+/// Runs `f` (no wider build on this architecture).
+#[cfg(not(target_arch = "x86_64"))]
+#[inline(always)]
+pub(crate) fn elementwise<R>(f: impl FnOnce() -> R) -> R {
+    f()
+}
 #[cfg(test)]
 mod small_tests;
 mod thin;

