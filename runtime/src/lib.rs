@@ -36,7 +36,7 @@
 //! }
 //! # use exactgrad_runtime::typenum;
 //! ```
-#![deny(unsafe_code)] // `forbid` except in `ops::matmul::simd` (a run-time-checked AVX2 call)
+#![deny(unsafe_code)] // `forbid` except in `ops::matmul::simd` (run-time-checked AVX2 / AVX-512F calls)
 
 pub mod contributions;
 pub mod deferred;

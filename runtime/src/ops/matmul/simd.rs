@@ -1,5 +1,5 @@
-//! The one place this crate uses `unsafe`: calling GEMM kernels compiled for AVX2 or AVX-512F
-//! after checking at run time that the CPU has it.
+//! The one place this crate uses `unsafe`: calling GEMM kernels and the pointwise ops' loops
+//! ([`elementwise`]) compiled for AVX2 or AVX-512F after checking at run time that the CPU has it.
 //!
 //! [`run_avx2`] and [`run_avx512`] run any [`Kernel`] — the packed kernel of
 //! [`fast`](super::fast), the thin kernels of [`thin`] — whose `run` is inlined into a
