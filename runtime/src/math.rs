@@ -1,8 +1,8 @@
 //! Deterministic, vectorisable elementary functions for `f32` and `f64`: `tanh` (and the
-//! `expm1` it is built on; `math/tanh.rs`). This file holds what the kernels share: the argument
-//! reduction's constants, `2ᵏ` from bits and the error-free transformations.
+//! `expm1` it is built on; `math/tanh.rs`) and `exp` (`math/exp.rs`). This file holds what they
+//! share: the argument reduction's constants, `2ᵏ` from bits and the error-free transformations.
 //!
-//! libm's `tanhf`/`tanh` are opaque calls, one per element, so a loop over a tensor never
+//! libm's `tanhf`/`expf`/… are opaque calls, one per element, so a loop over a tensor never
 //! vectorises; and their bits depend on the platform's libm. The kernels here use only IEEE
 //! `+ - * /`, comparisons/selects and bit operations (no FMA, no `mul_add`, no reassociation:
 //! SEMANTICS §8), so they give the same bits on every target and compiler, and their main path
@@ -12,14 +12,20 @@
 //! * [`tanh_f32`]: at most 1 ulp from `tanh` correctly rounded, over **all** 2³² inputs (the
 //!   computation runs in `f64` with a relative error below 2⁻³⁰, then rounds once to `f32`);
 //! * [`tanh_f64`]: at most 1 ulp from a double-double reference on 10⁷ sampled inputs (the
-//!   exponential is kept as a double-double and the quotient is corrected once).
+//!   exponential is kept as a double-double and the quotient is corrected once);
+//! * [`exp_f32`]: at most 1 ulp from `f64` `exp` rounded to `f32`, over **all** 2³² inputs (the
+//!   computation runs in `f64` with a relative error below 2⁻³², then rounds once to `f32`, so
+//!   subnormal results and the overflow to `∞` come from that one rounding);
+//! * [`exp_f64`]: at most 1 ulp from a double-double reference on 10⁷ sampled inputs (the
+//!   reduced argument is a double-double, `1 + r` is kept exact and rounded once with the rest).
 //!
-//! Special values: `tanh(±0) = ±0`, `tanh(±∞) = ±1`, a subnormal `x` gives `x`, and a NaN gives
-//! the same NaN, quieted (payload and sign kept).
+//! Special values: `tanh(±0) = ±0`, `tanh(±∞) = ±1`, a subnormal `x` gives `tanh(x) = x`;
+//! `exp(±0) = 1`, `exp(+∞) = +∞`, `exp(-∞) = +0`; a NaN gives the same NaN, quieted (payload and
+//! sign kept).
 //!
-//! [`tanh`] dispatches a generic [`Float`](num_traits::Float) to these kernels when it is `f32`
-//! or `f64` and to `Float::tanh` otherwise; the pointwise ops call it, so every pass runs the same
-//! kernel.
+//! [`tanh`] and [`exp`] dispatch a generic [`Float`](num_traits::Float) to these kernels when it
+//! is `f32` or `f64` and to `Float::tanh`/`Float::exp` otherwise ([`exp_in_place`] is the slice
+//! form of [`exp`]); the ops call them, so every pass runs the same kernel.
 
 use core::any::Any;
 
@@ -94,8 +100,10 @@ fn same<T: 'static, U: Copy + 'static>(v: &T) -> Option<U> {
     (v as &dyn Any).downcast_ref::<U>().copied()
 }
 
+mod exp;
 mod tanh;
 
+pub use exp::{exp, exp_f32, exp_f32_slice, exp_f64, exp_f64_slice, exp_in_place};
 pub use tanh::{tanh, tanh_f32, tanh_f32_slice, tanh_f64, tanh_f64_slice};
 
 #[cfg(test)]
