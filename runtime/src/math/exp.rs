@@ -1,8 +1,9 @@
 //! `exp` for `f32` and `f64` (see the parent module for accuracy and special values), the generic
 //! dispatcher [`exp`] and its slice form [`exp_in_place`].
 //!
-//! Both kernels write `x = k·ln2 + r` with `k = round(x·log₂e)` (so `|r| ≤ ln2/2`), evaluate
-//! `exp(r)` by its Taylor series and multiply by `2ᵏ` built from bits. Inputs are clamped first
+//! Both kernels take `k = round(x·log₂e)`, evaluate the rest by a polynomial (`exp_f32`: `2ʳ`
+//! with `r = x·log₂e - k`, `|r| ≤ 1/2`; `exp_f64`: `eʳ` with `r = x - k·ln2`, `|r| ≤ ln2/2`, as a
+//! double-double) and multiply by `2ᵏ` built from bits. Inputs are clamped first
 //! to a range whose ends already overflow to `+∞` and underflow to `+0`, which also keeps `±∞` and
 //! NaN out of the arithmetic (a NaN is put back by the final select).
 
@@ -22,27 +23,41 @@ const F64_EXP_HIGH: f64 = 710.0;
 /// Inputs below it are clamped to it: `exp(-746) < 2⁻¹⁰⁷⁵`, half the least subnormal `f64`.
 const F64_EXP_LOW: f64 = -746.0;
 
+/// `(2ʳ - 1) / r` on `|r| ≤ 1/2`: the degree-6 Chebyshev fit of it (coefficients rounded to
+/// `f64`, highest degree first), so that `1 + r · q(r)` is `2ʳ` within 1.1·10⁻¹⁰ relative (and
+/// exactly `1` at `r = 0`).
+const EXP2_Q: [f64; 7] = [
+    f64::from_bits(0x3EF0_0A58_1594_758E),
+    f64::from_bits(0x3F24_43FF_FC90_DB59),
+    f64::from_bits(0x3F55_D879_EAD0_6A82),
+    f64::from_bits(0x3F83_B2A1_B715_2BEF),
+    f64::from_bits(0x3FAC_6B08_D883_DCA1),
+    f64::from_bits(0x3FCE_BFBE_045F_4D3C),
+    f64::from_bits(0x3FE6_2E42_FEFA_39EF),
+];
+
 /// `exp(x)` for `f32`, within 1 ulp of `f64` `exp` rounded to `f32` (exhaustively tested; the
 /// overflow to `+∞` happens exactly where the reference's does, past `88.72283`): computed in
-/// `f64` (Taylor to r⁸/8!, truncation below 2.1·10⁻¹⁰ relative) and rounded once, so subnormal
-/// results come from that one rounding. Branch-free: loops over it vectorise.
+/// `f64` as `2ᵗ` with `t = x · log₂e = k + r` (`k` an integer, `|r| ≤ 1/2`, `r = t - k` exact,
+/// `t` within 2⁻⁴⁶ of `x · log₂e`), `2ʳ` by the polynomial [`EXP2_Q`] and `2ᵏ` from bits (relative
+/// error below 1.2·10⁻¹⁰ in all), then rounded once to `f32`, so subnormal results come from that
+/// one rounding. Branch-free: loops over it vectorise.
 #[inline]
 pub fn exp_f32(x: f32) -> f32 {
     let xd = f64::from(x);
     let xd = if xd < F32_EXP_HIGH { xd } else { F32_EXP_HIGH };
     let xd = if xd > F32_EXP_LOW { xd } else { F32_EXP_LOW };
     // k ∈ [-150, 128]: 2ᵏ is a normal f64.
-    let (k, scale) = round_and_scale(xd * LOG2E);
-    // |r| ≤ ln2/2 (+ rounding); `k · LN2_HI` and the first subtraction are exact.
-    let r = (xd - k * LN2_HI) - k * LN2_LO;
-    let p = 1.0 / 5_040.0 + r * (1.0 / 40_320.0);
-    let p = 1.0 / 720.0 + r * p;
-    let p = 1.0 / 120.0 + r * p;
-    let p = 1.0 / 24.0 + r * p;
-    let p = 1.0 / 6.0 + r * p;
-    let p = 0.5 + r * p;
-    let e = 1.0 + (r + (r * r) * p);
-    let y = (scale * e) as f32;
+    let t = xd * LOG2E;
+    let (k, scale) = round_and_scale(t);
+    let r = t - k;
+    let q = EXP2_Q[1] + r * EXP2_Q[0];
+    let q = EXP2_Q[2] + r * q;
+    let q = EXP2_Q[3] + r * q;
+    let q = EXP2_Q[4] + r * q;
+    let q = EXP2_Q[5] + r * q;
+    let q = EXP2_Q[6] + r * q;
+    let y = (scale * (1.0 + r * q)) as f32;
     if x.is_nan() {
         f32::from_bits(x.to_bits() | F32_QUIET)
     } else {
