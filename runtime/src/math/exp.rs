@@ -39,7 +39,7 @@ const EXP2_Q: [f64; 7] = [
 /// `exp(x)` for `f32`, within 1 ulp of `f64` `exp` rounded to `f32` (exhaustively tested; the
 /// overflow to `+∞` happens exactly where the reference's does, past `88.72283`): computed in
 /// `f64` as `2ᵗ` with `t = x · log₂e = k + r` (`k` an integer, `|r| ≤ 1/2`, `r = t - k` exact,
-/// `t` within 2⁻⁴⁶ of `x · log₂e`), `2ʳ` by the polynomial [`EXP2_Q`] and `2ᵏ` from bits (relative
+/// `t` within 2⁻⁴⁶ of `x · log₂e`), `2ʳ` by the polynomial `EXP2_Q` and `2ᵏ` from bits (relative
 /// error below 1.2·10⁻¹⁰ in all), then rounded once to `f32`, so subnormal results come from that
 /// one rounding. Branch-free: loops over it vectorise.
 #[inline]

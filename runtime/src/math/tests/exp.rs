@@ -130,7 +130,7 @@ fn exp_ulp_error(x: f64, y: f64) -> f64 {
 /// with a random significand and an exponent in `[2⁻⁶⁰, 2⁵]` and either sign, a quarter in the
 /// subnormal range `[-745, -708]`); returns the largest ulp error.
 fn sweep_exp_f64(n: usize) -> f64 {
-    let mut rng = Mix(0xE4_9);
+    let mut rng = Mix(0xE49);
     let mut worst = 0.0f64;
     let mut worst_x = 0.0;
     for i in 0..n {
