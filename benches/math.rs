@@ -1,6 +1,8 @@
-//! `tanh` over 4096 elements (the W4 workload's per-step count): libm's `tanh` per element vs the
-//! deterministic slice kernels of `exactgrad::math`, for `f32` and `f64`; and the `tanh` op's
-//! forward loop (`ops::Tanh`, which calls `math::tanh`).
+//! `tanh` and `exp` over 4096 elements (the W4 workload's per-step count): libm's `tanh`/`exp`
+//! per element vs the deterministic slice kernels of `exactgrad::math`, for `f32` and `f64`; the
+//! `tanh` and `exp` ops' forward loops (`ops::Tanh`, `ops::Exp`, which call `math::tanh` and
+//! `math::exp`); and the softmax of 64 rows of 64 (`ops::Softmax`) against the same rows computed
+//! with libm's `exp` per element (the op's loop before `math::exp`).
 //!
 //! `cargo bench --bench math`. Throughput is in elements: criterion's "elem/s".
 #![allow(missing_docs)] // criterion_group! generates undocumented items
@@ -65,5 +67,79 @@ fn tanh(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, tanh);
+fn exp(c: &mut Criterion) {
+    let mut group = c.benchmark_group("exp_4096");
+    group.throughput(Throughput::Elements(N as u64));
+    // Softmax-like arguments: `x − max` over a spread of logits, in `[-16, 0]`.
+    let x64: Vec<f64> = values(N).iter().map(|v| v * 2.0 - 8.0).collect();
+    let x32: Vec<f32> = x64.iter().map(|&v| v as f32).collect();
+    let mut o32 = vec![0.0f32; N];
+    let mut o64 = vec![0.0f64; N];
+    group.bench_function(BenchmarkId::new("f32", "libm"), |b| {
+        b.iter(|| {
+            for (o, &v) in o32.iter_mut().zip(black_box(&x32)) {
+                *o = v.exp();
+            }
+            black_box(&o32);
+        })
+    });
+    group.bench_function(BenchmarkId::new("f32", "math"), |b| {
+        b.iter(|| {
+            math::exp_f32_slice(black_box(&x32), &mut o32);
+            black_box(&o32);
+        })
+    });
+    group.bench_function(BenchmarkId::new("f64", "libm"), |b| {
+        b.iter(|| {
+            for (o, &v) in o64.iter_mut().zip(black_box(&x64)) {
+                *o = v.exp();
+            }
+            black_box(&o64);
+        })
+    });
+    group.bench_function(BenchmarkId::new("f64", "math"), |b| {
+        b.iter(|| {
+            math::exp_f64_slice(black_box(&x64), &mut o64);
+            black_box(&o64);
+        })
+    });
+    let op = ops::Exp::new(0);
+    let ctx = [RawTensor::from_vec(Dims::vector(N), x32.clone()).expect("4096 values")];
+    let mut out = Vec::with_capacity(N);
+    group.bench_function(BenchmarkId::new("f32", "op_forward"), |b| {
+        b.iter(|| {
+            out.clear();
+            CompactOp::<f32, ()>::forward_into(&op, black_box(&ctx), &(), &mut out);
+            black_box(&out);
+        })
+    });
+    // Softmax over 64 rows of 64: the op, and the same steps with libm's `exp` per element.
+    let rows = [RawTensor::from_vec(Dims::matrix(64, 64), x32.clone()).expect("4096 values")];
+    let softmax = ops::Softmax::new(0);
+    group.bench_function(BenchmarkId::new("f32", "softmax_op_forward"), |b| {
+        b.iter(|| {
+            out.clear();
+            CompactOp::<f32, ()>::forward_into(&softmax, black_box(&rows), &(), &mut out);
+            black_box(&out);
+        })
+    });
+    group.bench_function(BenchmarkId::new("f32", "softmax_libm"), |b| {
+        b.iter(|| {
+            out.clear();
+            for row in black_box(&x32).chunks_exact(64) {
+                let m = row[1..].iter().fold(row[0], |m, &v| if v > m { v } else { m });
+                let start = out.len();
+                out.extend(row.iter().map(|&v| (v - m).exp()));
+                let s = out[start..].iter().fold(0.0f32, |acc, &v| acc + v);
+                for v in &mut out[start..] {
+                    *v /= s;
+                }
+            }
+            black_box(&out);
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, tanh, exp);
 criterion_main!(benches);

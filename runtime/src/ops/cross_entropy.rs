@@ -12,6 +12,8 @@
 //! `p[i, j] = exp(x[i, j] − mx) / s` is recomputed with the softmax kernel and `onehot` is `1` at
 //! the label and `0` elsewhere (δ-side factor left).
 //!
+//! `exp` is [`math::exp`](crate::math::exp) in the forward and in the VJP's recomputation.
+//!
 //! Labels are data, not differentiable. `validate` rejects a label count other than `m` and a
 //! label `≥ c`, naming the row and the label (an error from `compile`, never a panic).
 
@@ -52,6 +54,9 @@ impl<D> CrossEntropy<D> {
         CrossEntropy { parents: [logits], labels }
     }
 }
+
+/// How many exponentials the forward computes at a time (on the stack).
+const EXP_CHUNK: usize = 64;
 
 fn rows<A: FromPrimitive>(m: usize) -> A {
     A::from_usize(m).unwrap_or_else(|| unreachable!("checked by output_dims"))
@@ -95,9 +100,19 @@ impl<A: Scalar + Float + FromPrimitive, D: 'static> CompactOp<A, D> for CrossEnt
         let labels = (self.labels)(data);
         let mut total = <A as Scalar>::zero();
         for (row, &k) in x.data().chunks_exact(c).zip(labels) {
-            // `shifted_exps` without keeping the exponentials: the same sum in the same order.
+            // `shifted_exps` without keeping the exponentials: the same sum in the same order, the
+            // exponentials computed a chunk at a time by the slice kernel.
             let mx = super::softmax::row_max(row);
-            let s = row.iter().fold(<A as Scalar>::zero(), |acc, &v| acc + (v - mx).exp());
+            let mut s = <A as Scalar>::zero();
+            let mut chunk = [<A as Scalar>::zero(); EXP_CHUNK];
+            for part in row.chunks(EXP_CHUNK) {
+                let e = &mut chunk[..part.len()];
+                for (ev, &v) in e.iter_mut().zip(part) {
+                    *ev = v - mx;
+                }
+                crate::math::exp_in_place(e);
+                s = e.iter().fold(s, |acc, &v| acc + v);
+            }
             total = total + (s.ln() - (row[k] - mx));
         }
         out.push(total / rows::<A>(labels.len()));

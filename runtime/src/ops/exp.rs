@@ -1,6 +1,9 @@
 //! `exp(a)`: `y[i] = exp(a[i])`.
 //!
 //! VJP: `single(a, δ * y)` with the saved output `y` (δ left).
+//!
+//! `exp` is [`math::exp`](crate::math::exp): for `f32` and `f64` a deterministic, vectorising
+//! kernel (within 1 ulp), for other scalars `Float::exp`.
 
 use num_traits::Float;
 
@@ -19,7 +22,7 @@ impl<A: Scalar + Float> PointwiseFn<A> for ExpFn {
     fn consts() {}
     #[inline]
     fn forward(_: &(), x: &A) -> A {
-        x.exp()
+        crate::math::exp(*x)
     }
     #[inline]
     fn derivative(_: &(), g: &A, _: &A, y: &A) -> A {

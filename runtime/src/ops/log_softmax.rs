@@ -8,7 +8,8 @@
 //!
 //! VJP, with the saved output `y` and per row `t = ((0 + δ[0]) + δ[1]) + …` (ascending):
 //! `single(x, r)` with `r[j] = δ[j] − t * exp(y[j])` (`exp(y)` is the softmax; the δ-side factor
-//! `t` is left).
+//! `t` is left). `exp` is [`math::exp`](crate::math::exp) in both directions (applied to a row at
+//! a time by its slice form).
 
 use crate::shape::rules::LastAxisShape;
 use num_traits::Float;
@@ -60,7 +61,14 @@ impl<A: Scalar + Float, D> CompactOp<A, D> for LogSoftmax {
         let mut r = c.buffer_for(y.numel());
         for (yr, gr) in y.data().chunks_exact(n).zip(g.data().chunks_exact(n)) {
             let t = gr.iter().fold(<A as Scalar>::zero(), |acc, &v| acc + v);
-            r.extend(gr.iter().zip(yr).map(|(&gv, &yv)| gv - t * yv.exp()));
+            // exp(y[j]) for the row in place, then δ[j] − t * exp(y[j]).
+            let start = r.len();
+            r.extend_from_slice(yr);
+            let row = &mut r[start..];
+            crate::math::exp_in_place(row);
+            for (v, &gv) in row.iter_mut().zip(gr) {
+                *v = gv - t * *v;
+            }
         }
         let r = RawTensor::from_parts(y.dims(), r);
         c.single(self.parents[0], r)
