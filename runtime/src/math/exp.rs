@@ -111,17 +111,23 @@ pub fn exp_f64(x: f64) -> f64 {
 /// `out[i] = exp_f32(x[i])`. Panics if the lengths differ.
 pub fn exp_f32_slice(x: &[f32], out: &mut [f32]) {
     assert_eq!(x.len(), out.len(), "exp_f32_slice needs equal lengths");
-    for (o, &v) in out.iter_mut().zip(x) {
-        *o = exp_f32(v);
-    }
+    // The widest build the CPU runs (the same operations, wider vectors).
+    crate::ops::elementwise(|| {
+        for (o, &v) in out.iter_mut().zip(x) {
+            *o = exp_f32(v);
+        }
+    });
 }
 
 /// `out[i] = exp_f64(x[i])`. Panics if the lengths differ.
 pub fn exp_f64_slice(x: &[f64], out: &mut [f64]) {
     assert_eq!(x.len(), out.len(), "exp_f64_slice needs equal lengths");
-    for (o, &v) in out.iter_mut().zip(x) {
-        *o = exp_f64(v);
-    }
+    // The widest build the CPU runs (the same operations, wider vectors).
+    crate::ops::elementwise(|| {
+        for (o, &v) in out.iter_mut().zip(x) {
+            *o = exp_f64(v);
+        }
+    });
 }
 
 /// `exp` of any [`Float`]: [`exp_f32`] for `f32`, [`exp_f64`] for `f64`, `Float::exp` for every
@@ -145,7 +151,9 @@ pub fn exp<A: Float + 'static>(x: A) -> A {
 /// element; for `f32` and `f64` the loop vectorises.
 #[inline]
 pub fn exp_in_place<A: Float + 'static>(v: &mut [A]) {
-    for x in v {
-        *x = exp(*x);
-    }
+    crate::ops::elementwise(|| {
+        for x in v {
+            *x = exp(*x);
+        }
+    });
 }

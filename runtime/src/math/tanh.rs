@@ -101,17 +101,23 @@ pub fn tanh_f64(x: f64) -> f64 {
 /// `out[i] = tanh_f32(x[i])`. Panics if the lengths differ.
 pub fn tanh_f32_slice(x: &[f32], out: &mut [f32]) {
     assert_eq!(x.len(), out.len(), "tanh_f32_slice needs equal lengths");
-    for (o, &v) in out.iter_mut().zip(x) {
-        *o = tanh_f32(v);
-    }
+    // The widest build the CPU runs (the same operations, wider vectors).
+    crate::ops::elementwise(|| {
+        for (o, &v) in out.iter_mut().zip(x) {
+            *o = tanh_f32(v);
+        }
+    });
 }
 
 /// `out[i] = tanh_f64(x[i])`. Panics if the lengths differ.
 pub fn tanh_f64_slice(x: &[f64], out: &mut [f64]) {
     assert_eq!(x.len(), out.len(), "tanh_f64_slice needs equal lengths");
-    for (o, &v) in out.iter_mut().zip(x) {
-        *o = tanh_f64(v);
-    }
+    // The widest build the CPU runs (the same operations, wider vectors).
+    crate::ops::elementwise(|| {
+        for (o, &v) in out.iter_mut().zip(x) {
+            *o = tanh_f64(v);
+        }
+    });
 }
 
 /// `tanh` of any [`Float`]: [`tanh_f32`] for `f32`, [`tanh_f64`] for `f64`, `Float::tanh` for

@@ -66,7 +66,7 @@ pub fn forward_into<A: Scalar, F: PointwiseFn<A>>(x: &[A], out: &mut Vec<A>) {
     let start = out.len();
     out.resize(start + x.len(), A::zero());
     // A plain loop over slices, so it inlines (with `F::forward`) into the wider build.
-    super::matmul::elementwise(|| {
+    super::elementwise(|| {
         for (o, v) in out[start..].iter_mut().zip(x) {
             *o = F::forward(&k, v);
         }
@@ -79,7 +79,7 @@ pub fn derivative_into<A: Scalar, F: PointwiseFn<A>>(g: &[A], x: &[A], y: &[A], 
     let k = F::consts();
     let start = out.len();
     out.resize(start + g.len(), A::zero());
-    super::matmul::elementwise(|| {
+    super::elementwise(|| {
         for (((o, g), x), y) in out[start..].iter_mut().zip(g).zip(x).zip(y) {
             *o = F::derivative(&k, g, x, y);
         }

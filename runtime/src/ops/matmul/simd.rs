@@ -104,7 +104,7 @@ transposing_entry!(transposing_f64, transposing_f64_avx2, f64);
 mod tests {
     use crate::ops::matmul::fast::{Geometry, Isa, Packed};
 
-    /// The `tanh` kernels give the same bits inside [`super::elementwise`] (AVX2 when the CPU
+    /// The `tanh` and `exp` kernels give the same bits inside [`super::elementwise`] (AVX2 when the CPU
     /// has it) as element by element in the baseline build, on specials and a spread of values.
     #[test]
     fn elementwise_paths_agree() {
@@ -114,10 +114,10 @@ mod tests {
         let ys: Vec<f64> = xs.iter().map(|&x| f64::from(x) * 1.7).collect();
         let run = |out32: &mut Vec<u32>, out64: &mut Vec<u64>| {
             for (o, &x) in out32.iter_mut().zip(&xs) {
-                *o = crate::math::tanh_f32(x).to_bits();
+                *o = crate::math::tanh_f32(x).to_bits() ^ crate::math::exp_f32(x).to_bits().rotate_left(7);
             }
             for (o, &y) in out64.iter_mut().zip(&ys) {
-                *o = crate::math::tanh_f64(y).to_bits();
+                *o = crate::math::tanh_f64(y).to_bits() ^ crate::math::exp_f64(y).to_bits().rotate_left(7);
             }
         };
         let (mut plain32, mut plain64) = (vec![0u32; xs.len()], vec![0u64; ys.len()]);
@@ -140,13 +140,23 @@ mod tests {
             check(&|a, b| unsafe { super::elementwise_avx512(|| run(a, b)) });
         }
         assert!(paths >= 1);
-        // The pointwise ops' own loops (the widest path this CPU has) against element by element.
-        let mut fwd = Vec::new();
-        crate::ops::pointwise::forward_into::<f32, crate::ops::TanhFn>(&xs, &mut fwd);
-        assert_eq!(fwd.iter().map(|x| x.to_bits()).collect::<Vec<_>>(), plain32);
-        let mut fwd = Vec::new();
-        crate::ops::pointwise::forward_into::<f64, crate::ops::TanhFn>(&ys, &mut fwd);
-        assert_eq!(fwd.iter().map(|x| x.to_bits()).collect::<Vec<_>>(), plain64);
+        // The pointwise ops' own loops and the slice kernels (the widest path this CPU has)
+        // against element by element.
+        let bits32 = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        let bits64 = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        let (mut t32, mut e32) = (Vec::new(), Vec::new());
+        crate::ops::pointwise::forward_into::<f32, crate::ops::TanhFn>(&xs, &mut t32);
+        crate::ops::pointwise::forward_into::<f32, crate::ops::ExpFn>(&xs, &mut e32);
+        assert_eq!(bits32(&t32), xs.iter().map(|&x| crate::math::tanh_f32(x).to_bits()).collect::<Vec<_>>());
+        assert_eq!(bits32(&e32), xs.iter().map(|&x| crate::math::exp_f32(x).to_bits()).collect::<Vec<_>>());
+        let mut in_place = xs.clone();
+        crate::math::exp_in_place(&mut in_place);
+        assert_eq!(bits32(&in_place), bits32(&e32));
+        let (mut t64, mut e64) = (Vec::new(), Vec::new());
+        crate::ops::pointwise::forward_into::<f64, crate::ops::TanhFn>(&ys, &mut t64);
+        crate::ops::pointwise::forward_into::<f64, crate::ops::ExpFn>(&ys, &mut e64);
+        assert_eq!(bits64(&t64), ys.iter().map(|&y| crate::math::tanh_f64(y).to_bits()).collect::<Vec<_>>());
+        assert_eq!(bits64(&e64), ys.iter().map(|&y| crate::math::exp_f64(y).to_bits()).collect::<Vec<_>>());
     }
 
     fn packed<const MR: usize, const NR: usize, const HALF: usize>(
