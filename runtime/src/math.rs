@@ -104,6 +104,36 @@ fn same<T: 'static, U: Copy + 'static>(v: &T) -> Option<U> {
     (v as &dyn Any).downcast_ref::<U>().copied()
 }
 
+/// `f32_kernel(x)` for `f32`, `f64_kernel(x)` for `f64`, `other(x)` for every other [`Float`]: the
+/// generic entry of each kernel ([`tanh`], [`exp`]). The type test is resolved at compile time.
+#[inline(always)]
+fn dispatch<A: num_traits::Float + 'static>(
+    x: A,
+    f32_kernel: impl Fn(f32) -> f32,
+    f64_kernel: impl Fn(f64) -> f64,
+    other: impl Fn(A) -> A,
+) -> A {
+    if let Some(y) = same::<A, f32>(&x).and_then(|v| same::<f32, A>(&f32_kernel(v))) {
+        return y;
+    }
+    if let Some(y) = same::<A, f64>(&x).and_then(|v| same::<f64, A>(&f64_kernel(v))) {
+        return y;
+    }
+    other(x)
+}
+
+/// `out[i] = kernel(x[i])`, the loop in the widest build the CPU runs (the same operations, wider
+/// vectors: `ops::elementwise`): the slice form of each kernel. Panics if the lengths differ.
+#[inline(always)]
+fn map_slice<T: Copy>(x: &[T], out: &mut [T], kernel: impl Fn(T) -> T) {
+    assert_eq!(x.len(), out.len(), "a kernel's slice form needs equal lengths");
+    crate::ops::elementwise(|| {
+        for (o, &v) in out.iter_mut().zip(x) {
+            *o = kernel(v);
+        }
+    });
+}
+
 mod exp;
 mod tanh;
 

@@ -10,7 +10,7 @@
 use num_traits::Float;
 
 use super::{
-    fast_two_sum, pow2_bits, round_and_scale, same, two_sum, F32_QUIET, F64_QUIET, LN2_HI, LN2_LO, LOG2E, ROUND_MAGIC,
+    fast_two_sum, pow2_bits, round_and_scale, two_sum, F32_QUIET, F64_QUIET, LN2_HI, LN2_LO, LOG2E, ROUND_MAGIC,
 };
 
 /// Inputs above it are clamped to it: `exp(89) > f32::MAX`, so it rounds to `+∞` like them.
@@ -110,41 +110,19 @@ pub fn exp_f64(x: f64) -> f64 {
 
 /// `out[i] = exp_f32(x[i])`. Panics if the lengths differ.
 pub fn exp_f32_slice(x: &[f32], out: &mut [f32]) {
-    assert_eq!(x.len(), out.len(), "exp_f32_slice needs equal lengths");
-    // The widest build the CPU runs (the same operations, wider vectors).
-    crate::ops::elementwise(|| {
-        for (o, &v) in out.iter_mut().zip(x) {
-            *o = exp_f32(v);
-        }
-    });
+    super::map_slice(x, out, exp_f32);
 }
 
 /// `out[i] = exp_f64(x[i])`. Panics if the lengths differ.
 pub fn exp_f64_slice(x: &[f64], out: &mut [f64]) {
-    assert_eq!(x.len(), out.len(), "exp_f64_slice needs equal lengths");
-    // The widest build the CPU runs (the same operations, wider vectors).
-    crate::ops::elementwise(|| {
-        for (o, &v) in out.iter_mut().zip(x) {
-            *o = exp_f64(v);
-        }
-    });
+    super::map_slice(x, out, exp_f64);
 }
 
 /// `exp` of any [`Float`]: [`exp_f32`] for `f32`, [`exp_f64`] for `f64`, `Float::exp` for every
 /// other type. The type test is resolved at compile time.
 #[inline(always)]
 pub fn exp<A: Float + 'static>(x: A) -> A {
-    if let Some(v) = same::<A, f32>(&x) {
-        if let Some(y) = same::<f32, A>(&exp_f32(v)) {
-            return y;
-        }
-    }
-    if let Some(v) = same::<A, f64>(&x) {
-        if let Some(y) = same::<f64, A>(&exp_f64(v)) {
-            return y;
-        }
-    }
-    x.exp()
+    super::dispatch(x, exp_f32, exp_f64, |x| x.exp())
 }
 
 /// `v[i] = exp(v[i])` for every element: the slice form of [`exp`], the same bits element by

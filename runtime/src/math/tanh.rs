@@ -2,7 +2,7 @@
 
 use num_traits::Float;
 
-use super::{fast_two_sum, round_and_scale, same, two_prod, two_sum, F32_QUIET, F64_QUIET, LN2_HI, LN2_LO, LOG2E};
+use super::{fast_two_sum, round_and_scale, two_prod, two_sum, F32_QUIET, F64_QUIET, LN2_HI, LN2_LO, LOG2E};
 
 /// Past this `|x|`, `tanh(x)` rounds to `1` in `f32` (`1 - tanh(9.1) < 2⁻²⁵`); inputs are
 /// clamped to it, which also keeps `∞` out of the arithmetic.
@@ -100,39 +100,17 @@ pub fn tanh_f64(x: f64) -> f64 {
 
 /// `out[i] = tanh_f32(x[i])`. Panics if the lengths differ.
 pub fn tanh_f32_slice(x: &[f32], out: &mut [f32]) {
-    assert_eq!(x.len(), out.len(), "tanh_f32_slice needs equal lengths");
-    // The widest build the CPU runs (the same operations, wider vectors).
-    crate::ops::elementwise(|| {
-        for (o, &v) in out.iter_mut().zip(x) {
-            *o = tanh_f32(v);
-        }
-    });
+    super::map_slice(x, out, tanh_f32);
 }
 
 /// `out[i] = tanh_f64(x[i])`. Panics if the lengths differ.
 pub fn tanh_f64_slice(x: &[f64], out: &mut [f64]) {
-    assert_eq!(x.len(), out.len(), "tanh_f64_slice needs equal lengths");
-    // The widest build the CPU runs (the same operations, wider vectors).
-    crate::ops::elementwise(|| {
-        for (o, &v) in out.iter_mut().zip(x) {
-            *o = tanh_f64(v);
-        }
-    });
+    super::map_slice(x, out, tanh_f64);
 }
 
 /// `tanh` of any [`Float`]: [`tanh_f32`] for `f32`, [`tanh_f64`] for `f64`, `Float::tanh` for
 /// every other type. The type test is resolved at compile time.
 #[inline(always)]
 pub fn tanh<A: Float + 'static>(x: A) -> A {
-    if let Some(v) = same::<A, f32>(&x) {
-        if let Some(y) = same::<f32, A>(&tanh_f32(v)) {
-            return y;
-        }
-    }
-    if let Some(v) = same::<A, f64>(&x) {
-        if let Some(y) = same::<f64, A>(&tanh_f64(v)) {
-            return y;
-        }
-    }
-    x.tanh()
+    super::dispatch(x, tanh_f32, tanh_f64, |x| x.tanh())
 }
