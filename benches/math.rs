@@ -2,7 +2,8 @@
 //! per element vs the deterministic slice kernels of `exactgrad::math`, for `f32` and `f64`; the
 //! `tanh` and `exp` ops' forward loops (`ops::Tanh`, `ops::Exp`, which call `math::tanh` and
 //! `math::exp`); and the softmax of 64 rows of 64 (`ops::Softmax`) against the same rows computed
-//! with libm's `exp` per element (the op's loop before `math::exp`).
+//! with libm's `exp` per element (the op's loop before `math::exp`); the GELU op's forward and
+//! derivative loops.
 //!
 //! `cargo bench --bench math`. Throughput is in elements: criterion's "elem/s".
 #![allow(missing_docs)] // criterion_group! generates undocumented items
@@ -141,5 +142,30 @@ fn exp(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, tanh, exp);
+/// The GELU op's loops (`ops::GeluFn`, tanh form): its forward and its derivative (the VJP's
+/// per-element work) over 4096 `f32`, the size of one attention block's MLP hidden layer / 2.
+fn gelu(c: &mut Criterion) {
+    let mut group = c.benchmark_group("gelu_4096");
+    group.throughput(Throughput::Elements(N as u64));
+    let x32: Vec<f32> = values(N).iter().map(|&v| v as f32).collect();
+    let g32: Vec<f32> = values(N).iter().rev().map(|&v| v as f32).collect();
+    let mut out = Vec::with_capacity(N);
+    group.bench_function(BenchmarkId::new("f32", "op_forward"), |b| {
+        b.iter(|| {
+            out.clear();
+            ops::pointwise::forward_into::<f32, ops::GeluFn>(black_box(&x32), &mut out);
+            black_box(&out);
+        })
+    });
+    group.bench_function(BenchmarkId::new("f32", "op_derivative"), |b| {
+        b.iter(|| {
+            out.clear();
+            ops::pointwise::derivative_into::<f32, ops::GeluFn>(black_box(&g32), black_box(&x32), &x32, &mut out);
+            black_box(&out);
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, tanh, exp, gelu);
 criterion_main!(benches);

@@ -21,7 +21,7 @@ mod gemm_tests;
 mod simd;
 mod small;
 #[cfg(target_arch = "x86_64")]
-pub(crate) use simd::elementwise;
+pub(crate) use simd::{elementwise, WideLoop};
 /// Runs `f` (no wider build on this architecture).
 #[cfg(not(target_arch = "x86_64"))]
 #[inline(always)]

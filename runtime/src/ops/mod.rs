@@ -68,7 +68,7 @@ pub use gelu::{gelu, Gelu, GeluFn};
 pub use layer_norm::{layer_norm, LayerNorm};
 pub use log::{log, Log, LogFn};
 pub use log_softmax::{log_softmax, LogSoftmax};
-pub(crate) use matmul::elementwise;
+pub(crate) use matmul::{elementwise, WideLoop};
 pub use matmul::{gemm, gemm_onto, matmul, MatMul, MatrixView};
 pub use matmul_data::{matmul_data, MatMulData, TensorAccessor};
 pub use max::{max, Max};

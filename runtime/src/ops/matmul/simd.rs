@@ -55,8 +55,12 @@ isa_entry!(has_avx512, run_avx512, run_avx512_body, "avx512f");
 /// `cargo bench --bench math -- op_forward`). The same Rust code and so the same IEEE operations
 /// per element (no `fma` enabled, no contraction): the bits do not depend on the path
 /// (`elementwise_paths_agree` below compares every path with the baseline build).
+///
+/// `f` is a closure or any other [`WideLoop`]: LLVM inlines a closure into the wide body only when
+/// it is short, so a long loop (GELU's derivative) is a `WideLoop` whose `run` is
+/// `#[inline(always)]`.
 #[inline(always)]
-pub(crate) fn elementwise<R>(f: impl FnOnce() -> R) -> R {
+pub(crate) fn elementwise<L: WideLoop>(f: L) -> L::Output {
     if has_avx512() {
         // SAFETY: as in `isa_entry!`: a safe function built with `avx512f`, checked just above.
         unsafe { elementwise_avx512(f) }
@@ -64,18 +68,35 @@ pub(crate) fn elementwise<R>(f: impl FnOnce() -> R) -> R {
         // SAFETY: as in `isa_entry!`: a safe function built with `avx2`, checked just above.
         unsafe { elementwise_avx2(f) }
     } else {
-        f()
+        f.run()
+    }
+}
+
+/// A loop [`elementwise`] runs; implementations mark `run` `#[inline(always)]`, so that it is
+/// compiled inside the wide body.
+pub(crate) trait WideLoop {
+    /// What the loop returns.
+    type Output;
+    /// Runs the loop.
+    fn run(self) -> Self::Output;
+}
+
+impl<R, F: FnOnce() -> R> WideLoop for F {
+    type Output = R;
+    #[inline(always)]
+    fn run(self) -> R {
+        self()
     }
 }
 
 #[target_feature(enable = "avx512f")]
-fn elementwise_avx512<R>(f: impl FnOnce() -> R) -> R {
-    f()
+fn elementwise_avx512<L: WideLoop>(f: L) -> L::Output {
+    f.run()
 }
 
 #[target_feature(enable = "avx2")]
-fn elementwise_avx2<R>(f: impl FnOnce() -> R) -> R {
-    f()
+fn elementwise_avx2<L: WideLoop>(f: L) -> L::Output {
+    f.run()
 }
 
 /// Defines `$entry`: the AVX2 thin kernel `$kernel` for `$t` when the CPU has AVX2 (whether it may
@@ -157,6 +178,30 @@ mod tests {
         crate::ops::pointwise::forward_into::<f64, crate::ops::ExpFn>(&ys, &mut e64);
         assert_eq!(bits64(&t64), ys.iter().map(|&y| crate::math::tanh_f64(y).to_bits()).collect::<Vec<_>>());
         assert_eq!(bits64(&e64), ys.iter().map(|&y| crate::math::exp_f64(y).to_bits()).collect::<Vec<_>>());
+        // GELU's loops (`WideLoop`s, the longest) against its functions called one element at a
+        // time here, in the baseline build.
+        use crate::ops::pointwise::PointwiseFn;
+        use crate::ops::GeluFn;
+        let gs: Vec<f32> = xs.iter().rev().copied().collect();
+        let (mut y32, mut d32) = (Vec::new(), Vec::new());
+        crate::ops::pointwise::forward_into::<f32, GeluFn>(&xs, &mut y32);
+        crate::ops::pointwise::derivative_into::<f32, GeluFn>(&gs, &xs, &y32, &mut d32);
+        let k = <GeluFn as PointwiseFn<f32>>::consts();
+        let one_by_one: Vec<u32> = xs.iter().map(|x| <GeluFn as PointwiseFn<f32>>::forward(&k, x).to_bits()).collect();
+        assert_eq!(bits32(&y32), one_by_one);
+        let one_by_one: Vec<u32> = (0..xs.len())
+            .map(|i| <GeluFn as PointwiseFn<f32>>::derivative(&k, &gs[i], &xs[i], &y32[i]).to_bits())
+            .collect();
+        assert_eq!(bits32(&d32), one_by_one);
+        let (mut y64, mut d64) = (Vec::new(), Vec::new());
+        crate::ops::pointwise::forward_into::<f64, GeluFn>(&ys, &mut y64);
+        crate::ops::pointwise::derivative_into::<f64, GeluFn>(&ys, &ys, &y64, &mut d64);
+        let k = <GeluFn as PointwiseFn<f64>>::consts();
+        let one_by_one: Vec<u64> = ys.iter().map(|y| <GeluFn as PointwiseFn<f64>>::forward(&k, y).to_bits()).collect();
+        assert_eq!(bits64(&y64), one_by_one);
+        let one_by_one: Vec<u64> =
+            ys.iter().zip(&y64).map(|(x, y)| <GeluFn as PointwiseFn<f64>>::derivative(&k, x, x, y).to_bits()).collect();
+        assert_eq!(bits64(&d64), one_by_one);
     }
 
     fn packed<const MR: usize, const NR: usize, const HALF: usize>(
