@@ -197,8 +197,9 @@
 //! model of built-in ops every later run on the same shapes makes no heap allocation
 //! (`tests/program_allocations.rs` counts them); [`Program::planned_bytes`] tells what a program
 //! holds between runs. Opaque nodes and user
-//! compact ops run through the runtime's machinery and touch their whole prefix; a model with
-//! user compact ops has no generated single-output pass (their support is known only at run time).
+//! compact ops run through the runtime's machinery and touch their whole prefix; in a model with
+//! user compact ops, whose supports are declared only when the graph is built, each single-output
+//! pass runs the runtime's own `backprop_from` loop over the program's values.
 //!
 //! # Data tensors
 //!

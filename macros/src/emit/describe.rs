@@ -27,7 +27,7 @@ pub(super) fn describe(
                 describe_sweep(graph, f, &grads[1 + j].0, &mut text);
             }
             None => {
-                text.push_str(&format!("single-output pass from output {j} (%{o}): not generated (user compact ops)\n"))
+                text.push_str(&format!("single-output pass from output {j} (%{o}): the runtime's backprop_from loop (user compact ops declare their supports at run time)\n"))
             }
         }
     }

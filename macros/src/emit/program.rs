@@ -78,11 +78,12 @@ pub(super) fn model(parts: &ModelParts<'_>) -> TokenStream {
             let sw = sweep_tokens(cx, f);
             quote!(#p::Pass::From(#j) => { #sw })
         }
-        None => quote!(#p::Pass::From(#j) => ::core::result::Result::Err(#p::Error::Vjp {
-            node: 0,
-            op: ::std::string::String::from("graph"),
-            message: ::std::string::String::from("no single-output program is generated for a model with user compact ops (their support is known only at run time): use `SavedGraph::backprop_from`"),
-        })),
+        None => {
+            // User compact ops declare their supports only when the graph is built: the pass
+            // runs the runtime's own single-output loop over the program's values.
+            let o = graph.outputs[j];
+            quote!(#p::Pass::From(#j) => __st.sweep_from_runtime(__g, __d, #o))
+        }
     });
     let outputs = &graph.outputs;
     let doc = format!(

@@ -35,6 +35,7 @@ use crate::error::Error;
 use crate::gradients::Slot;
 use crate::graph::{CompactOp, NodeData, Program as NodeProgram, RawGraph, SavedValues};
 use crate::ops::ProductVjp;
+use crate::saved::View;
 use crate::scalar::Scalar;
 use crate::shape::Dims;
 use crate::tensor::RawTensor;
@@ -508,6 +509,34 @@ impl<A: Scalar> ProgramState<A> {
                 }
             }
         }
+    }
+
+    /// The single-output pass from position `output` run by the runtime's own loop
+    /// (`RawSavedGraph::backprop_from`, SEMANTICS §7) over this run's values and slots: for a
+    /// model with user compact ops, whose supports — and so the nodes the pass reaches — are
+    /// declared only when the graph is built. Every input's gradient is written. (The values the
+    /// pass reads are kept: the plan keeps every value below a user op.)
+    ///
+    /// # Errors
+    /// As `backprop_from`: [`Error::Vjp`] for a malformed VJP.
+    pub fn sweep_from_runtime<D: 'static>(
+        &mut self,
+        graph: &RawGraph<A, D>,
+        data: &D,
+        output: usize,
+    ) -> Result<(), Error> {
+        let slots: Vec<Slot<A>> = self
+            .slots
+            .iter_mut()
+            .zip(&self.dims)
+            .map(|(s, &d)| core::mem::replace(s, Slot::Full(A::zero(), d)))
+            .collect();
+        let gradients = View::new(graph, &self.values, data).inputs_from(slots, output)?;
+        for (q, t) in gradients.into_vec().into_iter().enumerate().take(self.inputs) {
+            self.input_gradients[q] = t;
+            self.input_fills[q] = None;
+        }
+        Ok(())
     }
 
     /// Swaps the last run's input gradients into `out` (the previous buffers come back for reuse;

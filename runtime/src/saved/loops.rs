@@ -1,0 +1,245 @@
+//! The loops every pass of a saved graph runs (SEMANTICS §3, §6, §7), over a [`View`] of its
+//! values: the dense reference loop, the indexed loop, and the reached set of the single-output
+//! passes. A generated program whose single-output pass is only known at run time (a model with
+//! user compact ops) runs the same loop over its own values ([`View::new`]).
+
+use super::PreparedNode;
+use crate::contributions::Contributions;
+use crate::error::Error;
+use crate::gradients::{GradientContext, Slot};
+use crate::graph::{NodeData, RawGraph, SavedValues};
+use crate::pack::Gradients;
+use crate::scalar::Scalar;
+use crate::tensor::RawTensor;
+
+/// The saved values of one forward execution, its graph and its data, borrowed.
+pub(crate) struct View<'v, A, D> {
+    graph: &'v RawGraph<A, D>,
+    values: &'v [RawTensor<A>],
+    data: &'v D,
+}
+
+impl<A, D> Clone for View<'_, A, D> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<A, D> Copy for View<'_, A, D> {}
+
+impl<'v, A: Scalar, D: 'static> View<'v, A, D> {
+    /// The view of `values` (one per position of `graph`: Γ ++ ss) with `data`. A value no VJP of
+    /// the pass reads may be vacant.
+    pub(crate) fn new(graph: &'v RawGraph<A, D>, values: &'v [RawTensor<A>], data: &'v D) -> Self {
+        View { graph, values, data }
+    }
+
+    pub(super) fn prepared(&self, k: usize, node: &'v NodeData<A, D>) -> PreparedNode<'v, A, D> {
+        let p = self.graph.num_inputs() + k;
+        PreparedNode {
+            index: k,
+            node,
+            saved: SavedValues { prefix: &self.values[..p], output: &self.values[p], data: self.data },
+            dims: &self.graph.dims()[..p],
+        }
+    }
+
+    pub(super) fn check_seeds(&self, seeds: &[Slot<A>]) -> Result<(), Error> {
+        let dims = self.graph.dims();
+        if seeds.len() != dims.len() || seeds.iter().zip(dims).any(|(s, d)| s.dims() != *d) {
+            return Err(Error::PackShapes {
+                what: "seeds",
+                expected: dims.to_vec(),
+                actual: seeds.iter().map(Slot::dims).collect(),
+            });
+        }
+        Ok(())
+    }
+
+    pub(super) fn storage_check() -> Result<(), Error> {
+        if A::HAS_STORAGE_EQUALITY {
+            Ok(())
+        } else {
+            Err(Error::NoStorageEquality { scalar: core::any::type_name::<A>() })
+        }
+    }
+
+    /// The dense reference loop (SEMANTICS §3). With `reached`, nodes outside it are skipped and
+    /// reachability grows as in §7 (`backprop_from_dense`). `keep` says whether node gradients are
+    /// returned.
+    pub(super) fn dense_loop(
+        &self,
+        seeds: Vec<Slot<A>>,
+        mut reached: Option<Reached>,
+        keep: bool,
+    ) -> Result<Vec<RawTensor<A>>, Error> {
+        self.check_seeds(&seeds)?;
+        let mut acc: Vec<RawTensor<A>> = seeds.into_iter().map(Slot::into_tensor).collect();
+        let mut node_grads = Vec::with_capacity(if keep { self.graph.nodes().len() } else { 0 });
+        let mut c = Contributions::new();
+        let mut support = Vec::new();
+        for (k, node) in self.graph.nodes().iter().enumerate().rev() {
+            let prepared = self.prepared(k, node);
+            let p = prepared.position();
+            let Some(g) = acc.pop() else { unreachable!("acc holds every position") };
+            if reached.as_ref().is_none_or(|r| r.contains(p)) {
+                support.clear();
+                let vjp = prepared.vjp_dense_with_support(&g, &mut c, reached.is_some().then_some(&mut support))?;
+                for (a, v) in acc.iter_mut().zip(&vjp) {
+                    a.add_assign(v);
+                }
+                if let Some(r) = reached.as_mut() {
+                    r.record(p, if node.is_opaque() { Touched::WholePrefix } else { Touched::Support(&support) });
+                }
+            }
+            if keep {
+                node_grads.push(g);
+            }
+        }
+        node_grads.reverse();
+        acc.extend(node_grads);
+        Ok(acc)
+    }
+
+    /// The indexed loop (SEMANTICS §6–7) on a [`GradientContext`]. A position nobody wrote
+    /// element by element stays a uniform in the result ([`Gradients`]); a node whose VJP runs
+    /// gets its gradient built first.
+    pub(super) fn array_loop(
+        &self,
+        seeds: Vec<Slot<A>>,
+        mut reached: Option<Reached>,
+        keep: bool,
+    ) -> Result<Gradients<A>, Error> {
+        Self::storage_check()?;
+        self.check_seeds(&seeds)?;
+        let mut ctx = GradientContext::of_slots(seeds);
+        let mut node_grads = Vec::with_capacity(if keep { self.graph.nodes().len() } else { 0 });
+        let mut c = Contributions::new();
+        for (k, node) in self.graph.nodes().iter().enumerate().rev() {
+            let prepared = self.prepared(k, node);
+            let p = prepared.position();
+            let slot = ctx.pop_slot();
+            let slot = if reached.as_ref().is_none_or(|r| r.contains(p)) {
+                let g = ctx.build(slot);
+                let whole_prefix = prepared.accumulate(&mut ctx, &g, &mut c)?;
+                if let Some(r) = reached.as_mut() {
+                    // The support positions `add_contributions` just wrote (duplicates removed:
+                    // the reached set is a set).
+                    let touched =
+                        if whole_prefix { Touched::WholePrefix } else { Touched::Support(ctx.last_support()) };
+                    r.record(p, touched);
+                }
+                Slot::Dense(g)
+            } else {
+                slot
+            };
+            if keep {
+                node_grads.push(slot);
+            } else if let Slot::Dense(g) = slot {
+                ctx.recycle(g);
+            }
+        }
+        let mut out = ctx.into_slots();
+        node_grads.reverse();
+        out.extend(node_grads);
+        Ok(Gradients::from_slots(out))
+    }
+
+    pub(super) fn all_stored(&self, seeds: Vec<Slot<A>>, keep: bool) -> Result<Gradients<A>, Error> {
+        if A::HAS_STORAGE_EQUALITY {
+            self.array_loop(seeds, None, keep)
+        } else {
+            Ok(Gradients::from_tensors(self.dense_loop(seeds, None, keep)?))
+        }
+    }
+
+    pub(super) fn single_seed(&self, output: usize, seed: RawTensor<A>) -> Result<Vec<Slot<A>>, Error> {
+        let dims = self.graph.dims();
+        if output >= dims.len() {
+            return Err(Error::ForeignPosition { index: output, len: dims.len() });
+        }
+        if seed.dims() != dims[output] {
+            return Err(Error::ShapeMismatch { expected: dims[output], actual: seed.dims() });
+        }
+        let mut slots: Vec<Slot<A>> = dims.iter().map(|&d| Slot::Full(A::zero(), d)).collect();
+        slots[output] = Slot::Dense(seed);
+        Ok(slots)
+    }
+
+    /// §7 with storage equality: the indexed loop from `output` seeded by `slots`, visiting only
+    /// what `output` reaches; the input gradients (node gradients freed as they finish).
+    pub(crate) fn inputs_from(&self, slots: Vec<Slot<A>>, output: usize) -> Result<Gradients<A>, Error> {
+        self.array_loop(slots, Some(Reached::new(self.graph.dims().len(), output)), false)
+    }
+}
+
+/// The reached set of `backprop_from(output)` on a scalar with storage equality, by the pass's
+/// rule with declared supports (see [`RawSavedGraph::reached_from`]).
+pub(super) fn reachability<A: 'static, D: 'static>(graph: &RawGraph<A, D>, output: usize) -> Vec<bool> {
+    let mut reached = Reached::new(graph.dims().len(), output);
+    for (k, node) in graph.nodes().iter().enumerate().rev() {
+        let p = graph.num_inputs() + k;
+        if reached.contains(p) {
+            reached.record(p, Touched::declared(node));
+        }
+    }
+    reached.into_flags()
+}
+
+/// What a visited node's VJP touched, as far as reachability (§7) is concerned.
+pub(super) enum Touched<'a> {
+    /// A compact node: the support of its contributions.
+    Support(&'a [usize]),
+    /// An opaque node: every position below it.
+    WholePrefix,
+}
+
+impl<'a> Touched<'a> {
+    /// What a node touches according to its declaration: its static support when compact, the
+    /// whole prefix when opaque.
+    pub(super) fn declared<A: 'static, D: 'static>(node: &'a NodeData<A, D>) -> Self {
+        match node.support() {
+            Some(s) => Touched::Support(s),
+            None => Touched::WholePrefix,
+        }
+    }
+}
+
+/// The reached set of §7: explicit marks plus "every position below `below`" (set by opaque nodes).
+///
+/// The one place the reachability rule lives: the single-output passes and
+/// [`RawSavedGraph::reached_from`] all go through [`contains`](Self::contains) (does the node at
+/// `p` run?) and [`record`](Self::record) (what did it reach?).
+pub(super) struct Reached {
+    marks: Vec<bool>,
+    below: usize,
+}
+
+impl Reached {
+    pub(super) fn new(len: usize, output: usize) -> Self {
+        let mut marks = vec![false; len];
+        marks[output] = true;
+        Reached { marks, below: 0 }
+    }
+
+    pub(super) fn contains(&self, p: usize) -> bool {
+        p < self.below || self.marks[p]
+    }
+
+    /// `reached ∪= c.support` for a compact node, `reached ∪= all positions < p` for an opaque one.
+    pub(super) fn record(&mut self, p: usize, touched: Touched<'_>) {
+        match touched {
+            Touched::Support(support) => {
+                for &q in support {
+                    self.marks[q] = true;
+                }
+            }
+            Touched::WholePrefix => self.below = self.below.max(p),
+        }
+    }
+
+    /// One flag per position.
+    pub(super) fn into_flags(self) -> Vec<bool> {
+        let below = self.below;
+        self.marks.into_iter().enumerate().map(|(p, m)| m || p < below).collect()
+    }
+}

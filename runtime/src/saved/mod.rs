@@ -1,0 +1,357 @@
+//! Saved forward executions and every reverse pass (SEMANTICS §3, §6, §7).
+//!
+//! [`RawSavedGraph`] is the untyped core: the values of one forward run, computed once by checked
+//! lowering ([`RawSavedGraph::compile`]) and never re-evaluated. [`SavedGraph`] is its typed face,
+//! made by [`GraphData::compile`](crate::GraphData::compile). Every pass is a loop from the last node to the first; none
+//! recurses, so graphs of any length run.
+//!
+//! | pass | seeds | result | needs storage equality |
+//! |---|---|---|---|
+//! | `backprop_all_dense` | pack over Γ ++ ss | pack over Γ ++ ss | no (the reference) |
+//! | `backprop_all_array` | pack over Γ ++ ss | pack over Γ ++ ss | yes |
+//! | `backprop_all_stored` | pack over Γ ++ ss | pack over Γ ++ ss | array if it has it, else dense |
+//! | `backprop_inputs_*` | pack over Γ ++ ss | pack over Γ | as above; intermediate gradients freed at once |
+//! | `backprop_from` / `backprop_from_dense` | one output and its seed | pack over Γ ++ ss | dense all-seeds without it |
+
+use crate::contributions::Contributions;
+use crate::error::Error;
+use crate::gradients::GradientContext;
+use crate::graph::{NodeData, Program, RawGraph, SavedValues};
+use crate::pack::{Gradients, RawSeeds};
+use crate::scalar::Scalar;
+use crate::shape::Dims;
+use crate::tensor::RawTensor;
+
+mod loops;
+mod typed;
+
+pub(crate) use loops::View;
+use loops::{reachability, Reached};
+pub use typed::{InputPack, SavedGraph};
+
+/// One node of a saved graph, together with the saved context prefix it reads and the data:
+/// everything its VJP needs, with no re-evaluation.
+pub struct PreparedNode<'s, A, D> {
+    index: usize,
+    node: &'s NodeData<A, D>,
+    saved: SavedValues<'s, A, D>,
+    /// Dims of the prefix.
+    dims: &'s [Dims],
+}
+
+impl<'s, A: Scalar, D: 'static> PreparedNode<'s, A, D> {
+    /// Index of the node (0 = first node).
+    pub fn index(&self) -> usize {
+        self.index
+    }
+
+    /// Its position in the context (`|Γ| + index`).
+    pub fn position(&self) -> usize {
+        self.saved.prefix.len()
+    }
+
+    /// The node.
+    pub fn node(&self) -> &'s NodeData<A, D> {
+        self.node
+    }
+
+    fn vjp_error(&self, message: String) -> Error {
+        Error::Vjp { node: self.index, op: self.node.name().to_owned(), message }
+    }
+
+    /// The dense VJP at cotangent `g`: one tensor per earlier position. For a compact node this is
+    /// the dense form of its contributions (built in `c`).
+    ///
+    /// # Errors
+    /// [`Error::Vjp`] when the result does not fit the prefix.
+    pub fn vjp_dense(&self, g: &RawTensor<A>, c: &mut Contributions<A>) -> Result<Vec<RawTensor<A>>, Error> {
+        self.vjp_dense_with_support(g, c, None)
+    }
+
+    /// [`vjp_dense`](Self::vjp_dense), also appending a compact node's support to `support`.
+    fn vjp_dense_with_support(
+        &self,
+        g: &RawTensor<A>,
+        c: &mut Contributions<A>,
+        support: Option<&mut Vec<usize>>,
+    ) -> Result<Vec<RawTensor<A>>, Error> {
+        let prefix = self.saved.prefix;
+        match self.node.program() {
+            Program::Compact(op) => {
+                c.clear();
+                let root = op.contributions(&self.saved, g, c);
+                if let Some(s) = support {
+                    c.support_into(root, s);
+                }
+                c.dense(root, self.dims, g).map_err(|m| self.vjp_error(m))
+            }
+            Program::Opaque { vjp, .. } => {
+                let out = vjp(self.saved.prefix, self.saved.data, g);
+                if out.len() != prefix.len() {
+                    return Err(self.vjp_error(format!(
+                        "returned {} tensors for a prefix of {}",
+                        out.len(),
+                        prefix.len()
+                    )));
+                }
+                if let Some((q, t)) = out.iter().enumerate().find(|(q, t)| t.dims() != prefix[*q].dims()) {
+                    return Err(self.vjp_error(format!(
+                        "returned shape {} at position {q}, which has shape {}",
+                        t.dims(),
+                        prefix[q].dims()
+                    )));
+                }
+                Ok(out)
+            }
+        }
+    }
+
+    /// `accumulate(node, g)` of SEMANTICS §6: compact program → `add_contributions`, opaque →
+    /// `add_dense(vjp(g))`. Calls `reach` with each support position (compact) or returns `true`
+    /// when the whole prefix was touched (opaque).
+    fn accumulate(
+        &self,
+        ctx: &mut GradientContext<A>,
+        g: &RawTensor<A>,
+        c: &mut Contributions<A>,
+    ) -> Result<bool, Error> {
+        match self.node.program() {
+            Program::Compact(op) => {
+                c.clear();
+                let root = op.contributions(&self.saved, g, c);
+                ctx.add_contributions(c, root, g).map_err(|m| self.vjp_error(m))?;
+                Ok(false)
+            }
+            Program::Opaque { vjp, .. } => {
+                let out = vjp(self.saved.prefix, self.saved.data, g);
+                ctx.add_dense(&out).map_err(|m| self.vjp_error(m))?;
+                Ok(true)
+            }
+        }
+    }
+}
+
+/// The values of one forward execution of a [`RawGraph`], with its data.
+pub struct RawSavedGraph<'g, A, D> {
+    graph: &'g RawGraph<A, D>,
+    values: Vec<RawTensor<A>>,
+    data: D,
+}
+
+pub(crate) fn node_error<A: 'static, D: 'static>(graph: &RawGraph<A, D>, k: usize, message: String) -> Error {
+    match graph.nodes().get(k) {
+        Some(node) => Error::Node {
+            node: k,
+            op: node.name().to_owned(),
+            parent_shapes: node.parents().iter().filter_map(|&q| graph.dims().get(q).copied()).collect(),
+            message,
+        },
+        None => Error::Node { node: k, op: "graph".to_owned(), parent_shapes: Vec::new(), message },
+    }
+}
+
+impl<'g, A: Scalar, D: 'static> RawSavedGraph<'g, A, D> {
+    /// Checked lowering: for each node in order, validate it against the values so far (the first
+    /// failure aborts with the node index, op, parent shapes and message), then compute its value.
+    ///
+    /// # Errors
+    /// [`Error::PackShapes`] for inputs of the wrong number or shapes, [`Error::Node`] for a node
+    /// that fails validation or returns a value of the wrong shape.
+    pub fn compile(graph: &'g RawGraph<A, D>, inputs: Vec<RawTensor<A>>, data: D) -> Result<Self, Error> {
+        let expected = &graph.dims()[..graph.num_inputs()];
+        if inputs.len() != expected.len() || inputs.iter().zip(expected).any(|(t, d)| t.dims() != *d) {
+            return Err(Error::PackShapes {
+                what: "graph inputs",
+                expected: expected.to_vec(),
+                actual: inputs.iter().map(RawTensor::dims).collect(),
+            });
+        }
+        let mut values = inputs;
+        values.reserve(graph.nodes().len());
+        for (k, node) in graph.nodes().iter().enumerate() {
+            let value = match node.program() {
+                Program::Compact(op) => {
+                    // The values so far have exactly these dims: the inputs were checked above and
+                    // every node's value is checked below.
+                    match op.output_dims(&graph.dims()[..values.len()]) {
+                        Ok(d) if d == node.dims() => {}
+                        Ok(d) => {
+                            return Err(node_error(
+                                graph,
+                                k,
+                                format!("shape rule gives {d}, node declares {}", node.dims()),
+                            ))
+                        }
+                        Err(m) => return Err(node_error(graph, k, m)),
+                    }
+                    op.validate(&values, &data).map_err(|m| node_error(graph, k, m))?;
+                    op.forward(&values, &data)
+                }
+                Program::Opaque { forward, .. } => forward(&values, &data),
+            };
+            if value.dims() != node.dims() {
+                return Err(node_error(
+                    graph,
+                    k,
+                    format!("forward returned shape {}, the node's shape is {}", value.dims(), node.dims()),
+                ));
+            }
+            values.push(value);
+        }
+        Ok(RawSavedGraph { graph, values, data })
+    }
+
+    /// The graph.
+    pub fn graph(&self) -> &'g RawGraph<A, D> {
+        self.graph
+    }
+
+    /// All-zero seeds for this graph (positions left unset cost no buffer).
+    pub fn zero_seeds(&self) -> RawSeeds<A> {
+        RawSeeds::zeros(self.graph.dims())
+    }
+
+    /// Every saved value (Γ ++ ss).
+    pub fn values(&self) -> &[RawTensor<A>] {
+        &self.values
+    }
+
+    /// The data (Δ).
+    pub fn data(&self) -> &D {
+        &self.data
+    }
+
+    /// The values, consuming the saved graph.
+    pub fn into_values(self) -> Vec<RawTensor<A>> {
+        self.values
+    }
+
+    /// The inputs and the data, consuming the saved graph (node values are dropped): a training
+    /// loop hands them to the next `compile` without copying them.
+    pub fn into_inputs_and_data(mut self) -> (Vec<RawTensor<A>>, D) {
+        self.values.truncate(self.graph.num_inputs());
+        (self.values, self.data)
+    }
+
+    /// The prepared nodes, first to last.
+    pub fn prepared_nodes(&self) -> impl DoubleEndedIterator<Item = PreparedNode<'_, A, D>> + '_ {
+        let view = self.view();
+        self.graph.nodes().iter().enumerate().map(move |(k, node)| view.prepared(k, node))
+    }
+
+    /// The loops' view of this execution.
+    pub(super) fn view(&self) -> View<'_, A, D> {
+        View::new(self.graph, &self.values, &self.data)
+    }
+
+    /// §3 `backprop_all_dense`: the reference. `seeds` has one tensor per position (Γ ++ ss).
+    ///
+    /// # Errors
+    /// [`Error::PackShapes`] for seeds that do not fit, [`Error::Vjp`] for a malformed VJP.
+    pub fn backprop_all_dense(&self, seeds: impl Into<RawSeeds<A>>) -> Result<Vec<RawTensor<A>>, Error> {
+        self.view().dense_loop(seeds.into().into_slots(), None, true)
+    }
+
+    /// §3 `backprop_inputs_dense`: the reference loop returning only the input gradients.
+    ///
+    /// # Errors
+    /// As [`backprop_all_dense`](Self::backprop_all_dense).
+    pub fn backprop_inputs_dense(&self, seeds: impl Into<RawSeeds<A>>) -> Result<Vec<RawTensor<A>>, Error> {
+        self.view().dense_loop(seeds.into().into_slots(), None, false)
+    }
+
+    /// §6 `backprop_array`: indexed gradients with deferred uniform updates.
+    ///
+    /// # Errors
+    /// [`Error::NoStorageEquality`] for a scalar without storage equality, else as the dense pass.
+    pub fn backprop_all_array(&self, seeds: impl Into<RawSeeds<A>>) -> Result<Vec<RawTensor<A>>, Error> {
+        Ok(self.view().array_loop(seeds.into().into_slots(), None, true)?.into_vec())
+    }
+
+    /// §6 `backprop_inputs_array`: as the array pass, freeing each intermediate gradient as soon
+    /// as its node has run.
+    ///
+    /// # Errors
+    /// As [`backprop_all_array`](Self::backprop_all_array).
+    pub fn backprop_inputs_array(&self, seeds: impl Into<RawSeeds<A>>) -> Result<Vec<RawTensor<A>>, Error> {
+        Ok(self.view().array_loop(seeds.into().into_slots(), None, false)?.into_vec())
+    }
+
+    /// §6 `backprop_stored`: the array pass when the scalar has storage equality, else the dense one.
+    ///
+    /// # Errors
+    /// As [`backprop_all_dense`](Self::backprop_all_dense).
+    pub fn backprop_all_stored(&self, seeds: impl Into<RawSeeds<A>>) -> Result<Vec<RawTensor<A>>, Error> {
+        Ok(self.view().all_stored(seeds.into().into_slots(), true)?.into_vec())
+    }
+
+    /// §6 `backprop_inputs_stored`.
+    ///
+    /// # Errors
+    /// As [`backprop_all_dense`](Self::backprop_all_dense).
+    pub fn backprop_inputs_stored(&self, seeds: impl Into<RawSeeds<A>>) -> Result<Vec<RawTensor<A>>, Error> {
+        Ok(self.view().all_stored(seeds.into().into_slots(), false)?.into_vec())
+    }
+
+    /// §7 `backprop_from(output, seed)`: visits only what `output` depends on (an opaque node
+    /// makes its whole prefix reachable). Without storage equality it is the dense all-seeds pass.
+    ///
+    /// The positions it never writes (skipped nodes, inputs no reached node contributes to) are
+    /// returned as uniforms, built only when read ([`Gradients`]).
+    ///
+    /// # Errors
+    /// [`Error::ForeignPosition`] / [`Error::ShapeMismatch`] for a bad output or seed.
+    pub fn backprop_from(&self, output: usize, seed: RawTensor<A>) -> Result<Gradients<A>, Error> {
+        let slots = self.view().single_seed(output, seed)?;
+        if A::HAS_STORAGE_EQUALITY {
+            self.view().array_loop(slots, Some(Reached::new(self.graph.dims().len(), output)), true)
+        } else {
+            Ok(Gradients::from_tensors(self.view().dense_loop(slots, None, true)?))
+        }
+    }
+
+    /// §7 `backprop_from_dense`: the reference of [`backprop_from`](Self::backprop_from) — the same
+    /// reachability, with dense pack additions.
+    ///
+    /// # Errors
+    /// As [`backprop_from`](Self::backprop_from).
+    pub fn backprop_from_dense(&self, output: usize, seed: RawTensor<A>) -> Result<Gradients<A>, Error> {
+        let slots = self.view().single_seed(output, seed)?;
+        Ok(Gradients::from_tensors(self.view().dense_loop(
+            slots,
+            Some(Reached::new(self.graph.dims().len(), output)),
+            true,
+        )?))
+    }
+
+    /// Which positions [`backprop_from(output, …)`](Self::backprop_from) reaches: one flag per
+    /// position (Γ ++ ss). Node `k` is visited — its VJP runs — exactly when the flag of its
+    /// position `|Γ| + k` is set; every other node is skipped entirely. A reached input is one
+    /// that may receive a contribution.
+    ///
+    /// The rule is the pass's own (§7, the same code): walking from the last node down, a reached
+    /// compact node reaches its support, a reached opaque node its whole prefix. Node supports are
+    /// read from their declarations ([`NodeData::support`]) since no VJP runs here; for every
+    /// built-in op that is exactly the support of the contributions the pass builds, so the two
+    /// agree. (A custom [`CompactOp`](crate::CompactOp) whose contributions leave its declared
+    /// support makes the pass differ from this prediction.) Without storage equality
+    /// `backprop_from` runs the dense all-seeds pass, which visits every node: every flag is set.
+    /// [`backprop_from_dense`](Self::backprop_from_dense) visits the nodes flagged here on every
+    /// scalar.
+    ///
+    /// # Errors
+    /// [`Error::ForeignPosition`] for an `output` outside the graph.
+    pub fn reached_from(&self, output: usize) -> Result<Vec<bool>, Error> {
+        let len = self.graph.dims().len();
+        if output >= len {
+            return Err(Error::ForeignPosition { index: output, len });
+        }
+        if !A::HAS_STORAGE_EQUALITY {
+            return Ok(vec![true; len]);
+        }
+        Ok(reachability(self.graph, output))
+    }
+}
+
+#[cfg(test)]
+mod tests;
