@@ -458,8 +458,29 @@ fn check_len<A>(n: usize, s: &[A]) -> Result<(), String> {
 
 /// Writes `values` (exactly `n` of them) into `sink`. The values come as an iterator over slices,
 /// not an index closure, so the loops vectorise (no bounds check per element).
+/// The loop runs in the widest build the CPU has (`ops::elementwise`: the same operations).
 #[inline]
 fn emit<A: Scalar>(sink: Sink<'_, A>, values: impl Iterator<Item = A>) {
+    crate::ops::elementwise(Emit { sink, values });
+}
+
+/// [`emit`]'s loop, a `WideLoop` so that it is compiled inside the wide build (as a closure it
+/// stayed out of line).
+struct Emit<'s, A, I> {
+    sink: Sink<'s, A>,
+    values: I,
+}
+
+impl<A: Scalar, I: Iterator<Item = A>> crate::ops::WideLoop for Emit<'_, A, I> {
+    type Output = ();
+    #[inline(always)]
+    fn run(self) {
+        emit_here(self.sink, self.values);
+    }
+}
+
+#[inline(always)]
+fn emit_here<A: Scalar>(sink: Sink<'_, A>, values: impl Iterator<Item = A>) {
     match sink {
         Sink::New(v) => v.extend(values),
         Sink::Accumulate(t) => {
@@ -475,17 +496,7 @@ fn emit<A: Scalar>(sink: Sink<'_, A>, values: impl Iterator<Item = A>) {
 
 fn emit_copy<A: Scalar>(sink: Sink<'_, A>, n: usize, t: &[A]) -> Result<(), String> {
     check_len(n, t)?;
-    match sink {
-        Sink::New(v) => v.extend_from_slice(t),
-        Sink::Accumulate(acc) => {
-            for (x, y) in acc.iter_mut().zip(t) {
-                *x = A::pinned_add(x.clone(), y.clone());
-            }
-        }
-        Sink::OntoUniform(stored, v) | Sink::OntoUniformInto(stored, v) => {
-            v.extend(t.iter().map(|y| A::pinned_add(stored.clone(), y.clone())));
-        }
-    }
+    crate::ops::elementwise(Emit { sink, values: t.iter().cloned() });
     Ok(())
 }
 

@@ -26,7 +26,7 @@ pub mod vjp;
 /// `MacroBuilder` has one tuple impl per chunk length below it).
 pub const NODE_CHUNK: usize = 32;
 
-pub use ops::{Args, Bound, Form, OpSpec, OPS};
+pub use ops::{Args, Bound, Direct, Form, OpSpec, OPS};
 pub use rules::Rule;
 pub use shape::{Dim, Shape};
 pub use types::TypeRule;

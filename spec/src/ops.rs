@@ -91,15 +91,29 @@ pub struct OpSpec {
     pub bounds: &'static [Bound],
     /// The shape rule as the docs table writes it.
     pub shapes: &'static str,
-    /// Whether each of its contributions is one matrix product, which a generated program
-    /// computes straight onto a position still holding a uniform (the runtime's `ProductVjp`).
-    pub product_vjp: bool,
+    /// How a generated program writes its contributions when it can skip building them first.
+    pub direct: Direct,
+}
+
+/// How a generated program writes an op's contributions into the gradients straight from the
+/// cotangent, with the `+` of the accumulation (and the pending uniforms) fused into the loop
+/// that produces them, instead of building them and adding them in a second pass.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Direct {
+    /// Built, then added (the general path).
+    No,
+    /// Each contribution is one matrix product, computed straight onto a position still holding a
+    /// uniform (the runtime's `ProductVjp`).
+    Product,
+    /// One contribution: the cotangent placed in a window of the operand, zeros elsewhere, added
+    /// in one pass over the operand's gradient (the runtime's `WindowVjp`).
+    Window,
 }
 
 macro_rules! op {
     ($name:literal, $arity:literal, $rule:ident, $ty:ident, $vjp:expr, $reads:expr, $shapes:expr
      $(, args = $args:expr)? $(, bounds = $bounds:expr)? $(, form = $form:expr)? $(, aliases = $aliases:expr)?
-     $(, product_vjp = $product:expr)?) => {
+     $(, direct = $direct:expr)?) => {
         OpSpec {
             name: $name,
             aliases: { let _a: &[&str] = &[]; $(let _a = $aliases;)? _a },
@@ -112,7 +126,7 @@ macro_rules! op {
             reads: $reads,
             bounds: { let _b: &[Bound] = &[]; $(let _b = $bounds;)? _b },
             shapes: $shapes,
-            product_vjp: { let _p = false; $(let _p = $product;)? _p },
+            direct: { let _d = Direct::No; $(let _d = $direct;)? _d },
         }
     };
 }
@@ -170,7 +184,7 @@ pub const OPS: &[OpSpec] = {
             BOTH,
             "`[m, k] , [k, n] → [m, n]`",
             bounds = &[Mul],
-            product_vjp = true
+            direct = Direct::Product
         ),
         op!("transpose", 1, Transpose, Transpose, S0, NOTHING, "`[m, n] → [n, m]`", aliases = &["t"]),
         op!("sum", 1, Reduce, Reduce, S0, NOTHING, "`[s] → []`"),
@@ -284,7 +298,8 @@ pub const OPS: &[OpSpec] = {
             S0,
             NOTHING,
             "`axis` becomes `len` (`slice(x, axis, start, len)`, integer literals)",
-            args = Args::Slice
+            args = Args::Slice,
+            direct = Direct::Window
         ),
         op!(
             "permute",
@@ -327,7 +342,7 @@ pub const OPS: &[OpSpec] = {
             "`x.matmul(w)` with `x` a data tensor `[m, k]`, `w: [k, n]` → `[m, n]`; only `w` gets a gradient",
             bounds = &[Mul],
             form = Form::Lowered,
-            product_vjp = true
+            direct = Direct::Product
         ),
         op!(
             "data_tensor",

@@ -2,6 +2,8 @@
 //! back) and each pass's reverse sweep (per step the node, its VJP, the saved values it reads, the
 //! positions it adds into with their pending uniforms, and the gradient buffers).
 
+use exactgrad_spec::Direct;
+
 use crate::ir::{Graph, NodeKind};
 use crate::plan::memory::Values;
 use crate::plan::{Sweep, Writes};
@@ -100,8 +102,14 @@ fn describe_sweep(graph: &Graph, sweep: &Sweep, buffers: &[usize], text: &mut St
                 for (q, r) in w {
                     text.push_str(&format!("       adds into %{q} (g{}, {})\n", buffers[*q], pending(r)));
                 }
-                if crate::plan::writes_products(graph, st.node) {
-                    text.push_str("       (each product written straight onto a position that holds a uniform)\n");
+                match crate::plan::direct(graph, st.node) {
+                    Direct::Product => {
+                        text.push_str("       (each product written straight onto a position that holds a uniform)\n")
+                    }
+                    Direct::Window => {
+                        text.push_str("       (the cotangent's window added in one pass, zeros around it)\n")
+                    }
+                    Direct::No => {}
                 }
             }
             Writes::WholePrefix(_) => {

@@ -3,7 +3,7 @@
 //! words) and `Model::program::<S, …>()`, whose sweeps are the plans of [`crate::plan`] spelled
 //! out as straight-line calls on the runtime's `ProgramState`.
 
-use exactgrad_spec::Bound;
+use exactgrad_spec::{Bound, Direct};
 use proc_macro2::{Span, TokenStream};
 use quote::quote;
 use syn::Ident;
@@ -169,7 +169,13 @@ fn sweep_tokens(cx: &Cx<'_>, sweep: &Sweep) -> TokenStream {
         let c = range(cotangent);
         let g = Ident::new("__gr", Span::mixed_site());
         let body = match writes {
-            Writes::Support(w) if plan::writes_products(graph, *k) => {
+            Writes::Support(w) if plan::direct(graph, *k) == Direct::Window && w.len() == 1 => {
+                let o = kept(*position);
+                let (q, r) = (w[0].0, range(&w[0].1));
+                let data = cx.data;
+                quote!(__st.vjp_window::<#data, _>(#t, #k, #p::required(&#o, #k)?, &#g, #q, #r)?;)
+            }
+            Writes::Support(w) if plan::direct(graph, *k) == Direct::Product => {
                 let o = kept(*position);
                 let ws = w.iter().map(|(q, r)| {
                     let r = range(r);

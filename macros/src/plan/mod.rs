@@ -11,6 +11,8 @@
 
 use core::ops::Range;
 
+use exactgrad_spec::Direct;
+
 pub(crate) mod memory;
 
 use crate::ir::{Graph, NodeKind};
@@ -73,12 +75,18 @@ pub(crate) fn reads(graph: &Graph, k: usize) -> Vec<usize> {
     }
 }
 
-/// Whether node `k` writes its contributions as matrix products straight onto its positions
-/// (`ProgramState::vjp_product`): an op whose spec says so, with distinct operands.
-pub(crate) fn writes_products(graph: &Graph, k: usize) -> bool {
+/// How node `k`'s contributions are written when a generated program skips building them
+/// (`exactgrad_spec::Direct`): products straight onto their positions (`ProgramState::vjp_product`,
+/// for distinct operands), a window of the cotangent in one pass (`ProgramState::vjp_window`), or
+/// built and added (`Direct::No`, and every opaque node or user op).
+pub(crate) fn direct(graph: &Graph, k: usize) -> Direct {
     match &graph.nodes[k].kind {
-        NodeKind::Builtin(op, _) => op.product_vjp && support(graph, k).is_some_and(|s| dedup(&s).len() == s.len()),
-        NodeKind::Opaque { .. } | NodeKind::Custom(_) => false,
+        NodeKind::Builtin(op, _) => match op.direct {
+            Direct::Product if support(graph, k).is_some_and(|s| dedup(&s).len() == s.len()) => Direct::Product,
+            Direct::Window => Direct::Window,
+            _ => Direct::No,
+        },
+        NodeKind::Opaque { .. } | NodeKind::Custom(_) => Direct::No,
     }
 }
 
@@ -208,8 +216,15 @@ mod tests {
     fn products_are_written_onto_distinct_operands_only() {
         let g = graph("fn f(x: [2, 2], w: [2, 2]) -> [] { sum(tanh(x.matmul(w)) + x.matmul(x)) }");
         // node 0: x·w, node 1: tanh, node 2: x·x.
-        assert!(writes_products(&g, 0));
-        assert!(!writes_products(&g, 1));
-        assert!(!writes_products(&g, 2));
+        assert_eq!(direct(&g, 0), Direct::Product);
+        assert_eq!(direct(&g, 1), Direct::No);
+        assert_eq!(direct(&g, 2), Direct::No);
+    }
+
+    #[test]
+    fn slices_write_their_window() {
+        let g = graph("fn f(x: [2, 4]) -> [] { sum(slice(x, 1, 1, 2)) }");
+        assert_eq!(direct(&g, 0), Direct::Window);
+        assert_eq!(direct(&g, 1), Direct::No);
     }
 }

@@ -55,6 +55,7 @@ mod sum;
 mod sum_axis;
 mod tanh;
 mod transpose;
+pub(crate) mod window_vjp;
 
 pub use add::{add, Add};
 pub use add_row::{add_row, AddRow};
@@ -82,6 +83,8 @@ pub use opaque::opaque;
 pub use permute::{permute, Permute};
 pub use pointwise::{Pointwise, PointwiseFn};
 pub use product_vjp::ProductVjp;
+pub use window_vjp::{Window, WindowVjp};
+
 pub use relu::{relu, Relu, ReluFn};
 pub use reshape::{reshape, Reshape};
 pub use scale::{scale, Scale};

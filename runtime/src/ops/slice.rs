@@ -32,6 +32,16 @@ impl Slice {
         Slice { parents: [x], axis, start, len }
     }
 
+    /// The axis it slices.
+    pub(crate) fn axis(&self) -> usize {
+        self.axis
+    }
+
+    /// `(start, len)`.
+    pub(crate) fn range(&self) -> (usize, usize) {
+        (self.start, self.len)
+    }
+
     /// The output dims for an input of dims `d`, or a message.
     fn sliced(&self, d: Dims) -> Result<Dims, String> {
         super::ruled(exactgrad_spec::rules::slice(d.as_slice(), self.axis, self.start, self.len))

@@ -34,7 +34,8 @@ use crate::contributions::{Contrib, Contributions, Sink};
 use crate::error::Error;
 use crate::gradients::Slot;
 use crate::graph::{CompactOp, NodeData, Program as NodeProgram, RawGraph, SavedValues};
-use crate::ops::ProductVjp;
+use crate::ops::window_vjp as window;
+use crate::ops::{ProductVjp, WindowVjp};
 use crate::saved::View;
 use crate::scalar::Scalar;
 use crate::shape::Dims;
@@ -92,9 +93,11 @@ pub struct ProgramState<A> {
 fn apply_pending<A: Scalar>(x: &mut [A], us: &[A]) {
     let us = if A::ZERO_ADD_IDEMPOTENT { &us[..us.len().min(1)] } else { us };
     for u in us {
-        for e in x.iter_mut() {
-            *e = A::pinned_add(e.clone(), u.clone());
-        }
+        crate::ops::elementwise(|| {
+            for e in x.iter_mut() {
+                *e = A::pinned_add(e.clone(), u.clone());
+            }
+        });
     }
 }
 
@@ -387,6 +390,53 @@ impl<A: Scalar> ProgramState<A> {
                 return Err(Error::Vjp { node: k, op: op.name().to_owned(), message });
             }
             self.slots[q] = Slot::Dense(RawTensor::from_parts(d, out));
+        }
+        Ok(())
+    }
+
+    /// The VJP of a window node `k` (`slice`; visit `visit`) added at its one support position
+    /// `q` in one pass: `(slot_q + the uniforms of the pending visits) + t[e]`, `t` the cotangent
+    /// in the op's [`Window`](crate::ops::Window) of `q` and zeros around it — the additions of
+    /// [`vjp`](Self::vjp) and [`accumulate`](Self::accumulate), without building `t`.
+    ///
+    /// # Errors
+    /// [`Error::Vjp`] when the window does not fit the position or the cotangent.
+    pub fn vjp_window<D, Op: WindowVjp<A, D>>(
+        &mut self,
+        visit: usize,
+        k: usize,
+        op: &Op,
+        g: &RawTensor<A>,
+        q: usize,
+        pending: Range<usize>,
+    ) -> Result<(), Error> {
+        self.uniforms[visit] = A::zero();
+        let d = self.dims[q];
+        let w = op.window(d);
+        if !w.fits(d.numel(), g.numel()) {
+            let message = format!(
+                "its window {w:?} does not fit position {q} of shape {d} and a cotangent of shape {}",
+                g.dims()
+            );
+            return Err(Error::Vjp { node: k, op: op.name().to_owned(), message });
+        }
+        let us = &self.uniforms[pending];
+        let us = if A::ZERO_ADD_IDEMPOTENT { &us[..us.len().min(1)] } else { us };
+        match &mut self.slots[q] {
+            Slot::Dense(t) => {
+                // All but the last pending uniform in their own passes (only for scalars whose
+                // zeros do not collapse), the last fused with the window's additions.
+                let (last, before) = us.split_last().map_or((None, us), |(l, b)| (Some(l), b));
+                apply_pending(t.data_mut(), before);
+                window::accumulate(t.data_mut(), last, g.data(), w);
+            }
+            Slot::Full(v, _) => {
+                apply_pending_scalar(v, us);
+                let mut out =
+                    self.gradient_buffer.get(q).map_or_else(Vec::new, |&b| core::mem::take(&mut self.gradient_pool[b]));
+                window::onto(v, g.data(), w, &mut out);
+                self.slots[q] = Slot::Dense(RawTensor::from_parts(d, out));
+            }
         }
         Ok(())
     }
