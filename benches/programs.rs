@@ -6,7 +6,8 @@
 //!   `W_qkv [64, 192]` + `b_qkv`, split into q, k, v; 4 heads of 16 via slices;
 //!   `softmax(q·kᵀ/4)·v` (`/ 4` written `* 0.25`, the same rounding); `x1 = x + o·W_o + b_o`;
 //!   `out = x1 + gelu_tanh(LN2(x1)·W_1 + b_1)·W_2 + b_2`, MLP 64→256→64; loss `mean(out²)`; the
-//!   gradients of all 12 parameters. Target ≤ 0.15 ms per forward + backward.
+//!   gradients of all 12 parameters. Target ≤ 0.15 ms per forward + backward. Also its 36 matrix
+//!   products alone (`gemm_only`, `benches/attention_gemms`): the floor of the step.
 //! * **one head of 64**: `x [64, 1]` and 64 matrices `W_k [64, 64]`, all trainable,
 //!   `h_k = sum(tanh(W_k·x))` for every `k`, then the gradient of `h_0` only, w.r.t. `x` and `W_0`
 //!   (all 64 forwards included). Target ≤ 0.03 ms.
@@ -18,6 +19,7 @@
 
 use std::time::Duration;
 
+mod attention_gemms;
 mod mlp_gemms;
 
 use criterion::{criterion_group, criterion_main, Criterion};
@@ -89,6 +91,9 @@ fn attention_bench(c: &mut Criterion) {
             saved.backprop_inputs_array(Seeds::single(&g, h.output, seed.clone()).expect("seed")).expect("array")
         })
     });
+    // The products the step needs, alone (`benches/attention_gemms`).
+    let mut gemms = attention_gemms::AttentionGemms::new();
+    group.bench_function("gemm_only", |b| b.iter(|| gemms.run()));
     group.bench_function("runtime_dense", |b| {
         b.iter(|| {
             let saved = g.compile(params.clone(), AttentionData { x: x.clone() }).expect("compiles");

@@ -297,6 +297,19 @@
 //! let grads = saved.backprop_from(h.output1, Tensor::full(1.0)).unwrap();
 //! assert_eq!(grads.get(h.x).unwrap().dims().as_slice(), &[3]);
 //! ```
+//!
+//! # Cargo features
+//!
+//! Neither is on by default; `cargo test --workspace --all-features` (the test command of the
+//! README and CI) builds and tests both.
+//!
+//! * `half` — `half::f16` and `half::bf16` as scalars: [`Storage`] with bit-level storage
+//!   equality and the NaN-pinned addition of `f32`/`f64`, so every pass, fast or dense, runs on
+//!   them. The `tanh`/`exp` of their ops is `num_traits::Float`'s, not this
+//!   crate's deterministic `f32`/`f64` kernels ([`math`]).
+//! * `rational` — [`Storage`] for `num_rational::Ratio<T>`: exact rational scalars, for which
+//!   every gradient of the ops that stay rational (`matmul`, `+`, `-`, `*`, `relu`, `sum`, …) is
+//!   exact (`examples/exact.rs`).
 #![forbid(unsafe_code)]
 
 pub use exactgrad_macros::graph;
@@ -317,3 +330,8 @@ pub mod __private {
         Pack, Position, RawGraph, RawTensor, Scalar, Shape, Snoc, Tensor,
     };
 }
+
+/// The README's Rust blocks, compiled and run as doc tests (so its quick start cannot go stale).
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -307,13 +307,15 @@ impl<'a, A: Clone, G, Ss, Br> IntoIterator for &'a ContextPack<A, G, Ss, Br> {
 /// read).
 pub struct ContextPack<A, G, Ss, Br = ()> {
     graph: u64,
+    /// Number of graph inputs (|Γ|).
+    inputs: usize,
     gradients: Gradients<A>,
     marker: PhantomData<fn() -> (G, Ss, Br)>,
 }
 
 impl<A: Clone, G, Ss, Br> ContextPack<A, G, Ss, Br> {
-    pub(crate) fn from_gradients(graph: u64, gradients: Gradients<A>) -> Self {
-        ContextPack { graph, gradients, marker: PhantomData }
+    pub(crate) fn from_gradients(graph: u64, inputs: usize, gradients: Gradients<A>) -> Self {
+        ContextPack { graph, inputs, gradients, marker: PhantomData }
     }
 
     /// The tensor at `pos` (an input or a node).
@@ -350,6 +352,25 @@ impl<A: Clone, G, Ss, Br> ContextPack<A, G, Ss, Br> {
     /// The untyped gradients, consuming the pack.
     pub fn into_gradients(self) -> Gradients<A> {
         self.gradients
+    }
+
+    /// The tensors of the graph's inputs (Γ), as a pack over its input list, consuming the pack:
+    /// what an [`Optimizer`](crate::Optimizer) steps the parameters with, e.g. after
+    /// `backprop_from` (the node positions are dropped).
+    ///
+    /// ```
+    /// use exactgrad_runtime::{ops, GraphData, Pack, Tensor, typenum::U2};
+    /// let g = GraphData::<f64, ()>::new();
+    /// let (g, x) = g.input::<(U2,)>();
+    /// let (g, s) = g.push(ops::sum(ops::mul(x, x)));
+    /// let saved = g.compile(Pack::new().push(Tensor::full(3.0)), ()).unwrap();
+    /// let grads = saved.backprop_from(s, Tensor::full(1.0)).unwrap().into_inputs();
+    /// assert_eq!(grads.as_slice()[0].data(), &[6.0, 6.0]);
+    /// ```
+    pub fn into_inputs(self) -> Pack<A, G> {
+        let mut tensors = self.gradients.into_vec();
+        tensors.truncate(self.inputs);
+        Pack::from_raw(Some(self.graph), tensors)
     }
 }
 

@@ -331,10 +331,20 @@ impl<'g, A: Scalar, D: 'static> RawSavedGraph<'g, A, D> {
     ///
     /// The rule is the pass's own (§7, the same code): walking from the last node down, a reached
     /// compact node reaches its support, a reached opaque node its whole prefix. Node supports are
-    /// read from their declarations ([`NodeData::support`]) since no VJP runs here; for every
-    /// built-in op that is exactly the support of the contributions the pass builds, so the two
-    /// agree. (A custom [`CompactOp`](crate::CompactOp) whose contributions leave its declared
-    /// support makes the pass differ from this prediction.) Without storage equality
+    /// read from their declarations ([`NodeData::support`]) since no VJP runs here, while the
+    /// pass follows the support of the contributions each visited VJP actually builds. For every
+    /// built-in op the two are the same set, so the flags are exactly the pass's. For a user
+    /// [`CompactOp`](crate::CompactOp) they can differ, and the flags then say what the pass
+    /// *may* reach, not what it does:
+    ///
+    /// * a **narrow** user op — its contributions touch only part of its declared
+    ///   [`support`](crate::CompactOp::support) (which defaults to all its parents) — makes the
+    ///   pass reach and visit a subset of the flagged nodes (the branch it never contributes to is
+    ///   skipped; `a_narrow_user_op_makes_reached_from_an_over_approximation`);
+    /// * a user op whose contributions leave its declared support makes the pass reach positions
+    ///   not flagged here (declare the full support to keep the prediction an over-approximation).
+    ///
+    /// Without storage equality
     /// `backprop_from` runs the dense all-seeds pass, which visits every node: every flag is set.
     /// [`backprop_from_dense`](Self::backprop_from_dense) visits the nodes flagged here on every
     /// scalar.

@@ -130,3 +130,50 @@ fn reached_from_checks_the_output() {
     let _ = other;
     assert!(saved.reached_from(ox).is_err());
 }
+
+/// A user op over `[a, b]` (its declared support, the default: its parents) whose contributions
+/// only ever reach `a`: "narrow".
+struct Narrow {
+    parents: [usize; 2],
+    log: Log,
+}
+
+impl CompactOp<f64, ()> for Narrow {
+    fn name(&self) -> &str {
+        "narrow"
+    }
+    fn parents(&self) -> &[usize] {
+        &self.parents
+    }
+    fn output_dims(&self, prefix: &[Dims]) -> Result<Dims, String> {
+        Ok(prefix[self.parents[0]])
+    }
+    fn forward(&self, ctx: &[RawTensor<f64>], _: &()) -> RawTensor<f64> {
+        ctx[self.parents[0]].clone()
+    }
+    fn contributions(&self, _: &SavedValues<'_, f64, ()>, _: &RawTensor<f64>, c: &mut Contributions<f64>) -> Contrib {
+        self.log.borrow_mut().push("narrow");
+        c.single_cotangent(self.parents[0])
+    }
+}
+
+#[test]
+fn a_narrow_user_op_makes_reached_from_an_over_approximation() {
+    let log = Log::default();
+    let g = GraphData::<f64, ()>::new();
+    let (g, x) = g.input::<(U2,)>(); // 0
+    let (g, z) = g.input::<(U2,)>(); // 1
+    let (g, a) = g.push(tap("a", x, &log)); // 2, node 0
+    let (g, b) = g.push(tap("b", z, &log)); // 3, node 1
+    let narrow = Narrow { parents: [a.index(), b.index()], log: log.clone() };
+    let (g, n) = g.push(Node::<f64, (), (U2,)>::compact(narrow, &[&a, &b])); // 4, node 2
+    let saved = g.compile(Pack::new().push(Tensor::full(1.0)).push(Tensor::full(2.0)), ()).unwrap();
+    // The prediction reads the declared support: both branches.
+    assert_eq!(saved.reached_from(n).unwrap(), [true; 5]);
+    assert_eq!(saved.visited_from(n).unwrap(), [0, 1, 2]);
+    // The pass follows the contributions actually built: `b` is never reached, so never run.
+    saved.backprop_from(n, Tensor::full(1.0)).unwrap();
+    assert_eq!(sorted(&log), ["a", "narrow"]);
+    saved.backprop_from_dense(n, Tensor::full(1.0)).unwrap();
+    assert_eq!(sorted(&log), ["a", "narrow"]);
+}

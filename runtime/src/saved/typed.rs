@@ -53,7 +53,11 @@ impl<A: Scalar, D: 'static, G, Ss, Br> GraphData<A, D, G, Ss, Br> {
     /// As [`compile`](Self::compile).
     pub fn eval(&self, inputs: impl InputPack<A, G>, data: D) -> Result<ContextPack<A, G, Ss, Br>, Error> {
         let saved = self.compile(inputs, data)?;
-        Ok(ContextPack::from_gradients(self.raw().id(), Gradients::from_tensors(saved.raw.into_values())))
+        Ok(ContextPack::from_gradients(
+            self.raw().id(),
+            self.raw().num_inputs(),
+            Gradients::from_tensors(saved.raw.into_values()),
+        ))
     }
 }
 
@@ -107,7 +111,7 @@ impl<'g, A: Scalar, D: 'static, G, Ss, Br> SavedGraph<'g, A, D, G, Ss, Br> {
     }
 
     fn all(&self, v: Gradients<A>) -> ContextPack<A, G, Ss, Br> {
-        ContextPack::from_gradients(self.graph.raw().id(), v)
+        ContextPack::from_gradients(self.graph.raw().id(), self.graph.raw().num_inputs(), v)
     }
 
     fn inputs(&self, v: Vec<RawTensor<A>>) -> Pack<A, G> {
