@@ -86,9 +86,8 @@ pub fn opaque_pack<A: Scalar>(
     for (&p, g) in reads.iter().zip(grads) {
         out[p] = Some(match out[p].take() {
             None => g,
-            Some(prev) if prev.dims() == g.dims() => prev.add(&g),
             // A gradient of the wrong shape: keep it, so the pass reports the shape error.
-            Some(_) => g,
+            Some(prev) => prev.add(&g).unwrap_or(g),
         });
     }
     out.into_iter().zip(ctx).map(|(g, t)| g.unwrap_or_else(|| RawTensor::zeros(t.dims()))).collect()
