@@ -364,9 +364,9 @@ impl<A: Scalar, D: 'static> RawGraph<A, D> {
             return Err(err(&node, &self.dims, format!("reads position {q}, but may only read positions below {p}")));
         }
         if let Program::Compact(op) = &node.program {
-            match op.output_dims(&self.dims) {
-                Ok(d) => node.dims = d,
-                Err(m) => return Err(err(&node, &self.dims, m)),
+            match crate::guard::guarded("its shape rule", || op.output_dims(&self.dims)) {
+                Ok(Ok(d)) => node.dims = d,
+                Ok(Err(m)) | Err(m) => return Err(err(&node, &self.dims, m)),
             }
         }
         if node.dims.checked_numel().is_none() {
