@@ -276,7 +276,7 @@
 //!     fn name(&self) -> &str { "twice" }
 //!     fn parents(&self) -> &[usize] { &self.0 }
 //!     fn output_dims(&self, prefix: &[Dims]) -> Result<Dims, String> { Ok(prefix[self.0[0]]) }
-//!     fn forward(&self, ctx: &[RawTensor<A>], _: &D) -> RawTensor<A> { ctx[self.0[0]].add(&ctx[self.0[0]]) }
+//!     fn forward(&self, ctx: &[RawTensor<A>], _: &D) -> RawTensor<A> { ctx[self.0[0]].add(&ctx[self.0[0]]).expect("one shape") }
 //!     fn contributions(&self, _: &SavedValues<'_, A, D>, _: &RawTensor<A>, c: &mut Contributions<A>) -> Contrib {
 //!         let (l, r) = (c.single_cotangent(self.0[0]), c.single_cotangent(self.0[0]));
 //!         c.add(l, r)

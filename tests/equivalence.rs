@@ -778,7 +778,7 @@ impl<T: TestScalar> CompactOp<T, ()> for Uniforms<T> {
         }
     }
     fn forward(&self, ctx: &[RawTensor<T>], _: &()) -> RawTensor<T> {
-        ctx[self.parents[0]].add(&ctx[self.parents[1]])
+        ctx[self.parents[0]].add(&ctx[self.parents[1]]).unwrap()
     }
     fn contributions(&self, _: &SavedValues<'_, T, ()>, _: &RawTensor<T>, c: &mut Contributions<T>) -> Contrib {
         let [a, b] = self.parents;

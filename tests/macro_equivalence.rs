@@ -352,7 +352,7 @@ impl<A: Scalar, D> CompactOp<A, D> for SpreadAdd {
         }
     }
     fn forward(&self, ctx: &[RawTensor<A>], _: &D) -> RawTensor<A> {
-        ctx[self.parents[0]].add(&ctx[self.parents[1]])
+        ctx[self.parents[0]].add(&ctx[self.parents[1]]).unwrap()
     }
     fn contributions(&self, _: &SavedValues<'_, A, D>, g: &RawTensor<A>, c: &mut Contributions<A>) -> Contrib {
         let l = c.single_cotangent(self.parents[0]);

@@ -181,9 +181,9 @@ fn opaque(node: usize, a: usize, b: usize, variant: u32, dims: Dims) -> NodeData
                 let t = F(x[i].0.tanh());
                 (d[i] * (F(1.0) - t * t)) * y[i]
             });
-            out[a].add_assign(&ga);
+            out[a].add_assign(&ga).unwrap();
             let gb = RawTensor::from_fn(g.dims(), |i| d[i] * F(x[i].0.tanh()));
-            out[b].add_assign(&gb);
+            out[b].add_assign(&gb).unwrap();
             if variant % 2 == 1 {
                 let q = (variant as usize / 4) % ctx.len();
                 let k = if variant % 4 == 3 { F(f64::from_bits(0x7ff8_0000_0000_0003)) } else { F(0.25) };

@@ -206,7 +206,7 @@ impl<A: Scalar + num_traits::FromPrimitive, D> CompactOp<A, D> for Twice {
         Ok(prefix[self.0[0]])
     }
     fn forward(&self, ctx: &[RawTensor<A>], _: &D) -> RawTensor<A> {
-        ctx[self.0[0]].add(&ctx[self.0[0]])
+        ctx[self.0[0]].add(&ctx[self.0[0]]).unwrap()
     }
     fn contributions(&self, _: &SavedValues<'_, A, D>, _: &RawTensor<A>, c: &mut Contributions<A>) -> Contrib {
         let (l, r) = (c.single_cotangent(self.0[0]), c.single_cotangent(self.0[0]));
@@ -220,7 +220,7 @@ graph! {
     fn repeated(x: [2, 2], y: [2, 2]) -> ([], []) {
         let a = x * x + square(x) + x;
         let b = x.matmul(x) - (y + y);
-        let o: [2, 2] = opaque(a, b, forward = |a, b| a.add(b), vjp = |_a, b, g| [g.clone(), g.map(|v| *v * b.data()[0])]);
+        let o: [2, 2] = opaque(a, b, forward = |a, b| a.add(b).unwrap(), vjp = |_a, b, g| [g.clone(), g.map(|v| *v * b.data()[0])]);
         (sum(o * a), sum(y))
     }
 }

@@ -183,9 +183,9 @@ fn opaque(node: usize, a: usize, b: usize, variant: u32, dims: Dims) -> NodeData
             let mut pack: Vec<RawTensor<Sym>> = ctx.iter().map(|t| RawTensor::zeros(t.dims())).collect();
             let (x, y, d) = (ctx[a].data(), ctx[b].data(), g.data());
             let ga = RawTensor::from_fn(g.dims(), |i| d[i] * y[i] + d[i]);
-            pack[a] = pack[a].add(&ga);
+            pack[a] = pack[a].add(&ga).unwrap();
             let gb = RawTensor::from_fn(g.dims(), |i| d[i] * x[i]);
-            pack[b] = pack[b].add(&gb);
+            pack[b] = pack[b].add(&gb).unwrap();
             if variant % 2 == 1 {
                 let q = (variant as usize / 2) % ctx.len();
                 let k = Sym::leaf(format!("k{node}"));

@@ -201,6 +201,12 @@ impl<A: Scalar> Contributions<A> {
         v
     }
 
+    /// Whether `c` names a description of this arena (a user op could return a handle of another
+    /// arena, or one made before the last [`clear`](Self::clear)).
+    pub(crate) fn is_handle(&self, c: Contrib) -> bool {
+        c.0 < self.descriptions.len()
+    }
+
     fn push(&mut self, d: Description<A>) -> Contrib {
         self.descriptions.push(d);
         Contrib(self.descriptions.len() - 1)

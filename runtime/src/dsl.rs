@@ -7,7 +7,8 @@ use crate::tensor::RawTensor;
 
 /// The constant written `literal` (decimal, optional sign) in the scalar type, parsed directly
 /// (so an `f32` constant is rounded once, not via `f64`), or `None` when the scalar type cannot
-/// represent it (`0.5` for an integer type).
+/// represent it: `0.5` for an integer type, and a value that is not finite in the scalar type
+/// (`1e39` overflows `f32` to infinity; `inf` and `NaN` are not constants either).
 ///
 /// ```
 /// use exactgrad_runtime::dsl::constant;
@@ -15,12 +16,21 @@ use crate::tensor::RawTensor;
 /// assert_eq!(constant::<i64>("-3"), Some(-3));
 /// assert_eq!(constant::<i64>("0.5"), None);
 /// assert_eq!(constant::<f64>("-0.0").map(f64::to_bits), Some((-0.0f64).to_bits()));
+/// assert_eq!(constant::<f32>("1e39"), None);
+/// assert_eq!(constant::<f64>("1e39"), Some(1e39));
 /// ```
 ///
 /// Types that parse only fractions (`num_rational::Ratio`) get the literal as an exact fraction:
 /// `0.25` becomes `25/100`, `3` becomes `3/1`.
-pub fn constant<A: Num>(literal: &str) -> Option<A> {
-    A::from_str_radix(literal, 10).ok().or_else(|| A::from_str_radix(&as_fraction(literal)?, 10).ok())
+pub fn constant<A: Num + Clone>(literal: &str) -> Option<A> {
+    A::from_str_radix(literal, 10).ok().or_else(|| A::from_str_radix(&as_fraction(literal)?, 10).ok()).filter(is_finite)
+}
+
+/// `v * 0 == 0`: `false` exactly for a NaN or an infinity (`NaN * 0` and `inf * 0` are NaN),
+/// `true` for every value of a type without them. Needs only `Num` (and cannot overflow), so it
+/// applies to any scalar type the macro's constants are made in.
+fn is_finite<A: Num + Clone>(v: &A) -> bool {
+    v.clone() * A::zero() == A::zero()
 }
 
 /// A decimal literal `[-]digits[.digits][e[±]digits]` as the exact fraction `n/d` (for types such
@@ -49,16 +59,21 @@ fn as_fraction(literal: &str) -> Option<String> {
 }
 
 /// A constant computed in `f64` (e.g. `0.25 * 4.0`) in the scalar type: integral values as
-/// integers, others through their shortest decimal form; `None` when not representable.
+/// integers, others through their shortest decimal form; `None` when not representable or not
+/// finite (in `f64` or in the scalar type).
 ///
 /// ```
 /// use exactgrad_runtime::dsl::constant_f64;
 /// assert_eq!(constant_f64::<i32>(1.0), Some(1));
 /// assert_eq!(constant_f64::<i32>(0.5), None);
 /// assert_eq!(constant_f64::<f32>(0.5), Some(0.5));
+/// assert_eq!(constant_f64::<f32>(1e39), None);
+/// assert_eq!(constant_f64::<f64>(1.0 / 0.0), None);
 /// ```
-pub fn constant_f64<A: Num>(v: f64) -> Option<A> {
-    if v.fract() == 0.0 && v.abs() < 9.0e15 && !(v == 0.0 && v.is_sign_negative()) {
+pub fn constant_f64<A: Num + Clone>(v: f64) -> Option<A> {
+    if !v.is_finite() {
+        None
+    } else if v.fract() == 0.0 && v.abs() < 9.0e15 && !(v == 0.0 && v.is_sign_negative()) {
         constant(&format!("{v:.0}"))
     } else {
         constant(&format!("{v:?}"))
@@ -86,9 +101,8 @@ pub fn opaque_pack<A: Scalar>(
     for (&p, g) in reads.iter().zip(grads) {
         out[p] = Some(match out[p].take() {
             None => g,
-            Some(prev) if prev.dims() == g.dims() => prev.add(&g),
             // A gradient of the wrong shape: keep it, so the pass reports the shape error.
-            Some(_) => g,
+            Some(prev) => prev.add(&g).unwrap_or(g),
         });
     }
     out.into_iter().zip(ctx).map(|(g, t)| g.unwrap_or_else(|| RawTensor::zeros(t.dims()))).collect()
@@ -107,6 +121,21 @@ mod tests {
         assert_eq!(as_fraction("x"), None);
         assert_eq!(constant::<i64>("0.5"), None);
         assert_eq!(constant::<i64>("3"), Some(3));
+    }
+
+    #[test]
+    fn constants_that_are_not_finite_in_the_scalar_type_are_refused() {
+        assert_eq!(constant::<f32>("1e39"), None);
+        assert_eq!(constant::<f32>("-1e39"), None);
+        assert_eq!(constant::<f32>("3.4e38"), Some(3.4e38));
+        assert_eq!(constant::<f64>("1e309"), None);
+        assert_eq!(constant::<f64>("inf"), None);
+        assert_eq!(constant::<f64>("NaN"), None);
+        assert_eq!(constant::<i64>("0"), Some(0));
+        assert_eq!(constant::<i64>("9223372036854775807"), Some(i64::MAX));
+        assert_eq!(constant_f64::<f32>(1e39), None);
+        assert_eq!(constant_f64::<f64>(f64::NAN), None);
+        assert_eq!(constant_f64::<i64>(f64::INFINITY), None);
     }
 
     #[cfg(feature = "rational")]

@@ -18,6 +18,16 @@ pub enum Error {
         /// The length of the data given.
         actual: usize,
     },
+    /// A shape whose element count overflows `usize` (`[2^63, 2]` on a 64-bit target), given to a
+    /// tensor constructor or declared as a graph input. (A node's shape that overflows is an
+    /// [`Error::Node`] naming the node and op.)
+    #[error("{what} has shape {dims}, whose element count overflows usize")]
+    ShapeOverflow {
+        /// What has the shape: `a tensor`, `input 2`.
+        what: String,
+        /// The shape.
+        dims: Dims,
+    },
     /// A tensor of the wrong shape.
     #[error("expected a tensor of shape {expected}, got {actual}")]
     ShapeMismatch {
@@ -36,8 +46,9 @@ pub enum Error {
         /// The shapes given.
         actual: Vec<Dims>,
     },
-    /// A node failed checked lowering (`compile`): validation, a bad parent, or a forward result of
-    /// the wrong shape.
+    /// A node failed checked lowering (`compile`): validation, a bad parent, a shape whose element
+    /// count overflows `usize`, a forward result of the wrong shape, or a panic in the node's code
+    /// (a user closure or compact op; the message says what panicked and with which message).
     #[error("node {node} ({op}) with parent shapes {}: {message}", DimsList(parent_shapes))]
     Node {
         /// Index of the node (0 = first node after the inputs).
@@ -49,7 +60,8 @@ pub enum Error {
         /// What is wrong.
         message: String,
     },
-    /// A VJP (opaque closure or compact program) returned something that does not fit the prefix.
+    /// A VJP (opaque closure or compact program) returned something that does not fit the prefix,
+    /// or panicked (the message says so, with the panic's message).
     #[error("the VJP of node {node} ({op}) is malformed: {message}")]
     Vjp {
         /// Index of the node.

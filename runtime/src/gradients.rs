@@ -341,6 +341,7 @@ mod tests {
                 let dense = c.dense(root, &[Dims::vector(4)], &g).unwrap();
                 let want: Vec<u64> = RawTensor::full(Dims::vector(4), stored)
                     .add(&dense[0])
+                    .unwrap()
                     .data()
                     .iter()
                     .map(|x| x.to_bits())

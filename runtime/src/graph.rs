@@ -350,8 +350,8 @@ impl<A: Scalar, D: 'static> RawGraph<A, D> {
     /// rule.
     ///
     /// # Errors
-    /// [`Error::Node`] when the node reads a position not below it or breaks its shape rule; the
-    /// graph is unchanged.
+    /// [`Error::Node`] when the node reads a position not below it, breaks its shape rule or has
+    /// a shape whose element count overflows `usize`; the graph is unchanged.
     pub fn push(&mut self, mut node: NodeData<A, D>) -> Result<usize, Error> {
         let p = self.dims.len();
         let err = |node: &NodeData<A, D>, dims: &[Dims], message: String| Error::Node {
@@ -364,10 +364,14 @@ impl<A: Scalar, D: 'static> RawGraph<A, D> {
             return Err(err(&node, &self.dims, format!("reads position {q}, but may only read positions below {p}")));
         }
         if let Program::Compact(op) = &node.program {
-            match op.output_dims(&self.dims) {
-                Ok(d) => node.dims = d,
-                Err(m) => return Err(err(&node, &self.dims, m)),
+            match crate::guard::guarded("its shape rule", || op.output_dims(&self.dims)) {
+                Ok(Ok(d)) => node.dims = d,
+                Ok(Err(m)) | Err(m) => return Err(err(&node, &self.dims, m)),
             }
+        }
+        if node.dims.checked_numel().is_none() {
+            let message = format!("its shape {} has more elements than fit in usize", node.dims);
+            return Err(err(&node, &self.dims, message));
         }
         self.dims.push(node.dims);
         self.nodes.push(node);
@@ -440,6 +444,8 @@ impl<A: 'static, D: 'static> fmt::Display for RawGraph<A, D> {
 /// ```
 pub struct GraphData<A, D, G = Nil, Ss = Nil, Br = ()> {
     raw: RawGraph<A, D>,
+    /// The first input whose shape cannot be a tensor (reported by `compile` before any node).
+    input_error: Option<Error>,
     build_errors: Vec<(usize, String)>,
     marker: PhantomData<fn() -> (G, Ss, Br)>,
 }
@@ -447,7 +453,7 @@ pub struct GraphData<A, D, G = Nil, Ss = Nil, Br = ()> {
 impl<A: Scalar, D: 'static> GraphData<A, D, Nil, Nil> {
     /// A graph with no input and no node.
     pub fn new() -> Self {
-        GraphData { raw: RawGraph::new(Vec::new()), build_errors: Vec::new(), marker: PhantomData }
+        GraphData { raw: RawGraph::new(Vec::new()), input_error: None, build_errors: Vec::new(), marker: PhantomData }
     }
 }
 
@@ -455,7 +461,7 @@ impl<A: Scalar, D: 'static, Br> GraphData<A, D, Nil, Nil, Br> {
     /// A graph with no input and no node whose handles carry the brand `Br`: handles of graphs
     /// with other brands are rejected by the compiler. `graph!` gives every graph a brand.
     pub fn branded() -> Self {
-        GraphData { raw: RawGraph::new(Vec::new()), build_errors: Vec::new(), marker: PhantomData }
+        GraphData { raw: RawGraph::new(Vec::new()), input_error: None, build_errors: Vec::new(), marker: PhantomData }
     }
 }
 
@@ -466,7 +472,9 @@ impl<A: Scalar, D: 'static> Default for GraphData<A, D, Nil, Nil> {
 }
 
 impl<A: Scalar, D: 'static, G, Br> GraphData<A, D, G, Nil, Br> {
-    /// Declares the next input, of shape `S` (inputs come before any node).
+    /// Declares the next input, of shape `S` (inputs come before any node). Never fails here: a
+    /// shape whose element count overflows `usize` is reported by [`compile`](Self::compile) as
+    /// [`Error::ShapeOverflow`].
     pub fn input<S: Shape>(mut self) -> (GraphData<A, D, Snoc<G, S>, Nil, Br>, Position<S, Br>) {
         let pos = self.input_in_place::<S>();
         (self.retype(), pos)
@@ -488,6 +496,9 @@ impl<A: Scalar, D: 'static, G, Ss, Br> GraphData<A, D, G, Ss, Br> {
 
     pub(crate) fn input_in_place<S: Shape>(&mut self) -> Position<S, Br> {
         let p = self.raw.dims.len();
+        if S::dims().checked_numel().is_none() && self.input_error.is_none() {
+            self.input_error = Some(Error::ShapeOverflow { what: format!("input {p}"), dims: S::dims() });
+        }
         self.raw.dims.push(S::dims());
         self.raw.inputs += 1;
         Position::new(self.raw.id, p)
@@ -530,7 +541,7 @@ impl<A: Scalar, D: 'static, G, Ss, Br> GraphData<A, D, G, Ss, Br> {
     /// (this one, and [`MacroBuilder`](crate::MacroBuilder), whose types grow with every push) use
     /// it, each with exactly the list it recorded.
     pub(crate) fn retype<G2, Ss2>(self) -> GraphData<A, D, G2, Ss2, Br> {
-        GraphData { raw: self.raw, build_errors: self.build_errors, marker: PhantomData }
+        GraphData { raw: self.raw, input_error: self.input_error, build_errors: self.build_errors, marker: PhantomData }
     }
 
     /// The untyped graph.
@@ -538,12 +549,17 @@ impl<A: Scalar, D: 'static, G, Ss, Br> GraphData<A, D, G, Ss, Br> {
         &self.raw
     }
 
+    #[cfg(test)]
     pub(crate) fn build_errors(&self) -> &[(usize, String)] {
         &self.build_errors
     }
 
-    /// The first error recorded while building, as `compile` reports it.
+    /// The first error recorded while building, as `compile` reports it: an input whose shape
+    /// overflows, else the first node's.
     pub(crate) fn first_build_error(&self) -> Option<Error> {
+        if let Some(e) = &self.input_error {
+            return Some(e.clone());
+        }
         self.build_errors.first().map(|(k, m)| crate::saved::node_error(&self.raw, *k, m.clone()))
     }
 

@@ -63,6 +63,10 @@ pub struct Init {
 /// `2^-53`: a 53-bit integer times this is an `f64` in `[0, 1)`, exactly.
 const UNIT: f64 = 1.0 / (1u64 << 53) as f64;
 
+/// A bound on `|z|` of [`Init::normal`]'s Box–Muller samples: `sqrt(-2 ln u1) <= sqrt(-2 ln 2^-53)`
+/// `≈ 8.572` for `u1 >= 2^-53`, `|cos| <= 1`; rounded up with room for the last bits of `ln`.
+const Z_MAX: f64 = 8.6;
+
 fn cast<A: Float>(x: f64) -> A {
     A::from(x).unwrap_or_else(A::nan)
 }
@@ -93,7 +97,8 @@ impl Init {
     /// round to `hi`).
     ///
     /// # Errors
-    /// [`InvalidHyperparameter`] unless `lo` and `hi` are finite and `lo <= hi`.
+    /// [`InvalidHyperparameter`] unless `lo` and `hi` are finite, `lo <= hi` and `hi - lo` is
+    /// finite in `f64` (`uniform(-f64::MAX, f64::MAX)` would draw infinities and NaNs).
     ///
     /// ```
     /// use exactgrad_runtime::{Init, Tensor, typenum::{U2, U5}};
@@ -108,8 +113,9 @@ impl Init {
     ) -> Result<Tensor<A, S>, InvalidHyperparameter> {
         require("lo", lo, lo.is_finite(), "must be finite")?;
         require("hi", hi, hi.is_finite() && hi >= lo, "must be finite and >= lo")?;
-        let (lo, hi) = (lo.to_f64().unwrap_or(f64::NAN), hi.to_f64().unwrap_or(f64::NAN));
-        Ok(self.uniform_f64(lo, hi))
+        let (lo64, hi64) = (lo.to_f64().unwrap_or(f64::NAN), hi.to_f64().unwrap_or(f64::NAN));
+        require("hi", hi, (hi64 - lo64).is_finite(), "hi - lo must be finite")?;
+        Ok(self.uniform_f64(lo64, hi64))
     }
 
     /// Independent samples of the normal distribution `N(mean, std²)`, two draws per element
@@ -117,7 +123,9 @@ impl Init {
     /// `u1` in `(0, 1]`, `u2` in `[0, 1)`, rounded once to `A`.
     ///
     /// # Errors
-    /// [`InvalidHyperparameter`] unless `mean` is finite and `std` is finite and `>= 0`.
+    /// [`InvalidHyperparameter`] unless `mean` is finite, `std` is finite and `>= 0`, and every
+    /// sample is finite in `A`: `|mean| + Z_MAX * std` at most `A`'s largest value, where
+    /// `Z_MAX = 8.6` bounds `|z|` (`sqrt(-2 ln 2^-53) ≈ 8.572` for the smallest `u1`).
     ///
     /// ```
     /// use exactgrad_runtime::{Init, Tensor, typenum::U4};
@@ -132,7 +140,11 @@ impl Init {
     ) -> Result<Tensor<A, S>, InvalidHyperparameter> {
         require("mean", mean, mean.is_finite(), "must be finite")?;
         require("std", std, std.is_finite() && std >= <A as Scalar>::zero(), "must be finite and >= 0")?;
-        let (mean, std) = (mean.to_f64().unwrap_or(f64::NAN), std.to_f64().unwrap_or(f64::NAN));
+        let (mean64, std64) = (mean.to_f64().unwrap_or(f64::NAN), std.to_f64().unwrap_or(f64::NAN));
+        let largest = A::max_value().to_f64().unwrap_or(f64::MAX);
+        let bound = mean64.abs() + Z_MAX * std64;
+        require("std", std, bound <= largest, "mean ± 8.6 std must be finite in the scalar type")?;
+        let (mean, std) = (mean64, std64);
         Ok(Tensor::from_fn(|_| {
             let u1 = self.unit_open_below();
             let u2 = self.unit();
@@ -281,6 +293,13 @@ mod tests {
         assert_eq!(init.uniform::<f64, (U3,)>(1.0, 0.0).unwrap_err().name, "hi");
         assert_eq!(init.normal::<f32, (U3,)>(0.0, -1.0).unwrap_err().name, "std");
         assert_eq!(init.normal::<f32, (U3,)>(f32::NAN, 1.0).unwrap_err().name, "mean");
+        // Bounds whose samples would overflow to inf or NaN.
+        assert_eq!(init.uniform::<f64, (U3,)>(-f64::MAX, f64::MAX).unwrap_err().name, "hi");
+        assert_eq!(init.normal::<f64, (U3,)>(f64::MAX, f64::MAX).unwrap_err().name, "std");
+        assert_eq!(init.normal::<f64, (U3,)>(0.0, f64::MAX / 4.0).unwrap_err().name, "std");
+        assert_eq!(init.normal::<f32, (U3,)>(3.0e38, 1.0e37).unwrap_err().name, "std");
+        let big: Tensor<f32, (U100,)> = init.normal(0.0, 3.0e37).unwrap();
+        assert!(big.data().iter().all(|v| v.is_finite()));
         let c: Tensor<f64, (U3,)> = init.uniform(2.0, 2.0).unwrap();
         assert_eq!(c.data(), &[2.0; 3]);
     }

@@ -45,6 +45,7 @@ pub mod dsl;
 pub mod error;
 pub mod gradients;
 pub mod graph;
+mod guard;
 pub mod init;
 pub mod macro_builder;
 pub mod math;

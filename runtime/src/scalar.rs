@@ -39,6 +39,27 @@ pub trait Storage {
     /// are the dense sequence of additions; this only decides how much of it must run.
     const ZERO_ADD_IDEMPOTENT: bool = false;
 
+    /// Whether `numerator / divisor` panics for this type: Rust's integer division by zero (and,
+    /// for the signed primitive integers, `MIN / -1`); a rational's division by zero. `false` by
+    /// default and for floats, whose division never panics (`1 / 0` is `inf`). The `div` op checks
+    /// it on every pair before dividing, so a zero divisor is an error naming the node
+    /// ([`Error::Node`](crate::Error::Node)), not a panic. A scalar type whose `/` can panic
+    /// should say so here.
+    ///
+    /// ```
+    /// use exactgrad_runtime::Storage;
+    /// use core::num::Wrapping;
+    /// assert!(Storage::division_panics(&Wrapping(3i64), &Wrapping(0)));
+    /// assert!(!Storage::division_panics(&Wrapping(i64::MIN), &Wrapping(-1)));
+    /// assert!(Storage::division_panics(&i64::MIN, &-1));
+    /// assert!(!Storage::division_panics(&1.0f64, &0.0));
+    /// ```
+    #[inline]
+    fn division_panics(numerator: &Self, divisor: &Self) -> bool {
+        let _ = (numerator, divisor);
+        false
+    }
+
     /// The engine's `a + b` (`a` left). For floats it pins the NaN payload of a NaN result: the
     /// left operand's NaN (quieted) if it is one, else the right one's, else the hardware's
     /// default NaN (`inf + -inf`). Rust lets the compiler pick either operand's payload when both
@@ -103,6 +124,10 @@ macro_rules! int_storage {
             fn storage_eq(&self, other: &Self) -> bool {
                 self == other
             }
+            #[inline]
+            fn division_panics(numerator: &Self, divisor: &Self) -> bool {
+                numerator.checked_div(*divisor).is_none()
+            }
         }
         impl Storage for Wrapping<$t> {
             const HAS_STORAGE_EQUALITY: bool = true;
@@ -110,6 +135,11 @@ macro_rules! int_storage {
             #[inline]
             fn storage_eq(&self, other: &Self) -> bool {
                 self == other
+            }
+            #[inline]
+            fn division_panics(_: &Self, divisor: &Self) -> bool {
+                // `Wrapping` divides with `wrapping_div`: only a zero divisor panics.
+                divisor.0 == 0
             }
         }
     )*};
@@ -129,12 +159,16 @@ int_storage!(i8, i16, i32, i64, i128, u8, u16, u32, u64, u128, isize, usize);
 /// # }
 /// ```
 #[cfg(feature = "rational")]
-impl<T: Storage> Storage for num_rational::Ratio<T> {
+impl<T: Storage + num_traits::Zero> Storage for num_rational::Ratio<T> {
     const HAS_STORAGE_EQUALITY: bool = T::HAS_STORAGE_EQUALITY;
     const ZERO_ADD_IDEMPOTENT: bool = T::ZERO_ADD_IDEMPOTENT;
     #[inline]
     fn storage_eq(&self, other: &Self) -> bool {
         self.numer().storage_eq(other.numer()) && self.denom().storage_eq(other.denom())
+    }
+    #[inline]
+    fn division_panics(_: &Self, divisor: &Self) -> bool {
+        divisor.numer().is_zero()
     }
 }
 

@@ -28,16 +28,37 @@ impl<A> RawTensor<A> {
     /// let e = RawTensor::from_vec(Dims::matrix(2, 2), vec![1.0]).unwrap_err();
     /// assert_eq!(e.to_string(), "a tensor of shape [2, 2] needs 4 elements, got 1");
     /// ```
+    ///
+    /// [`Error::ShapeOverflow`] when the element count of `dims` overflows `usize`.
     pub fn from_vec(dims: Dims, data: Vec<A>) -> Result<Self, Error> {
-        if data.len() != dims.numel() {
-            return Err(Error::DataLength { dims, expected: dims.numel(), actual: data.len() });
+        let expected = count(dims)?;
+        if data.len() != expected {
+            return Err(Error::DataLength { dims, expected, actual: data.len() });
         }
         Ok(RawTensor { dims, data })
     }
 
     /// A tensor whose element `i` is `f(i)`.
+    ///
+    /// # Panics
+    /// When the element count of `dims` overflows `usize`; [`try_from_fn`](Self::try_from_fn)
+    /// returns an error instead.
     pub fn from_fn(dims: Dims, f: impl FnMut(usize) -> A) -> Self {
         RawTensor { dims, data: (0..dims.numel()).map(f).collect() }
+    }
+
+    /// [`from_fn`](Self::from_fn), or an error for dims whose element count overflows `usize`.
+    ///
+    /// # Errors
+    /// [`Error::ShapeOverflow`] naming the shape.
+    ///
+    /// ```
+    /// use exactgrad_runtime::{Dims, RawTensor};
+    /// let e = RawTensor::try_from_fn(Dims::matrix(usize::MAX, 2), |i| i).unwrap_err();
+    /// assert_eq!(e.to_string(), format!("a tensor has shape [{}, 2], whose element count overflows usize", usize::MAX));
+    /// ```
+    pub fn try_from_fn(dims: Dims, f: impl FnMut(usize) -> A) -> Result<Self, Error> {
+        Ok(RawTensor { dims, data: (0..count(dims)?).map(f).collect() })
     }
 
     /// Builds a tensor from a buffer the caller has already filled with exactly `numel` elements.
@@ -84,10 +105,27 @@ impl<A> RawTensor<A> {
     }
 }
 
+/// The element count of `dims`, or [`Error::ShapeOverflow`].
+fn count(dims: Dims) -> Result<usize, Error> {
+    dims.checked_numel().ok_or_else(|| Error::ShapeOverflow { what: "a tensor".to_owned(), dims })
+}
+
 impl<A: Clone> RawTensor<A> {
     /// `full(dims, v)`: every element `v`.
+    ///
+    /// # Panics
+    /// When the element count of `dims` overflows `usize`; [`try_full`](Self::try_full) returns an
+    /// error instead.
     pub fn full(dims: Dims, v: A) -> Self {
         RawTensor { dims, data: vec![v; dims.numel()] }
+    }
+
+    /// [`full`](Self::full), or an error for dims whose element count overflows `usize`.
+    ///
+    /// # Errors
+    /// [`Error::ShapeOverflow`] naming the shape.
+    pub fn try_full(dims: Dims, v: A) -> Result<Self, Error> {
+        Ok(RawTensor { dims, data: vec![v; count(dims)?] })
     }
 
     /// The same dims with `f` applied to every element.
@@ -98,28 +136,50 @@ impl<A: Clone> RawTensor<A> {
 
 impl<A: Scalar> RawTensor<A> {
     /// `zeros(dims)` = `full(dims, 0)`.
+    ///
+    /// # Panics
+    /// As [`full`](Self::full); [`try_zeros`](Self::try_zeros) returns an error instead.
     pub fn zeros(dims: Dims) -> Self {
         Self::full(dims, A::zero())
     }
 
+    /// [`zeros`](Self::zeros), or an error for dims whose element count overflows `usize`.
+    ///
+    /// # Errors
+    /// [`Error::ShapeOverflow`] naming the shape.
+    pub fn try_zeros(dims: Dims) -> Result<Self, Error> {
+        Self::try_full(dims, A::zero())
+    }
+
     /// Elementwise `self[i] + other[i]`, `self` on the left.
     ///
-    /// # Panics
-    /// If the dims differ (an engine invariant, never user input).
-    pub fn add(&self, other: &Self) -> Self {
-        assert_eq!(self.dims, other.dims, "tensor add of different shapes");
-        RawTensor {
+    /// # Errors
+    /// [`Error::ShapeMismatch`] when the dims differ (`expected` is `self`'s).
+    pub fn add(&self, other: &Self) -> Result<Self, Error> {
+        self.same_dims(other)?;
+        Ok(RawTensor {
             dims: self.dims,
             data: self.data.iter().zip(&other.data).map(|(a, b)| A::pinned_add(a.clone(), b.clone())).collect(),
-        }
+        })
     }
 
     /// In place: `self[i] = self[i] + other[i]`, `self` on the left.
-    pub fn add_assign(&mut self, other: &Self) {
-        assert_eq!(self.dims, other.dims, "tensor add of different shapes");
+    ///
+    /// # Errors
+    /// [`Error::ShapeMismatch`] when the dims differ (`expected` is `self`'s); `self` is unchanged.
+    pub fn add_assign(&mut self, other: &Self) -> Result<(), Error> {
+        self.same_dims(other)?;
         for (a, b) in self.data.iter_mut().zip(&other.data) {
             *a = A::pinned_add(a.clone(), b.clone());
         }
+        Ok(())
+    }
+
+    fn same_dims(&self, other: &Self) -> Result<(), Error> {
+        if self.dims != other.dims {
+            return Err(Error::ShapeMismatch { expected: self.dims, actual: other.dims });
+        }
+        Ok(())
     }
 
     /// Storage equality of every element (same dims, same encodings).
@@ -152,7 +212,8 @@ impl<A, S: Shape> Tensor<A, S> {
     /// A tensor of shape `S` from row-major data.
     ///
     /// # Errors
-    /// [`Error::DataLength`] naming the expected and actual sizes.
+    /// [`Error::DataLength`] naming the expected and actual sizes; [`Error::ShapeOverflow`] for a
+    /// shape whose element count overflows `usize`.
     pub fn from_vec(data: Vec<A>) -> Result<Self, Error> {
         RawTensor::from_vec(S::dims(), data).map(|raw| Tensor { raw, shape: PhantomData })
     }
@@ -169,8 +230,20 @@ impl<A, S: Shape> Tensor<A, S> {
     }
 
     /// A tensor whose element `i` (row-major) is `f(i)`.
+    ///
+    /// # Panics
+    /// When the element count of `S` overflows `usize`; [`try_from_fn`](Self::try_from_fn) returns
+    /// an error instead.
     pub fn from_fn(f: impl FnMut(usize) -> A) -> Self {
         Tensor { raw: RawTensor::from_fn(S::dims(), f), shape: PhantomData }
+    }
+
+    /// [`from_fn`](Self::from_fn), or an error when the element count of `S` overflows `usize`.
+    ///
+    /// # Errors
+    /// [`Error::ShapeOverflow`] naming the shape.
+    pub fn try_from_fn(f: impl FnMut(usize) -> A) -> Result<Self, Error> {
+        Ok(Tensor { raw: RawTensor::try_from_fn(S::dims(), f)?, shape: PhantomData })
     }
 
     /// The untyped tensor.
@@ -191,15 +264,38 @@ impl<A, S: Shape> Tensor<A, S> {
 
 impl<A: Clone, S: Shape> Tensor<A, S> {
     /// Every element `v`.
+    ///
+    /// # Panics
+    /// When the element count of `S` overflows `usize`; [`try_full`](Self::try_full) returns an
+    /// error instead.
     pub fn full(v: A) -> Self {
         Tensor { raw: RawTensor::full(S::dims(), v), shape: PhantomData }
+    }
+
+    /// [`full`](Self::full), or an error when the element count of `S` overflows `usize`.
+    ///
+    /// # Errors
+    /// [`Error::ShapeOverflow`] naming the shape.
+    pub fn try_full(v: A) -> Result<Self, Error> {
+        Ok(Tensor { raw: RawTensor::try_full(S::dims(), v)?, shape: PhantomData })
     }
 }
 
 impl<A: Scalar, S: Shape> Tensor<A, S> {
     /// Every element zero.
+    ///
+    /// # Panics
+    /// As [`full`](Self::full); [`try_zeros`](Self::try_zeros) returns an error instead.
     pub fn zeros() -> Self {
         Self::full(A::zero())
+    }
+
+    /// [`zeros`](Self::zeros), or an error when the element count of `S` overflows `usize`.
+    ///
+    /// # Errors
+    /// [`Error::ShapeOverflow`] naming the shape.
+    pub fn try_zeros() -> Result<Self, Error> {
+        Self::try_full(A::zero())
     }
 }
 
@@ -223,9 +319,18 @@ mod tests {
     fn add_keeps_left_operand_first() {
         let a = RawTensor::from_vec(Dims::vector(2), vec![-0.0f64, 1.0]).unwrap();
         let z = RawTensor::zeros(Dims::vector(2));
-        let s = a.add(&z);
+        let s = a.add(&z).unwrap();
         assert_eq!(s.data()[0].to_bits(), 0.0f64.to_bits());
         assert!(!s.storage_eq(&a));
+    }
+
+    #[test]
+    fn adding_tensors_of_different_shapes_is_an_error() {
+        let (mut a, b) = (RawTensor::<f64>::zeros(Dims::vector(2)), RawTensor::zeros(Dims::matrix(1, 2)));
+        let e = Error::ShapeMismatch { expected: Dims::vector(2), actual: Dims::matrix(1, 2) };
+        assert_eq!(a.add(&b), Err(e.clone()));
+        assert_eq!(a.add_assign(&b), Err(e));
+        assert_eq!(a.data(), &[0.0, 0.0]);
     }
 
     #[test]

@@ -253,6 +253,11 @@ pub fn permute<D: Dim>(x: &[D], perm: &[usize]) -> Outcome<D> {
 /// `reshape(x)` to the declared shape `to`: the element counts agree (checked when both are
 /// known).
 pub fn reshape<D: Dim>(x: &[D], to: &[D]) -> Outcome<D> {
+    for s in [x, to] {
+        if numel(s).is_none() && s.iter().all(|d| d.size().is_some()) {
+            return Err(format!("reshape cannot take shape {}: its element count overflows usize", Dims(s)));
+        }
+    }
     match (numel(x), numel(to)) {
         (Some(a), Some(b)) if a != b => {
             Err(format!("reshape cannot turn shape {} ({a} elements) into shape {} ({b} elements)", Dims(x), Dims(to)))
@@ -322,6 +327,11 @@ mod tests {
         assert_eq!(
             e(reshape(&[2, 3], &[4])),
             "reshape cannot turn shape [2, 3] (6 elements) into shape [4] (4 elements)"
+        );
+        // A 0-element operand once passed for a target whose count wraps to 0.
+        assert_eq!(
+            e(reshape(&[0], &[1 << 63, 2])),
+            "reshape cannot take shape [9223372036854775808, 2]: its element count overflows usize"
         );
         assert_eq!(e(reduce("mean", &[0, 3], true)), "mean needs at least one element, got shape [0, 3]");
         assert_eq!(e(last_axis("softmax", &[])), "softmax needs a non-empty last axis, got shape []");

@@ -26,7 +26,7 @@ fn data_scale(d: &StrictData) -> f64 {
 exactgrad::graph! {
     /// An opaque node whose VJP returns a tensor for every position of its prefix.
     pub fn whole_prefix(x: [2], y: [2]) -> [] {
-        let z: [2] = opaque(x, y, forward = |x, y| x.add(y), vjp_all = |prefix, g| prefix.iter().map(|_| g.clone()).collect());
+        let z: [2] = opaque(x, y, forward = |x, y| x.add(y).expect("one shape"), vjp_all = |prefix, g| prefix.iter().map(|_| g.clone()).collect());
         sum(z)
     }
 }

@@ -8,8 +8,11 @@
 //! `(δ / b) + (0 - ((δ * 1) / b))`, which is `+0` whenever `δ / b` is finite.
 //!
 //! IEEE special values follow `/`: a zero divisor gives `±∞` or NaN in the value and in both
-//! gradients. The op is generic over any scalar with `/`, `*` and `-`; for integer scalars the
-//! scalar's `/` decides what a zero divisor does (Rust's integer division panics).
+//! gradients. The op is generic over any scalar with `/`, `*` and `-`. For a scalar whose `/` can
+//! panic ([`Storage::division_panics`](crate::Storage::division_panics): integers and `Wrapping`
+//! integers dividing by zero, `i64::MIN / -1`, rationals dividing by zero) the validation refuses
+//! the division before the forward runs: `compile` and the generated programs return
+//! [`Error::Node`](crate::Error::Node) naming the node, the op and the element.
 
 use crate::shape::rules::ElementwiseShape;
 use core::ops::{Div as DivOp, Mul as MulOp, Sub as SubOp};
@@ -42,6 +45,15 @@ impl<A: Scalar + DivOp<Output = A> + MulOp<Output = A> + SubOp<Output = A>, D> C
     }
     fn output_dims(&self, prefix: &[Dims]) -> Result<Dims, String> {
         super::same_dims("div", prefix, self.parents[0], self.parents[1])
+    }
+    fn validate(&self, ctx: &[RawTensor<A>], _: &D) -> Result<(), String> {
+        let (a, b) = (ctx[self.parents[0]].data(), ctx[self.parents[1]].data());
+        match a.iter().zip(b).position(|(x, y)| A::division_panics(x, y)) {
+            None => Ok(()),
+            Some(i) => Err(format!(
+                "div cannot divide element {i} in this scalar type (a zero divisor, or an integer division that overflows)"
+            )),
+        }
     }
     fn forward(&self, ctx: &[RawTensor<A>], data: &D) -> RawTensor<A> {
         super::forward_like(self, ctx, data, self.parents[0])
@@ -110,6 +122,20 @@ mod tests {
         let g = v(&[1.0, -0.0, 5.0]);
         assert_eq!(bits(&forward(Div::new(0, 0), std::slice::from_ref(&x))), [1.0f64.to_bits(); 3]);
         assert_eq!(bits(&vjp(Div::new(0, 0), &[x], &g)[0]), [0, 0, 0]);
+    }
+
+    #[test]
+    fn an_integer_division_by_zero_is_refused_by_validation() {
+        use core::num::Wrapping as W;
+        let t = |x: &[i64]| RawTensor::from_vec(Dims::vector(x.len()), x.iter().map(|&v| W(v)).collect()).unwrap();
+        let (a, b) = (t(&[6, 1, i64::MIN]), t(&[3, 0, -1]));
+        let op = Div::new(0, 1);
+        let m = <Div as CompactOp<W<i64>, ()>>::validate(&op, &[a.clone(), b], &()).unwrap_err();
+        assert!(m.contains("element 1"), "{m}");
+        // `Wrapping` wraps `MIN / -1`: only zero divisors are refused.
+        assert_eq!(<Div as CompactOp<W<i64>, ()>>::validate(&op, &[a, t(&[3, 1, -1])], &()), Ok(()));
+        let (a, b) = (v(&[1.0]), v(&[0.0]));
+        assert_eq!(<Div as CompactOp<f64, ()>>::validate(&op, &[a, b], &()), Ok(()));
     }
 
     #[test]

@@ -21,7 +21,7 @@ use crate::error::Error;
 use crate::graph::{GraphData, RawGraph};
 use crate::pack::Pack;
 use crate::scalar::Scalar;
-use crate::shape::{Position, Shape};
+use crate::shape::{Dims, Position, Shape};
 use crate::tensor::{RawTensor, Tensor};
 
 /// The kept op of node `k`, or the error of a node that could not be built (never reached: a
@@ -111,7 +111,11 @@ impl<A: Scalar, D: 'static, G, O, Br, F: Sweep<A, D>> Program<A, D, G, O, Br, F>
         let build_error = graph.first_build_error();
         let raw = graph.into_raw();
         let visits = raw.nodes().len();
-        let inputs = raw.dims()[..raw.num_inputs()].iter().map(|&d| RawTensor::zeros(d)).collect();
+        // An input whose shape cannot be a tensor is the build error every run returns.
+        let inputs = raw.dims()[..raw.num_inputs()]
+            .iter()
+            .map(|&d| RawTensor::try_zeros(d).unwrap_or_else(|_| RawTensor::vacant(d)))
+            .collect();
         Program {
             graph: raw,
             build_error,
@@ -136,27 +140,30 @@ impl<A: Scalar, D: 'static, G, O, Br, F: Sweep<A, D>> Program<A, D, G, O, Br, F>
     /// the contribution tensors a node builds while it runs and the GEMM's packing buffers come on
     /// top (at most a few tensors of the largest position).
     /// For `x: [4, 3]`, `w: [3, 2]` and one node `x · w: [4, 2]` in `f32`: the value 8 (the
-    /// output), gradients 12 + 6 + 8, input gradients 12 + 6, so 52 × 4 bytes.
+    /// output), gradients 12 + 6 + 8, input gradients 12 + 6, so 52 × 4 bytes. Saturates at
+    /// `usize::MAX` (for shapes whose element count overflows, which no run accepts).
     pub fn planned_bytes(&self) -> usize {
+        let numel = |d: &Dims| d.checked_numel().unwrap_or(usize::MAX);
         let dims = self.graph.dims();
         let n_in = self.graph.num_inputs();
         let mut values = vec![0usize; self.plan.value_buffers];
         for (k, &b) in self.plan.values.iter().enumerate() {
             if let (Some(v), Some(d)) = (values.get_mut(b), dims.get(n_in + k)) {
-                *v = (*v).max(d.numel());
+                *v = (*v).max(numel(d));
             }
         }
         let mut gradients = vec![0usize; self.plan.gradient_buffers];
         for pass in self.plan.gradients {
             for (q, &b) in pass.iter().enumerate() {
                 if let (Some(g), Some(d)) = (gradients.get_mut(b), dims.get(q)) {
-                    *g = (*g).max(d.numel());
+                    *g = (*g).max(numel(d));
                 }
             }
         }
-        let inputs: usize = dims[..n_in].iter().map(|d| d.numel()).sum();
-        let elements = values.iter().sum::<usize>() + gradients.iter().sum::<usize>() + inputs;
-        elements * core::mem::size_of::<A>()
+        let sum = |xs: &mut dyn Iterator<Item = usize>| xs.fold(0usize, usize::saturating_add);
+        let inputs = sum(&mut dims[..n_in].iter().map(numel));
+        let elements = sum(&mut [sum(&mut values.into_iter()), sum(&mut gradients.into_iter()), inputs].into_iter());
+        elements.saturating_mul(core::mem::size_of::<A>())
     }
 
     /// One run: checks, seeds (`seed` is called with the state and the output positions), the

@@ -34,6 +34,7 @@ use crate::contributions::{Contrib, Contributions, Sink};
 use crate::error::Error;
 use crate::gradients::Slot;
 use crate::graph::{CompactOp, NodeData, Program as NodeProgram, RawGraph, SavedValues};
+use crate::guard::guarded;
 use crate::ops::window_vjp as window;
 use crate::ops::{ProductVjp, WindowVjp};
 use crate::saved::View;
@@ -246,17 +247,19 @@ impl<A: Scalar> ProgramState<A> {
     /// Forward of node `k` through the graph's own node (opaque closures, user compact ops).
     ///
     /// # Errors
-    /// As [`forward`](Self::forward).
+    /// As [`forward`](Self::forward), and [`Error::Node`] when the node's code panics (caught at
+    /// the node; the state stays usable for the next run).
     pub fn forward_node<D: 'static>(&mut self, k: usize, graph: &RawGraph<A, D>, data: &D) -> Result<(), Error> {
         let p = self.inputs + k;
         let node = &graph.nodes()[k];
         let (ctx, _) = self.values.split_at(p);
+        let fail = |m| self.node_error(k, node.name(), node.parents(), m);
         let value = match node.program() {
             NodeProgram::Compact(op) => {
-                op.validate(ctx, data).map_err(|m| self.node_error(k, node.name(), node.parents(), m))?;
-                op.forward(ctx, data)
+                guarded("its validation", || op.validate(ctx, data)).map_err(fail)?.map_err(fail)?;
+                guarded("the forward", || op.forward(ctx, data)).map_err(fail)?
             }
-            NodeProgram::Opaque { forward, .. } => forward(ctx, data),
+            NodeProgram::Opaque { forward, .. } => guarded("the forward", || forward(ctx, data)).map_err(fail)?,
         };
         if value.dims() != self.dims[p] {
             let message = format!("forward returned shape {}, the node's shape is {}", value.dims(), self.dims[p]);
@@ -447,7 +450,8 @@ impl<A: Scalar> ProgramState<A> {
     /// everywhere else. `pending[q]` are the pending visits of each position `q` below the node.
     ///
     /// # Errors
-    /// [`Error::Vjp`] for a VJP that does not fit the prefix.
+    /// [`Error::Vjp`] for a VJP that does not fit the prefix or panics (caught at the node; the
+    /// state stays usable for the next run).
     #[allow(clippy::too_many_arguments)]
     pub fn vjp_node<D: 'static>(
         &mut self,
@@ -464,7 +468,7 @@ impl<A: Scalar> ProgramState<A> {
         self.uniforms[visit] = A::zero();
         match node.program() {
             NodeProgram::Opaque { vjp, .. } => {
-                let out = vjp(&self.values[..p], data, g);
+                let out = guarded("the VJP", || vjp(&self.values[..p], data, g)).map_err(vjp_error)?;
                 if out.len() != p {
                     return Err(vjp_error(format!("returned {} tensors for a prefix of {p}", out.len())));
                 }
@@ -485,7 +489,11 @@ impl<A: Scalar> ProgramState<A> {
             NodeProgram::Compact(op) => {
                 self.contributions.clear();
                 let saved = SavedValues { prefix: &self.values[..p], output: &self.values[p], data };
-                let root = op.contributions(&saved, g, &mut self.contributions);
+                let c = &mut self.contributions;
+                let root = guarded("the VJP", || op.contributions(&saved, g, c)).map_err(vjp_error)?;
+                if !c.is_handle(root) {
+                    return Err(vjp_error("returned a handle that is not one of its contributions".to_owned()));
+                }
                 let u = self.contributions.uniform(root);
                 let mut support = Vec::new();
                 self.contributions.support_into(root, &mut support);

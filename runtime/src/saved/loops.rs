@@ -85,7 +85,8 @@ impl<'v, A: Scalar, D: 'static> View<'v, A, D> {
                 support.clear();
                 let vjp = prepared.vjp_dense_with_support(&g, &mut c, reached.is_some().then_some(&mut support))?;
                 for (a, v) in acc.iter_mut().zip(&vjp) {
-                    a.add_assign(v);
+                    // The dims were checked against the prefix by `vjp_dense_with_support`.
+                    a.add_assign(v).map_err(|e| prepared.vjp_error(e.to_string()))?;
                 }
                 if let Some(r) = reached.as_mut() {
                     r.record(p, if node.is_opaque() { Touched::WholePrefix } else { Touched::Support(&support) });

@@ -13,10 +13,11 @@
 //! | `backprop_inputs_*` | pack over Γ ++ ss | pack over Γ | as above; intermediate gradients freed at once |
 //! | `backprop_from` / `backprop_from_dense` | one output and its seed | pack over Γ ++ ss | dense all-seeds without it |
 
-use crate::contributions::Contributions;
+use crate::contributions::{Contrib, Contributions};
 use crate::error::Error;
 use crate::gradients::GradientContext;
-use crate::graph::{NodeData, Program, RawGraph, SavedValues};
+use crate::graph::{CompactOp, NodeData, OpaqueVjp, Program, RawGraph, SavedValues};
+use crate::guard::guarded;
 use crate::pack::{Gradients, RawSeeds};
 use crate::scalar::Scalar;
 use crate::shape::Dims;
@@ -59,6 +60,26 @@ impl<'s, A: Scalar, D: 'static> PreparedNode<'s, A, D> {
         Error::Vjp { node: self.index, op: self.node.name().to_owned(), message }
     }
 
+    /// The op's contributions at `g` built in `c`; a panic in the op, or a root that is not a handle
+    /// of `c`, is [`Error::Vjp`].
+    fn contributions(
+        &self,
+        op: &dyn CompactOp<A, D>,
+        g: &RawTensor<A>,
+        c: &mut Contributions<A>,
+    ) -> Result<Contrib, Error> {
+        let root = guarded("the VJP", || op.contributions(&self.saved, g, c)).map_err(|m| self.vjp_error(m))?;
+        if !c.is_handle(root) {
+            return Err(self.vjp_error("returned a handle that is not one of its contributions".to_owned()));
+        }
+        Ok(root)
+    }
+
+    /// An opaque node's VJP closure at `g`; a panic in it is [`Error::Vjp`].
+    fn opaque_vjp(&self, vjp: &OpaqueVjp<A, D>, g: &RawTensor<A>) -> Result<Vec<RawTensor<A>>, Error> {
+        guarded("the VJP", || vjp(self.saved.prefix, self.saved.data, g)).map_err(|m| self.vjp_error(m))
+    }
+
     /// The dense VJP at cotangent `g`: one tensor per earlier position. For a compact node this is
     /// the dense form of its contributions (built in `c`).
     ///
@@ -79,14 +100,14 @@ impl<'s, A: Scalar, D: 'static> PreparedNode<'s, A, D> {
         match self.node.program() {
             Program::Compact(op) => {
                 c.clear();
-                let root = op.contributions(&self.saved, g, c);
+                let root = self.contributions(op.as_ref(), g, c)?;
                 if let Some(s) = support {
                     c.support_into(root, s);
                 }
                 c.dense(root, self.dims, g).map_err(|m| self.vjp_error(m))
             }
             Program::Opaque { vjp, .. } => {
-                let out = vjp(self.saved.prefix, self.saved.data, g);
+                let out = self.opaque_vjp(vjp, g)?;
                 if out.len() != prefix.len() {
                     return Err(self.vjp_error(format!(
                         "returned {} tensors for a prefix of {}",
@@ -118,12 +139,12 @@ impl<'s, A: Scalar, D: 'static> PreparedNode<'s, A, D> {
         match self.node.program() {
             Program::Compact(op) => {
                 c.clear();
-                let root = op.contributions(&self.saved, g, c);
+                let root = self.contributions(op.as_ref(), g, c)?;
                 ctx.add_contributions(c, root, g).map_err(|m| self.vjp_error(m))?;
                 Ok(false)
             }
             Program::Opaque { vjp, .. } => {
-                let out = vjp(self.saved.prefix, self.saved.data, g);
+                let out = self.opaque_vjp(vjp, g)?;
                 ctx.add_dense(&out).map_err(|m| self.vjp_error(m))?;
                 Ok(true)
             }
@@ -156,7 +177,8 @@ impl<'g, A: Scalar, D: 'static> RawSavedGraph<'g, A, D> {
     ///
     /// # Errors
     /// [`Error::PackShapes`] for inputs of the wrong number or shapes, [`Error::Node`] for a node
-    /// that fails validation or returns a value of the wrong shape.
+    /// that fails validation, returns a value of the wrong shape or panics (a user closure or
+    /// compact op: the panic is caught at the node and reported with its message).
     pub fn compile(graph: &'g RawGraph<A, D>, inputs: Vec<RawTensor<A>>, data: D) -> Result<Self, Error> {
         let expected = &graph.dims()[..graph.num_inputs()];
         if inputs.len() != expected.len() || inputs.iter().zip(expected).any(|(t, d)| t.dims() != *d) {
@@ -169,25 +191,21 @@ impl<'g, A: Scalar, D: 'static> RawSavedGraph<'g, A, D> {
         let mut values = inputs;
         values.reserve(graph.nodes().len());
         for (k, node) in graph.nodes().iter().enumerate() {
+            // A panic in the node's code (a user closure or compact op) is this node's error.
+            let fail = |m| node_error(graph, k, m);
             let value = match node.program() {
                 Program::Compact(op) => {
                     // The values so far have exactly these dims: the inputs were checked above and
                     // every node's value is checked below.
-                    match op.output_dims(&graph.dims()[..values.len()]) {
+                    match guarded("its shape rule", || op.output_dims(&graph.dims()[..values.len()])).map_err(fail)? {
                         Ok(d) if d == node.dims() => {}
-                        Ok(d) => {
-                            return Err(node_error(
-                                graph,
-                                k,
-                                format!("shape rule gives {d}, node declares {}", node.dims()),
-                            ))
-                        }
-                        Err(m) => return Err(node_error(graph, k, m)),
+                        Ok(d) => return Err(fail(format!("shape rule gives {d}, node declares {}", node.dims()))),
+                        Err(m) => return Err(fail(m)),
                     }
-                    op.validate(&values, &data).map_err(|m| node_error(graph, k, m))?;
-                    op.forward(&values, &data)
+                    guarded("its validation", || op.validate(&values, &data)).map_err(fail)?.map_err(fail)?;
+                    guarded("the forward", || op.forward(&values, &data)).map_err(fail)?
                 }
-                Program::Opaque { forward, .. } => forward(&values, &data),
+                Program::Opaque { forward, .. } => guarded("the forward", || forward(&values, &data)).map_err(fail)?,
             };
             if value.dims() != node.dims() {
                 return Err(node_error(

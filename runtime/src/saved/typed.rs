@@ -1,6 +1,6 @@
 //! [`SavedGraph`], the typed face of a [`RawSavedGraph`], made by [`GraphData::compile`].
 
-use super::{node_error, RawSavedGraph};
+use super::RawSavedGraph;
 use crate::error::Error;
 use crate::gradients::Slot;
 use crate::graph::GraphData;
@@ -38,10 +38,11 @@ impl<A: Scalar, D: 'static, G, Ss, Br> GraphData<A, D, G, Ss, Br> {
     /// Checked lowering of this graph on `inputs` and `data` (SEMANTICS §6 `compile`).
     ///
     /// # Errors
-    /// [`Error::Node`] for the first node that was built wrongly or fails validation.
+    /// [`Error::ShapeOverflow`] for an input whose shape cannot be a tensor; [`Error::Node`] for
+    /// the first node that was built wrongly or fails validation.
     pub fn compile(&self, inputs: impl InputPack<A, G>, data: D) -> Result<SavedGraph<'_, A, D, G, Ss, Br>, Error> {
-        if let Some((k, message)) = self.build_errors().first() {
-            return Err(node_error(self.raw(), *k, message.clone()));
+        if let Some(e) = self.first_build_error() {
+            return Err(e);
         }
         let raw = RawSavedGraph::compile(self.raw(), inputs.into_pack().into_vec(), data)?;
         Ok(SavedGraph { raw, graph: self })

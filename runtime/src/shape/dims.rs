@@ -63,9 +63,31 @@ impl Dims {
         &self.dims[..self.rank as usize]
     }
 
+    /// Number of elements (1 for rank 0), or `None` when the product of the dims overflows
+    /// `usize` (`[2^63, 2]` on a 64-bit target).
+    ///
+    /// ```
+    /// use exactgrad_runtime::Dims;
+    /// assert_eq!(Dims::matrix(2, 3).checked_numel(), Some(6));
+    /// assert_eq!(Dims::matrix(usize::MAX, 2).checked_numel(), None);
+    /// ```
+    pub fn checked_numel(&self) -> Option<usize> {
+        self.as_slice().iter().try_fold(1usize, |n, &d| n.checked_mul(d))
+    }
+
     /// Number of elements (1 for rank 0).
+    ///
+    /// # Panics
+    /// When the product of the dims overflows `usize` (see [`checked_numel`](Self::checked_numel)).
+    /// Never for the dims of a [`RawTensor`](crate::RawTensor) or of a graph's position: every
+    /// place that takes dims from the user checks the count first and returns an error
+    /// ([`Error::ShapeOverflow`](crate::Error::ShapeOverflow), or [`Error::Node`](crate::Error::Node)
+    /// for a node's shape).
     pub fn numel(&self) -> usize {
-        self.as_slice().iter().product()
+        match self.checked_numel() {
+            Some(n) => n,
+            None => panic!("the element count of shape {self} overflows usize"),
+        }
     }
 }
 
@@ -103,5 +125,15 @@ mod tests {
         assert_eq!(Dims::new(&[3]).unwrap(), Dims::vector(3));
         assert_ne!(Dims::vector(3), Dims::matrix(3, 1));
         assert_eq!(Dims::matrix(0, 5).numel(), 0);
+    }
+
+    #[test]
+    fn element_counts_are_checked() {
+        let big = 1usize << (usize::BITS - 1);
+        assert_eq!(Dims::matrix(big, 2).checked_numel(), None);
+        assert_eq!(Dims::matrix(usize::MAX, usize::MAX).checked_numel(), None);
+        assert_eq!(Dims::new(&[big, 0, 2]).and_then(|d| d.checked_numel()), Some(0));
+        assert_eq!(Dims::scalar().checked_numel(), Some(1));
+        assert!(std::panic::catch_unwind(|| Dims::matrix(big, 2).numel()).is_err());
     }
 }

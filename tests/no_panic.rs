@@ -1,0 +1,383 @@
+//! No panic on user input (issue 11, item 2): every shape, closure, op, constant and argument a
+//! user passes either works or comes back as a typed [`Error`] naming what is wrong — never a
+//! panic, never a silently wrong answer — and the graph stays usable afterwards.
+//!
+//! A panic inside a user closure or op is caught at the node and converted; the panic hook still
+//! prints it (nothing is suppressed), so these tests print a few "panicked at" lines on purpose.
+#![allow(clippy::unwrap_used)] // test helpers unwrap: a failure is a test failure
+
+use core::num::Wrapping;
+
+use exactgrad::num_traits::Float;
+use exactgrad::typenum::{U2, U4294967296};
+use exactgrad::{
+    graph, ops, CompactOp, Contrib, Contributions, Dims, Error, FromParents, GraphData, Init, Nil, Node, NodeData,
+    Pack, Position, RawGraph, RawSavedGraph, RawTensor, SavedValues, Scalar, Seeds, Snoc, Tensor,
+};
+
+const BIG: usize = 1 << (usize::BITS - 1); // 2^63 on a 64-bit target
+
+fn v(x: &[f64]) -> Tensor<f64, (U2,)> {
+    Tensor::from_vec(x.to_vec()).unwrap()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Shapes whose element count overflows `usize`.
+
+#[test]
+fn tensor_constructors_refuse_shapes_whose_count_overflows() {
+    for dims in [Dims::matrix(BIG, 2), Dims::matrix(usize::MAX, usize::MAX)] {
+        let e = RawTensor::<f64>::from_vec(dims, vec![]).unwrap_err();
+        assert_eq!(e, Error::ShapeOverflow { what: "a tensor".into(), dims });
+        assert!(e.to_string().ends_with("whose element count overflows usize"), "{e}");
+        assert!(RawTensor::<f64>::try_zeros(dims).is_err());
+        assert!(RawTensor::try_full(dims, 1.0f32).is_err());
+        assert!(RawTensor::try_from_fn(dims, |i| i).is_err());
+    }
+    let big = Dims::matrix(4294967296, 4294967296);
+    assert_eq!(
+        Tensor::<f64, (U4294967296, U4294967296)>::from_vec(vec![]).err(),
+        Some(Error::ShapeOverflow { what: "a tensor".into(), dims: big })
+    );
+    assert!(Tensor::<f64, (U4294967296, U4294967296)>::try_zeros().is_err());
+    // Zero elements are fine, however large the other dims.
+    assert!(RawTensor::<f64>::from_vec(Dims::new(&[BIG, 0, BIG]).unwrap(), vec![]).is_ok());
+}
+
+#[test]
+fn reshape_and_concat_to_shapes_whose_count_overflows_are_refused_at_push() {
+    // reshape: a 0-element tensor once passed for [2^63, 2], whose count wraps to 0.
+    let mut g = RawGraph::<f64, ()>::new(vec![Dims::vector(0)]);
+    let e = g.push(NodeData::compact(ops::Reshape::new(0, Dims::matrix(BIG, 2)))).unwrap_err();
+    let Error::Node { node: 0, op, message, .. } = e else { panic!("a node error, got {e}") };
+    assert_eq!(op, "reshape");
+    assert!(message.contains("[9223372036854775808, 2]") && message.contains("overflows"), "{message}");
+    // concat: each axis fits, the result's count does not.
+    let half = Dims::matrix(BIG / 2, 2);
+    let mut g = RawGraph::<f64, ()>::new(vec![half, half]);
+    let e = g.push(NodeData::compact(ops::Concat::new(0, 1, 0))).unwrap_err();
+    let Error::Node { op, message, parent_shapes, .. } = e else { panic!("a node error, got {e}") };
+    assert_eq!((op.as_str(), parent_shapes), ("concat", vec![half, half]));
+    assert_eq!(message, "its shape [9223372036854775808, 2] has more elements than fit in usize");
+    assert_eq!(g.nodes().len(), 0, "the graph is unchanged");
+    // An opaque node declared with such a shape.
+    let mut g = RawGraph::<f64, ()>::new(vec![Dims::vector(1)]);
+    let node =
+        NodeData::opaque("wide", Dims::matrix(usize::MAX, 3), vec![0], |c, _| c[0].clone(), |c, _, _| c.to_vec());
+    assert!(matches!(g.push(node), Err(Error::Node { op, .. }) if op == "wide"));
+}
+
+#[test]
+fn a_typed_node_whose_count_overflows_is_a_compile_error() {
+    let (g, x) = GraphData::<f64, ()>::new().input::<(U2,)>();
+    let (g, _) = g.push(ops::opaque::<f64, (), (U4294967296, U4294967296)>(
+        "huge",
+        &[&x],
+        |c, _| c[0].clone(),
+        |c, _, _| c.to_vec(),
+    ));
+    let e = g.compile(Pack::new().push(v(&[1.0, 2.0])), ()).err().unwrap();
+    assert_eq!(
+        e.to_string(),
+        "node 0 (huge) with parent shapes [[2]]: its shape [4294967296, 4294967296] has more elements than fit in usize"
+    );
+}
+
+graph! {
+    fn huge_input(x: [4294967296, 4294967296], y: [2]) -> [] {
+        sum(y * y)
+    }
+}
+
+#[test]
+fn a_graph_input_whose_count_overflows_does_not_panic() {
+    let (g, _) = huge_input::<f64>();
+    assert!(g.describe().contains("%0 = input [4294967296, 4294967296]"));
+    // Building the program once took `zeros` of the input's shape.
+    let prog = HugeInput::program::<f64>();
+    assert_eq!(prog.planned_bytes(), usize::MAX);
+}
+
+// ---------------------------------------------------------------------------------------------
+// User code that panics or returns the wrong shape.
+
+/// A user compact op `y = x` that misbehaves on cue: its forward panics on a negative first
+/// element and returns a wrong shape on 99; its VJP panics on a negative cotangent and
+/// contributes a wrong shape on 99.
+#[derive(Clone)]
+struct Flaky([usize; 1]);
+
+impl FromParents for Flaky {
+    fn from_parents(p: &[usize]) -> Self {
+        Flaky([p[0]])
+    }
+}
+
+/// The first element, as an `f64` (the cue).
+fn first<A: Float>(t: &RawTensor<A>) -> f64 {
+    t.data()[0].to_f64().unwrap_or(0.0)
+}
+
+impl<A: Scalar + Float, D> CompactOp<A, D> for Flaky {
+    fn name(&self) -> &str {
+        "flaky"
+    }
+    fn parents(&self) -> &[usize] {
+        &self.0
+    }
+    fn output_dims(&self, prefix: &[Dims]) -> Result<Dims, String> {
+        prefix.get(self.0[0]).copied().ok_or_else(|| "no parent".to_owned())
+    }
+    fn forward(&self, ctx: &[RawTensor<A>], _: &D) -> RawTensor<A> {
+        let x = &ctx[self.0[0]];
+        match first(x) {
+            v if v < 0.0 => panic!("negative input {v}"),
+            99.0 => RawTensor::zeros(Dims::vector(5)),
+            _ => x.clone(),
+        }
+    }
+    fn contributions(&self, _: &SavedValues<'_, A, D>, g: &RawTensor<A>, c: &mut Contributions<A>) -> Contrib {
+        match first(g) {
+            v if v < 0.0 => panic!("negative cotangent {v}"),
+            99.0 => c.single(self.0[0], RawTensor::zeros(Dims::vector(7))),
+            _ => c.single_cotangent(self.0[0]),
+        }
+    }
+}
+
+/// `x -> op(x) -> sum`, with the op a [`Flaky`] or an opaque node misbehaving the same way.
+type FlakyGraph = GraphData<f64, (), Snoc<Nil, (U2,)>, Snoc<Snoc<Nil, (U2,)>, ()>>;
+
+fn flaky_graph(opaque: bool) -> (FlakyGraph, Position<(U2,)>, Position<(U2,)>) {
+    let (g, x) = GraphData::<f64, ()>::new().input::<(U2,)>();
+    let node: Node<f64, (), (U2,)> = if opaque {
+        ops::opaque(
+            "flaky",
+            &[&x],
+            |c, d| CompactOp::<f64, ()>::forward(&Flaky([0]), c, d),
+            |c, _, g| match g.data()[0] {
+                v if v < 0.0 => panic!("negative cotangent {v}"),
+                99.0 => vec![RawTensor::zeros(Dims::vector(7)); c.len()],
+                _ => vec![g.clone()],
+            },
+        )
+    } else {
+        Node::compact(Flaky([x.index()]), &[&x])
+    };
+    let (g, y) = g.push(node);
+    let (g, _s) = g.push(ops::sum(y));
+    (g, x, y)
+}
+
+#[test]
+fn a_panicking_or_misshapen_forward_is_a_compile_error_and_the_graph_stays_usable() {
+    for opaque in [false, true] {
+        let (g, x, y) = flaky_graph(opaque);
+        let e = g.compile(Pack::new().push(v(&[-1.0, 2.0])), ()).err().unwrap();
+        assert_eq!(e.to_string(), "node 0 (flaky) with parent shapes [[2]]: the forward panicked: negative input -1");
+        let e = g.compile(Pack::new().push(v(&[99.0, 2.0])), ()).err().unwrap();
+        assert!(
+            matches!(&e, Error::Node { node: 0, op, message, .. } if op == "flaky" && message.contains("[5]")),
+            "{e}"
+        );
+        // The same graph, a well-behaved input.
+        let saved = g.compile(Pack::new().push(v(&[3.0, 4.0])), ()).unwrap();
+        assert_eq!(saved.value(y).unwrap().data(), &[3.0, 4.0]);
+        let grads = saved.backprop_from(y, v(&[1.0, 5.0])).unwrap();
+        assert_eq!(grads.get(x).unwrap().data(), &[1.0, 5.0]);
+    }
+}
+
+#[test]
+fn a_panicking_or_misshapen_vjp_is_an_error_from_every_pass() {
+    for opaque in [false, true] {
+        let (g, x, y) = flaky_graph(opaque);
+        let saved = g.compile(Pack::new().push(v(&[3.0, 4.0])), ()).unwrap();
+        for (seed, what) in [(-2.0, "the VJP panicked: negative cotangent -2"), (99.0, "[7]")] {
+            let seeds = || Seeds::single(&g, y, v(&[seed, 0.0])).unwrap();
+            let results = [
+                saved.backprop_all_dense(seeds()).err(),
+                saved.backprop_all_array(seeds()).err(),
+                saved.backprop_all_stored(seeds()).err(),
+                saved.backprop_inputs_dense(seeds()).err(),
+                saved.backprop_inputs_array(seeds()).err(),
+                saved.backprop_inputs_stored(seeds()).err(),
+                saved.backprop_from(y, v(&[seed, 0.0])).err(),
+                saved.backprop_from_dense(y, v(&[seed, 0.0])).err(),
+            ];
+            for e in results {
+                let e = e.expect("an error");
+                assert!(
+                    matches!(&e, Error::Vjp { node: 0, op, message } if op == "flaky" && message.contains(what)),
+                    "opaque {opaque}: {e}"
+                );
+            }
+        }
+        // Still usable: a well-behaved seed on the same saved graph.
+        assert_eq!(saved.backprop_from(y, v(&[1.0, 2.0])).unwrap().get(x).unwrap().data(), &[1.0, 2.0]);
+        let all = saved.backprop_inputs_stored(Seeds::single(&g, y, v(&[1.0, 2.0])).unwrap()).unwrap();
+        assert_eq!(all.get(x).unwrap().data(), &[1.0, 2.0]);
+    }
+}
+
+#[test]
+fn a_vjp_returning_a_foreign_handle_is_an_error() {
+    struct Foreign([usize; 1]);
+    impl CompactOp<f64, ()> for Foreign {
+        fn name(&self) -> &str {
+            "foreign"
+        }
+        fn parents(&self) -> &[usize] {
+            &self.0
+        }
+        fn output_dims(&self, prefix: &[Dims]) -> Result<Dims, String> {
+            Ok(prefix[self.0[0]])
+        }
+        fn forward(&self, ctx: &[RawTensor<f64>], _: &()) -> RawTensor<f64> {
+            ctx[self.0[0]].clone()
+        }
+        fn contributions(
+            &self,
+            _: &SavedValues<'_, f64, ()>,
+            _: &RawTensor<f64>,
+            _: &mut Contributions<f64>,
+        ) -> Contrib {
+            let mut other = Contributions::<f64>::new();
+            (0..5).map(|_| other.zero()).last().unwrap()
+        }
+    }
+    let mut g = RawGraph::<f64, ()>::new(vec![Dims::vector(2)]);
+    let y = g.push(NodeData::compact(Foreign([0]))).unwrap();
+    let saved = RawSavedGraph::compile(&g, vec![RawTensor::zeros(Dims::vector(2))], ()).unwrap();
+    for e in [
+        saved.backprop_from(y, RawTensor::zeros(Dims::vector(2))).err(),
+        saved.backprop_from_dense(y, RawTensor::zeros(Dims::vector(2))).err(),
+    ] {
+        assert!(matches!(e, Some(Error::Vjp { ref op, .. }) if op == "foreign"), "{e:?}");
+    }
+}
+
+graph! {
+    fn with_flaky<T: exactgrad::num_traits::Float>(x: [2]) -> [] {
+        let y: [2] = Flaky(x);
+        sum(y * y)
+    }
+}
+
+graph! {
+    fn with_flaky_closure<T: exactgrad::num_traits::Float>(x: [2]) -> [] {
+        let y: [2] = opaque(x, forward = |x| {
+            assert!(x.data()[0] >= <T as exactgrad::num_traits::Zero>::zero(), "negative input");
+            x.clone()
+        }, vjp = |_x, g| {
+            assert!(g.data()[0] >= <T as exactgrad::num_traits::Zero>::zero(), "negative cotangent");
+            [g.clone()]
+        });
+        sum(y * x)
+    }
+}
+
+#[test]
+fn generated_programs_turn_panics_into_errors_and_stay_usable() {
+    let (_, h) = with_flaky::<f64>();
+    let mut prog = WithFlaky::program::<f64>();
+    let one = Tensor::full(1.0);
+    let mut bad = h.inputs(v(&[-1.0, 2.0]));
+    let e = prog.gradients(&mut bad, &(), &one).err().unwrap();
+    assert!(
+        matches!(&e, Error::Node { op, message, .. } if op == "flaky" && message.contains("negative input")),
+        "{e}"
+    );
+    assert_eq!(bad.as_slice()[0].data(), &[-1.0, 2.0], "the inputs come back");
+    // The cotangent of the user op is `2 y δ`: negative for a negative seed, and its VJP panics.
+    let mut good = h.inputs(v(&[1.0, 2.0]));
+    let e = prog.gradients_from(h.output, &mut good, &(), &Tensor::full(-1.0)).err().unwrap();
+    assert!(matches!(&e, Error::Vjp { op, .. } if op == "flaky"), "{e}");
+    let e = prog.gradients(&mut good, &(), &Tensor::full(-1.0)).err().unwrap();
+    assert!(matches!(&e, Error::Vjp { op, .. } if op == "flaky"), "{e}");
+    assert_eq!(prog.gradients(&mut good, &(), &one).unwrap().as_slice()[0].data(), &[2.0, 4.0]);
+    assert_eq!(prog.gradients_from(h.output, &mut good, &(), &one).unwrap().as_slice()[0].data(), &[2.0, 4.0]);
+
+    let (_, h) = with_flaky_closure::<f64>();
+    let mut prog = WithFlakyClosure::program::<f64>();
+    let e = prog.gradients(&mut h.inputs(v(&[-1.0, 2.0])), &(), &one).err().unwrap();
+    assert!(matches!(&e, Error::Node { message, .. } if message == "the forward panicked: negative input"), "{e}");
+    let e = prog.gradients(&mut h.inputs(v(&[1.0, 2.0])), &(), &Tensor::full(-1.0)).err().unwrap();
+    assert!(matches!(&e, Error::Vjp { message, .. } if message == "the VJP panicked: negative cotangent"), "{e}");
+    let mut good = h.inputs(v(&[1.0, 2.0]));
+    assert_eq!(prog.gradients(&mut good, &(), &one).unwrap().as_slice()[0].data(), &[2.0, 4.0]);
+    assert_eq!(prog.gradients_from(h.output, &mut good, &(), &one).unwrap().as_slice()[0].data(), &[2.0, 4.0]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Constants, integer division, initialisation, tensor arithmetic.
+
+graph! {
+    fn times_big(x: [2]) -> [2] {
+        x * 1e39
+    }
+}
+
+#[test]
+fn a_constant_not_finite_in_the_scalar_type_is_a_compile_error() {
+    let (g, h) = times_big::<f32>();
+    let e = g.compile(h.inputs(Tensor::full(1.0)), ()).err().unwrap();
+    assert_eq!(
+        e.to_string(),
+        "node 0 (scale) with parent shapes [[2]]: the constant is not representable in the scalar type"
+    );
+    let mut prog = TimesBig::program::<f32>();
+    assert!(prog.gradients(&mut h.inputs(Tensor::full(1.0)), &(), &Tensor::full(1.0)).is_err());
+    // 1e39 is finite in f64.
+    let (g, h) = times_big::<f64>();
+    let saved = g.compile(h.inputs(Tensor::full(1.0)), ()).unwrap();
+    assert_eq!(saved.value(h.output).unwrap().data(), &[1e39, 1e39]);
+}
+
+graph! {
+    fn ratio(x: [2], y: [2]) -> [2] {
+        div(x, y)
+    }
+}
+
+#[test]
+fn an_integer_division_by_zero_is_an_error_naming_the_node() {
+    type W = Wrapping<i64>;
+    let t = |a: i64, b: i64| Tensor::<W, (U2,)>::from_vec(vec![Wrapping(a), Wrapping(b)]).unwrap();
+    let (g, h) = ratio::<W>();
+    let e = g.compile(h.inputs(t(6, 1), t(3, 0)), ()).err().unwrap();
+    assert!(
+        matches!(&e, Error::Node { node: 0, op, message, .. } if op == "div" && message.contains("element 1")),
+        "{e}"
+    );
+    let mut prog = Ratio::program::<W>();
+    let e = prog.gradients(&mut h.inputs(t(6, 1), t(3, 0)), &(), &t(1, 1)).err().unwrap();
+    assert!(matches!(&e, Error::Node { op, .. } if op == "div"), "{e}");
+    // Usable afterwards; `Wrapping` wraps `MIN / -1`.
+    let saved = g.compile(h.inputs(t(6, i64::MIN), t(3, -1)), ()).unwrap();
+    assert_eq!(saved.value(h.output).unwrap().data(), &[Wrapping(2), Wrapping(i64::MIN)]);
+    let got = prog.gradients(&mut h.inputs(t(6, 1), t(3, 1)), &(), &t(1, 1)).unwrap();
+    assert_eq!(got.as_slice()[0].data(), &[Wrapping(0), Wrapping(1)]);
+}
+
+#[test]
+fn init_bounds_whose_samples_overflow_are_errors() {
+    let mut init = Init::seeded(0);
+    assert_eq!(init.uniform::<f64, (U2,)>(-f64::MAX, f64::MAX).unwrap_err().name, "hi");
+    assert_eq!(init.uniform::<f64, (U2,)>(-1e308, 1e308).unwrap_err().name, "hi");
+    assert_eq!(init.normal::<f64, (U2,)>(0.0, 1e308).unwrap_err().name, "std");
+    assert_eq!(init.normal::<f64, (U2,)>(f64::MAX, 1.0e300).unwrap_err().name, "std");
+    assert_eq!(init.normal::<f32, (U2,)>(0.0, 1.0e38).unwrap_err().name, "std");
+    // Large but safe bounds still draw finite samples.
+    let t: Tensor<f64, (U2,)> = init.uniform(-1e307, 1e307).unwrap();
+    assert!(t.data().iter().all(|x| x.is_finite()));
+}
+
+#[test]
+fn adding_tensors_of_different_shapes_is_an_error() {
+    let (a, b) = (RawTensor::<f64>::zeros(Dims::vector(3)), RawTensor::zeros(Dims::vector(2)));
+    let e = Error::ShapeMismatch { expected: Dims::vector(3), actual: Dims::vector(2) };
+    assert_eq!(a.add(&b).err(), Some(e.clone()));
+    let mut a = a;
+    assert_eq!(a.add_assign(&b).err(), Some(e));
+}
