@@ -106,46 +106,57 @@ pub(crate) fn load(path: &Path) -> Result<Dataset, DataError> {
     parse(&text)
 }
 
-/// Parses scikit-learn's CSV format: a header `rows,features,class names…`, then one line per
-/// sample with the features and the label (an integer class index). Blank lines are skipped.
+/// Parses scikit-learn's CSV format with the `csv` crate: a header `rows,features,class
+/// names…`, then one record per sample with the features and the label (an integer class index).
+/// Fields are trimmed; blank lines are skipped.
 pub(crate) fn parse(text: &str) -> Result<Dataset, DataError> {
-    let mut lines = text.lines().enumerate().map(|(i, l)| (i + 1, l.trim())).filter(|(_, l)| !l.is_empty());
-    let (header_line, header) = lines.next().ok_or_else(|| parse_error(1, "empty file: expected a header"))?;
-    let fields: Vec<&str> = header.split(',').map(str::trim).collect();
-    if fields.len() < 3 {
-        return Err(parse_error(header_line, format!("the header `{header}` must be `rows,features,class names…`")));
+    let mut reader =
+        csv::ReaderBuilder::new().has_headers(false).flexible(true).trim(csv::Trim::All).from_reader(text.as_bytes());
+    // The line a record starts on (1-based), for messages.
+    let line_of = |r: &csv::StringRecord| r.position().map_or(1, |p| p.line() as usize);
+    let mut records = reader.records();
+    let header = match records.next() {
+        None => return Err(parse_error(1, "empty file: expected a header")),
+        Some(r) => r.map_err(|e| parse_error(e.position().map_or(1, |p| p.line() as usize), e.to_string()))?,
+    };
+    let header_line = line_of(&header);
+    if header.len() < 3 {
+        let joined = header.iter().collect::<Vec<_>>().join(",");
+        return Err(parse_error(header_line, format!("the header `{joined}` must be `rows,features,class names…`")));
     }
-    let rows: usize = fields[0]
+    let rows: usize = header[0]
         .parse()
-        .map_err(|_| parse_error(header_line, format!("the row count `{}` is not an integer", fields[0])))?;
-    let features: usize = fields[1]
+        .map_err(|_| parse_error(header_line, format!("the row count `{}` is not an integer", &header[0])))?;
+    let features: usize = header[1]
         .parse()
-        .map_err(|_| parse_error(header_line, format!("the feature count `{}` is not an integer", fields[1])))?;
+        .map_err(|_| parse_error(header_line, format!("the feature count `{}` is not an integer", &header[1])))?;
     if features != FEATURES {
         return Err(parse_error(header_line, format!("expected {FEATURES} features, the header says {features}")));
     }
-    let classes: Vec<String> = fields[2..].iter().map(|s| (*s).to_owned()).collect();
+    let classes: Vec<String> = header.iter().skip(2).map(str::to_owned).collect();
 
     let mut data = Dataset { classes, features: Vec::with_capacity(rows), labels: Vec::with_capacity(rows) };
     let mut last_line = header_line;
-    for (n, line) in lines {
+    for record in records {
+        let record =
+            record.map_err(|e| parse_error(e.position().map_or(last_line, |p| p.line() as usize), e.to_string()))?;
+        let n = line_of(&record);
         last_line = n;
-        let fields: Vec<&str> = line.split(',').map(str::trim).collect();
-        if fields.len() != FEATURES + 1 {
+        if record.len() != FEATURES + 1 {
             return Err(parse_error(
                 n,
-                format!("expected {} comma-separated fields, found {}", FEATURES + 1, fields.len()),
+                format!("expected {} comma-separated fields, found {}", FEATURES + 1, record.len()),
             ));
         }
         let mut row = [0.0; FEATURES];
-        for (j, (value, field)) in row.iter_mut().zip(&fields).enumerate() {
+        for (j, (value, field)) in row.iter_mut().zip(record.iter()).enumerate() {
             *value = field
                 .parse::<f64>()
                 .ok()
                 .filter(|v| v.is_finite())
                 .ok_or_else(|| parse_error(n, format!("feature {j} `{field}` is not a finite number")))?;
         }
-        let label_field = fields[FEATURES];
+        let label_field = &record[FEATURES];
         let label: usize = label_field
             .parse()
             .map_err(|_| parse_error(n, format!("the label `{label_field}` is not a class index")))?;
