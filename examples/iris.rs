@@ -406,7 +406,21 @@ pub(crate) fn plot_losses(path: &Path, train: &[f64], test: &[f64]) -> Result<()
     // The grid lines, which are also the ticks of the axes.
     let x_step = if epochs >= 100 { 100 } else { 10 };
     let x_ticks: Vec<f64> = (0..=epochs).step_by(x_step).map(|e| e as f64).collect();
-    let y_ticks: Vec<f64> = (0..).map(|i| f64::from(i) * 0.1).take_while(|&y| y <= top).collect();
+    // Steps of 0.1 up to a loss of about 1.6, then 1, 2 or 5 times a power of ten (at most ~17
+    // lines, however large a diverged loss gets).
+    let y_step = {
+        let raw = top / 8.0;
+        let p = 10f64.powf(raw.log10().floor());
+        let nice = if raw / p >= 5.0 {
+            5.0 * p
+        } else if raw / p >= 2.0 {
+            2.0 * p
+        } else {
+            p
+        };
+        nice.max(0.1)
+    };
+    let y_ticks: Vec<f64> = (0..=20).map(|i| f64::from(i) * y_step).take_while(|&y| y <= top).collect();
 
     let root = BitMapBackend::new(path, (900, 560)).into_drawing_area();
     root.fill(&WHITE)?;

@@ -63,6 +63,10 @@ fn shape<D: Dim>(dims: &[D]) -> Shape<D> {
 
 /// Elementwise binary ops (`add`, `sub`, `mul`, `div`, `max`, `min`): both operands have the same
 /// shape, which is the output's.
+///
+/// # Errors
+/// The rule's message, in the words the macro's checker and `compile` report, when the
+/// operands do not fit.
 pub fn elementwise<D: Dim>(op: &str, a: &[D], b: &[D]) -> Outcome<D> {
     if may_equal_all(a, b) {
         Ok(shape(a))
@@ -72,6 +76,10 @@ pub fn elementwise<D: Dim>(op: &str, a: &[D], b: &[D]) -> Outcome<D> {
 }
 
 /// `mse`: both operands have the same non-empty shape; the output is a scalar.
+///
+/// # Errors
+/// The rule's message, in the words the macro's checker and `compile` report, when the
+/// operands do not fit.
 pub fn same_shape_to_scalar<D: Dim>(op: &str, a: &[D], b: &[D]) -> Outcome<D> {
     elementwise(op, a, b)?;
     nonempty(op, a)?;
@@ -87,11 +95,19 @@ fn nonempty<D: Dim>(op: &str, x: &[D]) -> Result<(), String> {
 }
 
 /// Pointwise ops: any shape, kept.
+///
+/// # Errors
+/// The rule's message, in the words the macro's checker and `compile` report, when the
+/// operands do not fit.
 pub fn unary<D: Dim>(x: &[D]) -> Outcome<D> {
     Ok(shape(x))
 }
 
 /// Row-wise ops over the last axis (`softmax`, `log_softmax`): rank ≥ 1 and a non-empty last axis.
+///
+/// # Errors
+/// The rule's message, in the words the macro's checker and `compile` report, when the
+/// operands do not fit.
 pub fn last_axis<D: Dim>(op: &str, x: &[D]) -> Outcome<D> {
     match x.last() {
         Some(n) if n.size() != Some(0) => Ok(shape(x)),
@@ -100,6 +116,10 @@ pub fn last_axis<D: Dim>(op: &str, x: &[D]) -> Outcome<D> {
 }
 
 /// Full reductions (`sum`, `mean`): any shape to `[]`; `mean` (`nonempty`) needs an element.
+///
+/// # Errors
+/// The rule's message, in the words the macro's checker and `compile` report, when the
+/// operands do not fit.
 pub fn reduce<D: Dim>(op: &str, x: &[D], needs_element: bool) -> Outcome<D> {
     if needs_element {
         nonempty(op, x)?;
@@ -108,6 +128,10 @@ pub fn reduce<D: Dim>(op: &str, x: &[D], needs_element: bool) -> Outcome<D> {
 }
 
 /// `matmul`: `[m, k] · [k, n] → [m, n]`.
+///
+/// # Errors
+/// The rule's message, in the words the macro's checker and `compile` report, when the
+/// operands do not fit.
 pub fn matmul<D: Dim>(a: &[D], b: &[D]) -> Outcome<D> {
     match (a, b) {
         ([m, k], [k2, n]) if may_equal(k, k2) => Ok(shape(&[m.clone(), n.clone()])),
@@ -121,6 +145,10 @@ pub fn matmul<D: Dim>(a: &[D], b: &[D]) -> Outcome<D> {
 /// `matmul` with a data tensor on the left (`matmul_data`): the data operand has `rows` rows; the
 /// output is `[rows, n]` for `w: [k, n]` (the data's columns are checked against `k` by
 /// [`matmul`] when the data is known).
+///
+/// # Errors
+/// The rule's message, in the words the macro's checker and `compile` report, when the
+/// operands do not fit.
 pub fn matmul_data<D: Dim>(rows: D, w: &[D]) -> Outcome<D> {
     match w {
         [_, n] => Ok(shape(&[rows, n.clone()])),
@@ -129,6 +157,10 @@ pub fn matmul_data<D: Dim>(rows: D, w: &[D]) -> Outcome<D> {
 }
 
 /// `transpose`: `[m, n] → [n, m]`.
+///
+/// # Errors
+/// The rule's message, in the words the macro's checker and `compile` report, when the
+/// operands do not fit.
 pub fn transpose<D: Dim>(x: &[D]) -> Outcome<D> {
     match x {
         [m, n] => Ok(shape(&[n.clone(), m.clone()])),
@@ -137,6 +169,10 @@ pub fn transpose<D: Dim>(x: &[D]) -> Outcome<D> {
 }
 
 /// `add_row` (`matrix + row vector`): `[m, n] , [n] → [m, n]`.
+///
+/// # Errors
+/// The rule's message, in the words the macro's checker and `compile` report, when the
+/// operands do not fit.
 pub fn add_row<D: Dim>(x: &[D], b: &[D]) -> Outcome<D> {
     match (x, b) {
         ([_, c], [n]) if may_equal(c, n) => Ok(shape(x)),
@@ -151,6 +187,10 @@ pub fn add_row<D: Dim>(x: &[D], b: &[D]) -> Outcome<D> {
 
 /// Axis reductions (`sum_axis`, `mean_axis`): the axis is dropped; `mean_axis` (`needs_element`)
 /// needs a non-empty axis.
+///
+/// # Errors
+/// The rule's message, in the words the macro's checker and `compile` report, when the
+/// operands do not fit.
 pub fn axis_reduce<D: Dim>(op: &str, x: &[D], axis: usize, needs_element: bool) -> Outcome<D> {
     let Some(n) = x.get(axis) else {
         return Err(format!("{op} cannot reduce axis {axis} of shape {} (rank {})", Dims(x), x.len()));
@@ -163,6 +203,10 @@ pub fn axis_reduce<D: Dim>(op: &str, x: &[D], axis: usize, needs_element: bool) 
 
 /// Row-wise ops with per-column parameters (`layer_norm(x, gain, bias)`): `[m, n] , [n] , [n] →
 /// [m, n]` with `n ≥ 1`.
+///
+/// # Errors
+/// The rule's message, in the words the macro's checker and `compile` report, when the
+/// operands do not fit.
 pub fn row_params<D: Dim>(op: &str, x: &[D], gain: &[D], bias: &[D]) -> Outcome<D> {
     let ([_, n], [g], [b]) = (x, gain, bias) else {
         return Err(format!(
@@ -185,6 +229,10 @@ pub fn row_params<D: Dim>(op: &str, x: &[D], gain: &[D], bias: &[D]) -> Outcome<
 }
 
 /// Losses over logits (`cross_entropy(logits, labels)`): `[m, c] → []`, both non-zero.
+///
+/// # Errors
+/// The rule's message, in the words the macro's checker and `compile` report, when the
+/// operands do not fit.
 pub fn logits<D: Dim>(op: &str, x: &[D]) -> Outcome<D> {
     match x {
         [m, c] if m.size() != Some(0) && c.size() != Some(0) => Ok(Shape::scalar()),
@@ -194,6 +242,10 @@ pub fn logits<D: Dim>(op: &str, x: &[D]) -> Outcome<D> {
 
 /// `concat(a, b, axis)`: same rank, equal dims off the axis, the sizes along it add (they must be
 /// known: literal sizes in `graph!`).
+///
+/// # Errors
+/// The rule's message, in the words the macro's checker and `compile` report, when the
+/// operands do not fit.
 pub fn concat<D: Dim>(a: &[D], b: &[D], axis: usize) -> Outcome<D> {
     if a.len() != b.len() || axis >= a.len() {
         return Err(format!(
@@ -216,6 +268,10 @@ pub fn concat<D: Dim>(a: &[D], b: &[D], axis: usize) -> Outcome<D> {
 }
 
 /// `slice(x, axis, start, len)`: the axis becomes `len`; `start + len` fits the axis.
+///
+/// # Errors
+/// The rule's message, in the words the macro's checker and `compile` report, when the
+/// operands do not fit.
 pub fn slice<D: Dim>(x: &[D], axis: usize, start: usize, len: usize) -> Outcome<D> {
     let Some(n) = x.get(axis) else {
         return Err(format!("slice cannot take axis {axis} of shape {} (rank {})", Dims(x), x.len()));
@@ -233,6 +289,10 @@ pub fn slice<D: Dim>(x: &[D], axis: usize, start: usize, len: usize) -> Outcome<
 
 /// `permute(x, perm)`: `perm` is a permutation of `0..rank`; output axis `k` is input axis
 /// `perm[k]`.
+///
+/// # Errors
+/// The rule's message, in the words the macro's checker and `compile` report, when the
+/// operands do not fit.
 pub fn permute<D: Dim>(x: &[D], perm: &[usize]) -> Outcome<D> {
     let is_permutation =
         perm.len() == x.len() && (0..perm.len()).all(|k| perm.contains(&k)) && perm.iter().all(|&p| p < x.len());
@@ -252,6 +312,10 @@ pub fn permute<D: Dim>(x: &[D], perm: &[usize]) -> Outcome<D> {
 
 /// `reshape(x)` to the declared shape `to`: the element counts agree (checked when both are
 /// known).
+///
+/// # Errors
+/// The rule's message, in the words the macro's checker and `compile` report, when the
+/// operands do not fit.
 pub fn reshape<D: Dim>(x: &[D], to: &[D]) -> Outcome<D> {
     for s in [x, to] {
         if numel(s).is_none() && s.iter().all(|d| d.size().is_some()) {
@@ -267,6 +331,10 @@ pub fn reshape<D: Dim>(x: &[D], to: &[D]) -> Outcome<D> {
 }
 
 /// `gather_rows(table, ids)` with `count` ids: `[vocab, d] → [count, d]`.
+///
+/// # Errors
+/// The rule's message, in the words the macro's checker and `compile` report, when the
+/// operands do not fit.
 pub fn gather_rows<D: Dim>(table: &[D], count: D) -> Outcome<D> {
     match table {
         [_, d] => Ok(shape(&[count, d.clone()])),
@@ -275,6 +343,10 @@ pub fn gather_rows<D: Dim>(table: &[D], count: D) -> Outcome<D> {
 }
 
 /// A leaf of a declared shape (a data tensor): that shape.
+///
+/// # Errors
+/// The rule's message, in the words the macro's checker and `compile` report, when the
+/// operands do not fit.
 pub fn leaf<D: Dim>(declared: &[D]) -> Outcome<D> {
     Ok(shape(declared))
 }

@@ -16,8 +16,9 @@
 //! d = 0.5·(1 + t) + (0.5·x)·((1 - t·t)·(c·(1 + k3·x²))),   k3 = 3k = 0.134145
 //! ```
 //!
-//! evaluated as `s = 1 - t * t`, `du = c * (1 + k3 * (x * x))`, `d = (0.5 * (1 + t)) + ((0.5 * x)
-//! * (s * du))`, except that when `s` is exactly `0` the second term is taken as `+0`. That is
+//! evaluated as `s = 1 - t * t`, `du = c * (1 + k3 * (x * x))`,
+//! `d = (0.5 * (1 + t)) + ((0.5 * x) * (s * du))`, except that when `s` is exactly `0` the second
+//! term is taken as `+0`. That is
 //! its value whenever it is finite (a zero times a finite number; `0.5 * (1 + t)` is then `1` or
 //! `+0`, so adding `±0` or `+0` gives the same bits); it only differs where `x * x` overflows
 //! (`|x| > 1.34e154`) or `x = ±∞`, where the literal formula would give `0 · ∞ = NaN` instead of
