@@ -40,11 +40,11 @@
 
 pub mod contributions;
 pub mod deferred;
-pub mod dot;
 pub mod dsl;
 pub mod error;
 pub mod gradients;
 pub mod graph;
+pub mod graphviz;
 mod guard;
 pub mod init;
 pub mod macro_builder;

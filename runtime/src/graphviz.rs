@@ -45,7 +45,7 @@ fn counted(list: &[usize]) -> Vec<(usize, usize)> {
 }
 
 impl<A: 'static, D: 'static> RawGraph<A, D> {
-    /// The graph as a Graphviz DOT document (see the [module docs](crate::dot) for the drawing
+    /// The graph as a Graphviz DOT document (see the [module docs](crate::graphviz) for the drawing
     /// conventions). Node ids are `p<position>`.
     ///
     /// ```
