@@ -298,7 +298,7 @@ impl<'a, A: Clone, G, Ss, Br> IntoIterator for &'a ContextPack<A, G, Ss, Br> {
     type IntoIter = GradientsIter<'a, A>;
 
     fn into_iter(self) -> GradientsIter<'a, A> {
-        self.gradients.into_iter()
+        self.tensors.into_iter()
     }
 }
 
@@ -309,13 +309,14 @@ pub struct ContextPack<A, G, Ss, Br = ()> {
     graph: u64,
     /// Number of graph inputs (|Γ|).
     inputs: usize,
-    gradients: Gradients<A>,
+    /// One tensor per position: values ([`GraphData::eval`]) or gradients (the passes).
+    tensors: Gradients<A>,
     marker: PhantomData<fn() -> (G, Ss, Br)>,
 }
 
 impl<A: Clone, G, Ss, Br> ContextPack<A, G, Ss, Br> {
     pub(crate) fn from_gradients(graph: u64, inputs: usize, gradients: Gradients<A>) -> Self {
-        ContextPack { graph, inputs, gradients, marker: PhantomData }
+        ContextPack { graph, inputs, tensors: gradients, marker: PhantomData }
     }
 
     /// The tensor at `pos` (an input or a node).
@@ -323,11 +324,11 @@ impl<A: Clone, G, Ss, Br> ContextPack<A, G, Ss, Br> {
     /// # Errors
     /// [`Error::ForeignPosition`] for a handle of another graph.
     pub fn get<S: Shape>(&self, pos: Position<S, Br>) -> Result<&RawTensor<A>, Error> {
-        let foreign = Error::ForeignPosition { index: pos.index(), len: self.gradients.len() };
+        let foreign = Error::ForeignPosition { index: pos.index(), len: self.tensors.len() };
         if self.graph != pos.graph_id() {
             return Err(foreign);
         }
-        let t = self.gradients.get(pos.index()).ok_or(foreign)?;
+        let t = self.tensors.get(pos.index()).ok_or(foreign)?;
         if t.dims() != S::dims() {
             return Err(Error::ShapeMismatch { expected: S::dims(), actual: t.dims() });
         }
@@ -336,22 +337,22 @@ impl<A: Clone, G, Ss, Br> ContextPack<A, G, Ss, Br> {
 
     /// The gradients, untyped, in context order.
     pub fn gradients(&self) -> &Gradients<A> {
-        &self.gradients
+        &self.tensors
     }
 
     /// The tensors in context order (uniform positions built as they are reached).
     pub fn iter(&self) -> GradientsIter<'_, A> {
-        self.gradients.iter()
+        self.tensors.iter()
     }
 
     /// The tensors, consuming the pack.
     pub fn into_vec(self) -> Vec<RawTensor<A>> {
-        self.gradients.into_vec()
+        self.tensors.into_vec()
     }
 
     /// The untyped gradients, consuming the pack.
     pub fn into_gradients(self) -> Gradients<A> {
-        self.gradients
+        self.tensors
     }
 
     /// The tensors of the graph's inputs (Γ), as a pack over its input list, consuming the pack:
@@ -368,7 +369,7 @@ impl<A: Clone, G, Ss, Br> ContextPack<A, G, Ss, Br> {
     /// assert_eq!(grads.as_slice()[0].data(), &[6.0, 6.0]);
     /// ```
     pub fn into_inputs(self) -> Pack<A, G> {
-        let mut tensors = self.gradients.into_vec();
+        let mut tensors = self.tensors.into_vec();
         tensors.truncate(self.inputs);
         Pack::from_raw(Some(self.graph), tensors)
     }
@@ -488,7 +489,7 @@ impl<A: Scalar, G, Ss, Br> Seeds<A, G, Ss, Br> {
 
     /// Seeds from a dense pack over the context.
     pub fn from_context_pack(p: ContextPack<A, G, Ss, Br>) -> Self {
-        Seeds { graph: p.graph, slots: p.gradients.into_slots(), marker: PhantomData }
+        Seeds { graph: p.graph, slots: p.tensors.into_slots(), marker: PhantomData }
     }
 
     pub(crate) fn graph(&self) -> u64 {
