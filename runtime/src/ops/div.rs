@@ -11,6 +11,7 @@
 //! gradients. The op is generic over any scalar with `/`, `*` and `-`; for integer scalars the
 //! scalar's `/` decides what a zero divisor does (Rust's integer division panics).
 
+use crate::reference::RefOp;
 use crate::shape::rules::ElementwiseShape;
 use core::ops::{Div as DivOp, Mul as MulOp, Sub as SubOp};
 
@@ -58,6 +59,9 @@ impl<A: Scalar + DivOp<Output = A> + MulOp<Output = A> + SubOp<Output = A>, D> C
         let l = c.single(a, ga);
         let r = c.single(b, gb);
         c.add(l, r)
+    }
+    fn reference(&self) -> Option<RefOp<A, D>> {
+        Some(RefOp::div(self.parents[0], self.parents[1]))
     }
 }
 
