@@ -108,6 +108,9 @@ where
     ];
     assert_all_eq(&format!("backprop_inputs, {what}"), &inputs);
     assert_eq!(inputs[0][..], all[0][..n_in], "{what}: inputs-only == inputs of all-seeds");
+    // The graph-level reference (`ofGraph_*`), which also re-derives the data-reading ops.
+    let reference = raw.graph().backprop_all_ctx(&raw.values()[..n_in], raw.data(), seeds.to_vec()).unwrap();
+    assert_eq!(all[0], all_bits(&reference), "{what}: backprop_all_* == backprop_all_ctx");
     let [all, ..] = all;
     let [inputs, ..] = inputs;
     [all, inputs]

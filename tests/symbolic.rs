@@ -241,12 +241,15 @@ fn run_case(plan: &Plan, seed: u64) {
     let mut rng = Rng::new(seed);
     let g = build(plan);
     let inputs = symbolic_pack(&plan.inputs, "x", &mut rng, 6);
-    let saved = RawSavedGraph::compile(&g, inputs, ()).unwrap();
+    let saved = RawSavedGraph::compile(&g, inputs.clone(), ()).unwrap();
     let n_in = plan.inputs.len();
 
     let seeds = symbolic_pack(&plan.dims, "s", &mut rng, 3);
+    // The graph-level reference (`ofGraph_*`): its trees are the dense pass's.
+    let reference = g.backprop_all_ctx(&inputs, &(), seeds.clone()).unwrap();
     let dense = saved.backprop_all_dense(seeds.clone()).unwrap();
     assert_eq!(dense.len(), plan.len());
+    assert_same("all_dense vs backprop_all_ctx", &dense, &reference);
     assert_same("all_array", &saved.backprop_all_array(seeds.clone()).unwrap(), &dense);
     assert_same("all_stored", &saved.backprop_all_stored(seeds.clone()).unwrap(), &dense);
     let inputs_dense = saved.backprop_inputs_dense(seeds.clone()).unwrap();
@@ -261,7 +264,9 @@ fn run_case(plan: &Plan, seed: u64) {
         } else {
             leaves(plan.dims[output], &format!("o{output}_"))
         };
-        let reference = saved.backprop_from_dense(output, seed.clone()).unwrap();
+        let reference = g.backprop_from_ctx(&inputs, &(), output, seed.clone()).unwrap();
+        let dense = saved.backprop_from_dense(output, seed.clone()).unwrap();
+        assert_same(&format!("from_dense({output}) vs backprop_from_ctx"), &dense, &reference);
         assert_same(&format!("from({output})"), &saved.backprop_from(output, seed).unwrap(), &reference);
     }
     // Keep the arena bounded: a 30-node graph makes tens of thousands of nodes, not millions.

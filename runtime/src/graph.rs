@@ -59,6 +59,14 @@ pub trait CompactOp<A, D>: 'static {
 
     /// The VJP at cotangent `g`, described with `c`; returns the root description.
     fn contributions(&self, saved: &SavedValues<'_, A, D>, g: &RawTensor<A>, c: &mut Contributions<A>) -> Contrib;
+
+    /// The op as the independent reference knows it ([`crate::reference`]): its name, positions
+    /// and parameters, from which the reference computes its value and dense VJP by its own
+    /// code. Every built-in op returns one; the default `None` (user ops) makes the reference
+    /// trust the op's own `forward` and the dense form of its contributions.
+    fn reference(&self) -> Option<crate::reference::RefOp<A, D>> {
+        None
+    }
 }
 
 /// What a node's VJP may read: the saved prefix (inputs and earlier nodes), the node's own saved

@@ -53,6 +53,7 @@ pub mod ops;
 pub mod optim;
 pub mod pack;
 pub mod program;
+pub mod reference;
 pub mod saved;
 pub mod scalar;
 pub mod shape;

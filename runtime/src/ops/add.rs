@@ -5,6 +5,7 @@
 
 use crate::contributions::{Contrib, Contributions};
 use crate::graph::{Compact, CompactOp, SavedValues};
+use crate::reference::RefOp;
 use crate::scalar::Scalar;
 use crate::shape::rules::ElementwiseShape;
 use crate::shape::{Dims, Position, Shape};
@@ -44,6 +45,9 @@ impl<A: Scalar, D> CompactOp<A, D> for Add {
         let l = c.single_cotangent(self.parents[0]);
         let r = c.single_cotangent(self.parents[1]);
         c.add(l, r)
+    }
+    fn reference(&self) -> Option<RefOp<A, D>> {
+        Some(RefOp::Add { a: self.parents[0], b: self.parents[1] })
     }
 }
 

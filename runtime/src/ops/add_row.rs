@@ -6,6 +6,7 @@
 
 use crate::contributions::{Contrib, Contributions};
 use crate::graph::{Compact, CompactOp, SavedValues};
+use crate::reference::RefOp;
 use crate::scalar::Scalar;
 use crate::shape::rules::AddRowShape;
 use crate::shape::{Dims, Position, Shape};
@@ -61,6 +62,9 @@ impl<A: Scalar, D> CompactOp<A, D> for AddRow {
         let l = c.single_cotangent(self.parents[0]);
         let r = c.single(self.parents[1], s);
         c.add(l, r)
+    }
+    fn reference(&self) -> Option<RefOp<A, D>> {
+        Some(RefOp::AddRow { x: self.parents[0], b: self.parents[1] })
     }
 }
 

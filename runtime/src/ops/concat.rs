@@ -13,6 +13,7 @@ use typenum::Unsigned;
 use super::sum_axis::split;
 use crate::contributions::{Contrib, Contributions};
 use crate::graph::{Compact, CompactOp, SavedValues};
+use crate::reference::RefOp;
 use crate::scalar::Scalar;
 use crate::shape::rules::ConcatShape;
 use crate::shape::{Dims, Position, Shape};
@@ -78,6 +79,9 @@ impl<A: Scalar, D> CompactOp<A, D> for Concat {
         let tb = c.tensor(db, |k| gd[(k / cb) * (ca + cb) + ca + k % cb].clone());
         let (l, r) = (c.single(a, ta), c.single(b, tb));
         c.add(l, r)
+    }
+    fn reference(&self) -> Option<RefOp<A, D>> {
+        Some(RefOp::Concat { a: self.parents[0], b: self.parents[1], axis: self.axis })
     }
 }
 

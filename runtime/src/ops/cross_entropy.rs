@@ -17,6 +17,7 @@
 //! Labels are data, not differentiable. `validate` rejects a label count other than `m` and a
 //! label `≥ c`, naming the row and the label (an error from `compile`, never a panic).
 
+use crate::reference::{FloatKit, RefOp};
 use crate::shape::rules::LogitsShape;
 use num_traits::{Float, FromPrimitive};
 
@@ -134,6 +135,9 @@ impl<A: Scalar + Float + FromPrimitive, D: 'static> CompactOp<A, D> for CrossEnt
         c.recycle(e);
         let t = RawTensor::from_parts(x.dims(), t);
         c.single(self.parents[0], t)
+    }
+    fn reference(&self) -> Option<RefOp<A, D>> {
+        Some(RefOp::CrossEntropy { logits: self.parents[0], labels: self.labels, k: FloatKit::counting() })
     }
 }
 

@@ -14,6 +14,7 @@
 //! the division before the forward runs: `compile` and the generated programs return
 //! [`Error::Node`](crate::Error::Node) naming the node, the op and the element.
 
+use crate::reference::RefOp;
 use crate::shape::rules::ElementwiseShape;
 use core::ops::{Div as DivOp, Mul as MulOp, Sub as SubOp};
 
@@ -70,6 +71,9 @@ impl<A: Scalar + DivOp<Output = A> + MulOp<Output = A> + SubOp<Output = A>, D> C
         let l = c.single(a, ga);
         let r = c.single(b, gb);
         c.add(l, r)
+    }
+    fn reference(&self) -> Option<RefOp<A, D>> {
+        Some(RefOp::div(self.parents[0], self.parents[1]))
     }
 }
 

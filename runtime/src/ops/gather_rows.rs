@@ -14,6 +14,7 @@
 use super::LabelAccessor;
 use crate::contributions::{Contrib, Contributions};
 use crate::graph::{Compact, CompactOp, SavedValues};
+use crate::reference::RefOp;
 use crate::scalar::Scalar;
 use crate::shape::rules::GatherRowsShape;
 use crate::shape::{Dims, Position, Shape};
@@ -90,6 +91,9 @@ impl<A: Scalar, D: 'static> CompactOp<A, D> for GatherRows<D> {
             }
         }
         c.single(self.parents[0], t)
+    }
+    fn reference(&self) -> Option<RefOp<A, D>> {
+        Some(RefOp::GatherRows { table: self.parents[0], ids: self.ids, count: self.count })
     }
 }
 

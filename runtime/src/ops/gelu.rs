@@ -31,6 +31,7 @@ use num_traits::Float;
 
 use super::pointwise::{self, Pointwise, PointwiseFn};
 use crate::graph::Compact;
+use crate::reference::{FloatKit, Unary};
 use crate::scalar::Scalar;
 use crate::shape::{rules::UnaryShape, Position, Shape};
 
@@ -78,6 +79,9 @@ impl<A: Scalar + Float> PointwiseFn<A> for GeluFn {
         let zero = <A as Scalar>::zero();
         let tail = if s == zero { zero } else { (half * x) * (s * (cc * (A::one() + k3 * (x * x)))) };
         *g * ((half * (A::one() + t)) + tail)
+    }
+    fn reference() -> Option<Unary<A>> {
+        Some(Unary::Gelu(FloatKit::new()))
     }
 }
 

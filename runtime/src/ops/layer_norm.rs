@@ -15,6 +15,7 @@
 //! `gbias[j] = ((0 + δ[0, j]) + δ[1, j]) + …` and `ggain[j] = ((0 + δ[0, j] * h[0, j]) + …)`.
 //! The contributions are `add(add(single(x, gx), single(gain, ggain)), single(bias, gbias))`.
 
+use crate::reference::{FloatKit, RefOp};
 use crate::shape::rules::RowParamsShape;
 use num_traits::{Float, FromPrimitive};
 
@@ -127,6 +128,10 @@ impl<A: Scalar + Float + FromPrimitive, D> CompactOp<A, D> for LayerNorm<A> {
         let l = c.add(sx, sg);
         let sb = c.single(self.parents[2], gbias);
         c.add(l, sb)
+    }
+    fn reference(&self) -> Option<RefOp<A, D>> {
+        let [x, gain, bias] = self.parents;
+        Some(RefOp::LayerNorm { x, gain, bias, eps: self.eps, k: FloatKit::counting() })
     }
 }
 

@@ -11,6 +11,7 @@ use num_traits::Float;
 
 use super::pointwise::{self, Pointwise, PointwiseFn};
 use crate::graph::Compact;
+use crate::reference::{FloatKit, Unary};
 use crate::scalar::Scalar;
 use crate::shape::{rules::UnaryShape, Position, Shape};
 
@@ -29,6 +30,9 @@ impl<A: Scalar + Float> PointwiseFn<A> for LogFn {
     #[inline]
     fn derivative(_: &(), g: &A, x: &A, _: &A) -> A {
         *g / *x
+    }
+    fn reference() -> Option<Unary<A>> {
+        Some(Unary::Log(FloatKit::new()))
     }
 }
 

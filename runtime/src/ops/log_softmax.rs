@@ -11,6 +11,7 @@
 //! `t` is left). `exp` is [`math::exp`](crate::math::exp) in both directions (applied to a row at
 //! a time by its slice form).
 
+use crate::reference::{FloatKit, RefOp};
 use crate::shape::rules::LastAxisShape;
 use num_traits::Float;
 
@@ -72,6 +73,9 @@ impl<A: Scalar + Float, D> CompactOp<A, D> for LogSoftmax {
         }
         let r = RawTensor::from_parts(y.dims(), r);
         c.single(self.parents[0], r)
+    }
+    fn reference(&self) -> Option<RefOp<A, D>> {
+        Some(RefOp::LogSoftmax { a: self.parents[0], k: FloatKit::new() })
     }
 }
 

@@ -4,6 +4,7 @@
 //! VJP: `add(single(a, δ · bᵀ), single(b, aᵀ · δ))`, each product with δ on the left
 //! (`δ[i, j] * b[t, j]` and `δ[i, j] * a[i, t]`).
 
+use crate::reference::RefOp;
 use crate::shape::rules::MatMulShape;
 use core::ops::Mul;
 
@@ -274,6 +275,9 @@ impl<A: Scalar + Mul<Output = A>, D> CompactOp<A, D> for MatMul {
         let ga = c.single(pa, RawTensor::from_parts(a.dims(), ga));
         let gb = c.single(pb, RawTensor::from_parts(b.dims(), gb));
         c.add(ga, gb)
+    }
+    fn reference(&self) -> Option<RefOp<A, D>> {
+        Some(RefOp::matmul(self.parents[0], self.parents[1]))
     }
 }
 

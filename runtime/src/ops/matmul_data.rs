@@ -13,6 +13,7 @@
 //! `forward`) checks that the data's `x` is `m×k`, reporting shapes in decimal — an error from
 //! `compile`, never a panic.
 
+use crate::reference::RefOp;
 use crate::shape::rules::MatMulShape;
 use core::ops::Mul;
 
@@ -100,6 +101,9 @@ impl<A: Scalar + Mul<Output = A>, D: 'static> CompactOp<A, D> for MatMulData<A, 
         let mut gw = c.buffer_for(w.numel());
         super::matmul::right_gradient(x, g, &mut gw);
         c.single(pw, RawTensor::from_parts(w.dims(), gw))
+    }
+    fn reference(&self) -> Option<RefOp<A, D>> {
+        Some(RefOp::matmul_data(self.parents[0], self.rows, self.x))
     }
 }
 

@@ -2,6 +2,7 @@
 //!
 //! VJP: `single(a, full(δ / n))`.
 
+use crate::reference::RefOp;
 use crate::shape::rules::ReduceShape;
 use core::ops::Div;
 
@@ -58,6 +59,9 @@ impl<A: Scalar + Div<Output = A> + FromPrimitive, D> CompactOp<A, D> for Mean {
         let v = g.data()[0].clone() / n;
         let t = c.tensor(d, |_| v.clone());
         c.single(self.parents[0], t)
+    }
+    fn reference(&self) -> Option<RefOp<A, D>> {
+        Some(RefOp::mean(self.parents[0]))
     }
 }
 

@@ -7,6 +7,7 @@
 
 use typenum::Unsigned;
 
+use crate::reference::RefOp;
 use crate::shape::rules::AxisReduceShape;
 use core::ops::Div;
 
@@ -66,6 +67,9 @@ impl<A: Scalar + Div<Output = A> + FromPrimitive, D> CompactOp<A, D> for MeanAxi
         let gd = g.data();
         let t = c.tensor(d, |k| gd[(k / (n * inner)) * inner + k % inner].clone() / count.clone());
         c.single(self.parents[0], t)
+    }
+    fn reference(&self) -> Option<RefOp<A, D>> {
+        Some(RefOp::mean_axis(self.parents[0], self.axis))
     }
 }
 

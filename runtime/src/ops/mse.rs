@@ -4,6 +4,7 @@
 //! VJP: `add(single(a, ga), single(b, gb))` with `ga[i] = δ * ((d[i] + d[i]) / n)` (δ left) and
 //! `gb[i] = 0 − ga[i]`; when `a == b` the two terms are added first (`ga + gb`).
 
+use crate::reference::{FloatKit, RefOp};
 use crate::shape::rules::ElementwiseToScalarShape;
 use num_traits::{Float, FromPrimitive};
 
@@ -67,6 +68,9 @@ impl<A: Scalar + Float + FromPrimitive, D> CompactOp<A, D> for Mse {
         let l = c.single(self.parents[0], ga);
         let r = c.single(self.parents[1], gb);
         c.add(l, r)
+    }
+    fn reference(&self) -> Option<RefOp<A, D>> {
+        Some(RefOp::Mse { a: self.parents[0], b: self.parents[1], k: FloatKit::counting() })
     }
 }
 

@@ -2,6 +2,7 @@
 //!
 //! VJP: `add(single(a, δ * b), single(b, δ * a))` (δ left in products).
 
+use crate::reference::RefOp;
 use crate::shape::rules::ElementwiseShape;
 use core::ops::Mul as MulOp;
 
@@ -49,6 +50,9 @@ impl<A: Scalar + MulOp<Output = A>, D> CompactOp<A, D> for Mul {
         let l = c.single(a, ga);
         let r = c.single(b, gb);
         c.add(l, r)
+    }
+    fn reference(&self) -> Option<RefOp<A, D>> {
+        Some(RefOp::mul(self.parents[0], self.parents[1]))
     }
 }
 

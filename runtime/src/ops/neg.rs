@@ -6,6 +6,7 @@ use core::ops::{Neg as NegOp, Sub as SubOp};
 
 use super::pointwise::{self, Pointwise, PointwiseFn};
 use crate::graph::Compact;
+use crate::reference::Unary;
 use crate::scalar::Scalar;
 use crate::shape::{rules::UnaryShape, Position, Shape};
 
@@ -24,6 +25,9 @@ impl<A: Scalar + NegOp<Output = A> + SubOp<Output = A>> PointwiseFn<A> for NegFn
     #[inline]
     fn derivative(_: &(), g: &A, _: &A, _: &A) -> A {
         A::zero() - g.clone()
+    }
+    fn reference() -> Option<Unary<A>> {
+        Some(Unary::neg())
     }
 }
 

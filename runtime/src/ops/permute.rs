@@ -10,6 +10,7 @@
 
 use crate::contributions::{Contrib, Contributions};
 use crate::graph::{Compact, CompactOp, SavedValues};
+use crate::reference::RefOp;
 use crate::scalar::Scalar;
 use crate::shape::rules::{AxisList, PermuteShape};
 use crate::shape::{Dims, Position, Shape, MAX_RANK};
@@ -86,6 +87,9 @@ impl<A: Scalar, D> CompactOp<A, D> for Permute {
         debug_assert_eq!(d, saved.prefix[self.parents[0]].dims());
         let t = c.tensor(d, read);
         c.single(self.parents[0], t)
+    }
+    fn reference(&self) -> Option<RefOp<A, D>> {
+        Some(RefOp::Permute { a: self.parents[0], perm: self.perm.clone() })
     }
 }
 

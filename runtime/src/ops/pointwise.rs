@@ -33,6 +33,11 @@ pub trait PointwiseFn<A>: 'static {
     /// from the cotangent `g`, the saved input `x` and the saved output `y` (each op documents
     /// which it reads; `exactgrad_spec` lists them).
     fn derivative(k: &Self::Consts, g: &A, x: &A, y: &A) -> A;
+    /// The function as the independent reference knows it ([`crate::reference`]); `None` (the
+    /// default, for user functions) makes the reference trust the op's own code.
+    fn reference() -> Option<crate::reference::Unary<A>> {
+        None
+    }
 }
 
 /// The op `F` applied elementwise to one position.
@@ -146,6 +151,9 @@ impl<A: Scalar, D, F: PointwiseFn<A>> CompactOp<A, D> for Pointwise<F> {
         let mut t = c.buffer_for(g.numel());
         derivative_into::<A, F>(g.data(), x, y, &mut t);
         c.single(self.parents[0], RawTensor::from_parts(g.dims(), t))
+    }
+    fn reference(&self) -> Option<crate::reference::RefOp<A, D>> {
+        F::reference().map(|f| crate::reference::RefOp::Unary { a: self.parents[0], f })
     }
 }
 

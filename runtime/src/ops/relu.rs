@@ -5,6 +5,7 @@
 
 use super::pointwise::{self, Pointwise, PointwiseFn};
 use crate::graph::Compact;
+use crate::reference::Unary;
 use crate::scalar::Scalar;
 use crate::shape::{rules::UnaryShape, Position, Shape};
 
@@ -32,6 +33,9 @@ impl<A: Scalar + PartialOrd> PointwiseFn<A> for ReluFn {
         } else {
             A::zero()
         }
+    }
+    fn reference() -> Option<Unary<A>> {
+        Some(Unary::relu())
     }
 }
 

@@ -5,6 +5,7 @@
 
 use crate::contributions::{Contrib, Contributions};
 use crate::graph::{Compact, CompactOp, SavedValues};
+use crate::reference::RefOp;
 use crate::scalar::Scalar;
 use crate::shape::rules::ReshapeShape;
 use crate::shape::{Dims, Position, Shape};
@@ -45,6 +46,9 @@ impl<A: Scalar, D> CompactOp<A, D> for Reshape {
         let gd = g.data();
         let t = c.tensor(saved.prefix[self.parents[0]].dims(), |i| gd[i].clone());
         c.single(self.parents[0], t)
+    }
+    fn reference(&self) -> Option<RefOp<A, D>> {
+        Some(RefOp::Reshape { a: self.parents[0], dims: self.dims.as_slice().to_vec() })
     }
 }
 

@@ -2,6 +2,7 @@
 //!
 //! VJP: `single(a, δ * k)` (δ left).
 
+use crate::reference::RefOp;
 use crate::shape::rules::UnaryShape;
 use core::ops::Mul as MulOp;
 
@@ -45,6 +46,9 @@ impl<A: Scalar + MulOp<Output = A>, D> CompactOp<A, D> for Scale<A> {
         let gd = g.data();
         let t = c.tensor(g.dims(), |i| gd[i].clone() * self.factor.clone());
         c.single(self.parents[0], t)
+    }
+    fn reference(&self) -> Option<RefOp<A, D>> {
+        Some(RefOp::scale(self.parents[0], self.factor.clone()))
     }
 }
 

@@ -6,6 +6,7 @@ use core::cmp::Ordering;
 
 use crate::contributions::{Contrib, Contributions};
 use crate::graph::{CompactOp, SavedValues};
+use crate::reference::RefOp;
 use crate::scalar::Scalar;
 use crate::shape::Dims;
 use crate::tensor::RawTensor;
@@ -67,5 +68,8 @@ impl<A: Scalar + PartialOrd, D, const MAX: bool> CompactOp<A, D> for Select<MAX>
         let l = c.single(a, ga);
         let r = c.single(b, gb);
         c.add(l, r)
+    }
+    fn reference(&self) -> Option<RefOp<A, D>> {
+        Some(RefOp::select(self.parents[0], self.parents[1], MAX))
     }
 }

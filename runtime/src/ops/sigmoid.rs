@@ -13,6 +13,7 @@ use num_traits::Float;
 
 use super::pointwise::{self, Pointwise, PointwiseFn};
 use crate::graph::Compact;
+use crate::reference::{FloatKit, Unary};
 use crate::scalar::Scalar;
 use crate::shape::{rules::UnaryShape, Position, Shape};
 
@@ -38,6 +39,9 @@ impl<A: Scalar + Float> PointwiseFn<A> for SigmoidFn {
     #[inline]
     fn derivative(_: &(), g: &A, _: &A, y: &A) -> A {
         *g * (*y * (A::one() - *y))
+    }
+    fn reference() -> Option<Unary<A>> {
+        Some(Unary::Sigmoid(FloatKit::new()))
     }
 }
 

@@ -12,6 +12,7 @@ use typenum::Unsigned;
 use super::sum_axis::split;
 use crate::contributions::{Contrib, Contributions};
 use crate::graph::{Compact, CompactOp, SavedValues};
+use crate::reference::RefOp;
 use crate::scalar::Scalar;
 use crate::shape::rules::SliceShape;
 use crate::shape::{Dims, Position, Shape};
@@ -86,6 +87,9 @@ impl<A: Scalar, D> CompactOp<A, D> for Slice {
         }
         t.resize(d.numel(), A::zero()); // only for an empty window (`count == 0`)
         c.single(self.parents[0], RawTensor::from_parts(d, t))
+    }
+    fn reference(&self) -> Option<RefOp<A, D>> {
+        Some(RefOp::Slice { a: self.parents[0], axis: self.axis, start: self.start, len: self.len })
     }
 }
 

@@ -14,6 +14,7 @@
 //! VJP, with the saved output `y` and per row `d = ((0 + δ[0] * y[0]) + δ[1] * y[1]) + …`
 //! (ascending, δ left): `single(x, t)` with `t[j] = (δ[j] − d) * y[j]` (δ-side factor left).
 
+use crate::reference::{FloatKit, RefOp};
 use crate::shape::rules::LastAxisShape;
 use num_traits::Float;
 
@@ -103,6 +104,9 @@ impl<A: Scalar + Float, D> CompactOp<A, D> for Softmax {
         }
         let t = RawTensor::from_parts(y.dims(), t);
         c.single(self.parents[0], t)
+    }
+    fn reference(&self) -> Option<RefOp<A, D>> {
+        Some(RefOp::Softmax { a: self.parents[0], k: FloatKit::new() })
     }
 }
 

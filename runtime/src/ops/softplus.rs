@@ -20,6 +20,7 @@ use num_traits::Float;
 use super::pointwise::{self, Pointwise, PointwiseFn};
 use super::sigmoid::logistic;
 use crate::graph::Compact;
+use crate::reference::{FloatKit, Unary};
 use crate::scalar::Scalar;
 use crate::shape::{rules::UnaryShape, Position, Shape};
 
@@ -47,6 +48,9 @@ impl<A: Scalar + Float> PointwiseFn<A> for SoftplusFn {
     #[inline]
     fn derivative(_: &(), g: &A, x: &A, _: &A) -> A {
         *g * logistic(*x)
+    }
+    fn reference() -> Option<Unary<A>> {
+        Some(Unary::Softplus(FloatKit::new()))
     }
 }
 

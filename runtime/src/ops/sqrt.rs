@@ -12,6 +12,7 @@ use num_traits::Float;
 
 use super::pointwise::{self, Pointwise, PointwiseFn};
 use crate::graph::Compact;
+use crate::reference::{FloatKit, Unary};
 use crate::scalar::Scalar;
 use crate::shape::{rules::UnaryShape, Position, Shape};
 
@@ -30,6 +31,9 @@ impl<A: Scalar + Float> PointwiseFn<A> for SqrtFn {
     #[inline]
     fn derivative(_: &(), g: &A, _: &A, y: &A) -> A {
         *g / (*y + *y)
+    }
+    fn reference() -> Option<Unary<A>> {
+        Some(Unary::Sqrt(FloatKit::new()))
     }
 }
 

@@ -6,6 +6,7 @@
 //! NaN payloads included). It is *not* `δ * (a + a)` or `(2 * δ) * a`, which can round
 //! differently (and overflow differently).
 
+use crate::reference::RefOp;
 use crate::shape::rules::UnaryShape;
 use core::ops::Mul as MulOp;
 
@@ -52,6 +53,9 @@ impl<A: Scalar + MulOp<Output = A>, D> CompactOp<A, D> for Square {
         let l = c.single(a, ga);
         let r = c.single(a, gb);
         c.add(l, r)
+    }
+    fn reference(&self) -> Option<RefOp<A, D>> {
+        Some(RefOp::square(self.parents[0]))
     }
 }
 

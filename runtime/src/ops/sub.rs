@@ -2,6 +2,7 @@
 //!
 //! VJP: `add(single(a, δ), single(b, 0 - δ))` (negation as `0 - δ`, SEMANTICS §4).
 
+use crate::reference::RefOp;
 use crate::shape::rules::ElementwiseShape;
 use core::ops::Sub as SubOp;
 
@@ -47,6 +48,9 @@ impl<A: Scalar + SubOp<Output = A>, D> CompactOp<A, D> for Sub {
         let neg = c.tensor(g.dims(), |i| A::zero() - gd[i].clone());
         let r = c.single(self.parents[1], neg);
         c.add(l, r)
+    }
+    fn reference(&self) -> Option<RefOp<A, D>> {
+        Some(RefOp::sub(self.parents[0], self.parents[1]))
     }
 }
 

@@ -4,6 +4,7 @@
 
 use crate::contributions::{Contrib, Contributions};
 use crate::graph::{Compact, CompactOp, SavedValues};
+use crate::reference::RefOp;
 use crate::scalar::Scalar;
 use crate::shape::rules::ReduceShape;
 use crate::shape::{Dims, Position, Shape};
@@ -49,6 +50,9 @@ impl<A: Scalar, D> CompactOp<A, D> for Sum {
         let v = &g.data()[0];
         let t = c.tensor(d, |_| v.clone());
         c.single(self.parents[0], t)
+    }
+    fn reference(&self) -> Option<RefOp<A, D>> {
+        Some(RefOp::Sum { a: self.parents[0] })
     }
 }
 

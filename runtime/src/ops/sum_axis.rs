@@ -10,6 +10,7 @@ use typenum::Unsigned;
 
 use crate::contributions::{Contrib, Contributions};
 use crate::graph::{Compact, CompactOp, SavedValues};
+use crate::reference::RefOp;
 use crate::scalar::Scalar;
 use crate::shape::rules::AxisReduceShape;
 use crate::shape::{Dims, Position, Shape};
@@ -73,6 +74,9 @@ impl<A: Scalar, D> CompactOp<A, D> for SumAxis {
         let gd = g.data();
         let t = c.tensor(d, |k| gd[(k / (n * inner)) * inner + k % inner].clone());
         c.single(self.parents[0], t)
+    }
+    fn reference(&self) -> Option<RefOp<A, D>> {
+        Some(RefOp::SumAxis { a: self.parents[0], axis: self.axis })
     }
 }
 

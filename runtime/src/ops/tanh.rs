@@ -9,6 +9,7 @@ use num_traits::Float;
 
 use super::pointwise::{self, Pointwise, PointwiseFn};
 use crate::graph::Compact;
+use crate::reference::{FloatKit, Unary};
 use crate::scalar::Scalar;
 use crate::shape::{rules::UnaryShape, Position, Shape};
 
@@ -27,6 +28,9 @@ impl<A: Scalar + Float> PointwiseFn<A> for TanhFn {
     #[inline]
     fn derivative(_: &(), g: &A, _: &A, y: &A) -> A {
         *g * (A::one() - *y * *y)
+    }
+    fn reference() -> Option<Unary<A>> {
+        Some(Unary::Tanh(FloatKit::new()))
     }
 }
 

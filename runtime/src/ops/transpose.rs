@@ -4,6 +4,7 @@
 
 use crate::contributions::{Contrib, Contributions};
 use crate::graph::{Compact, CompactOp, SavedValues};
+use crate::reference::RefOp;
 use crate::scalar::Scalar;
 use crate::shape::rules::TransposeShape;
 use crate::shape::{Dims, Position, Shape};
@@ -54,6 +55,9 @@ impl<A: Scalar, D> CompactOp<A, D> for Transpose {
         // g is cols × r; its transpose is r × cols.
         let t = c.tensor(d, transposed(g.data(), cols, r));
         c.single(self.parents[0], t)
+    }
+    fn reference(&self) -> Option<RefOp<A, D>> {
+        Some(RefOp::Transpose { a: self.parents[0] })
     }
 }
 

@@ -1,0 +1,406 @@
+//! The reference's forward: each built-in op's value by the formula of its documentation, as a
+//! textbook loop over [`RefTensor`]s, with its own shape and data checks (a message, never a
+//! panic). Every `+` is the engine's addition ([`plus`], SEMANTICS §0); reductions run in
+//! ascending index order from `0` (§8).
+
+use core::cmp::Ordering;
+
+use super::op::{FloatKit, RefOp, Unary};
+use super::tensor::{around, numel, plus, times, RefTensor};
+use crate::scalar::Scalar;
+
+/// The value at position `p` of the prefix, or a message.
+pub(super) fn at<A>(vals: &[RefTensor<A>], p: usize) -> Result<&RefTensor<A>, String> {
+    vals.get(p).ok_or_else(|| format!("reads position {p}, outside its prefix of {}", vals.len()))
+}
+
+/// `Ok` when `a` and `b` have the same dims.
+fn same<A>(a: &RefTensor<A>, b: &RefTensor<A>) -> Result<(), String> {
+    if a.dims == b.dims {
+        Ok(())
+    } else {
+        Err(format!("operands of dims {:?} and {:?} differ", a.dims, b.dims))
+    }
+}
+
+/// `(rows, cols)` of a matrix.
+pub(super) fn matrix(dims: &[usize]) -> Result<(usize, usize), String> {
+    match *dims {
+        [r, c] => Ok((r, c)),
+        _ => Err(format!("needs a matrix, got dims {dims:?}")),
+    }
+}
+
+/// `out[i, j] = ((0 + p(i, 0, j)) + p(i, 1, j)) + …` over `inner`, `p` a pinned product.
+pub(super) fn product<A: Scalar>(
+    rows: usize,
+    inner: usize,
+    cols: usize,
+    p: impl Fn(usize, usize, usize) -> A,
+) -> Vec<A> {
+    let mut out = Vec::with_capacity(rows * cols);
+    for i in 0..rows {
+        for j in 0..cols {
+            let mut acc = A::zero();
+            for t in 0..inner {
+                acc = plus(acc, p(i, t, j));
+            }
+            out.push(acc);
+        }
+    }
+    out
+}
+
+/// `((0 + xs[0]) + xs[1]) + …`.
+pub(super) fn sum<A: Scalar>(xs: impl IntoIterator<Item = A>) -> A {
+    xs.into_iter().fold(A::zero(), plus)
+}
+
+/// The count `n` as a scalar, or a message.
+pub(super) fn count<A>(count: fn(usize) -> Option<A>, n: usize) -> Result<A, String> {
+    count(n).ok_or_else(|| format!("cannot represent the count {n} in the scalar type"))
+}
+
+/// `x[0]`, replaced by every later `x[j] > m` (softmax step 1).
+pub(super) fn row_max<A: Clone>(k: &FloatKit<A>, row: &[A]) -> A {
+    let mut m = row[0].clone();
+    for v in &row[1..] {
+        if (k.cmp)(v, &m) == Some(Ordering::Greater) {
+            m = v.clone();
+        }
+    }
+    m
+}
+
+/// `(m, e, s)` of a row: its maximum, `e[j] = exp(x[j] - m)` and `s = ((0 + e[0]) + e[1]) + …`.
+pub(super) fn shifted<A: Scalar>(k: &FloatKit<A>, row: &[A]) -> (A, Vec<A>, A) {
+    let m = row_max(k, row);
+    let e: Vec<A> = row.iter().map(|v| (k.exp)((k.sub)(v.clone(), m.clone()))).collect();
+    let s = sum(e.iter().cloned());
+    (m, e, s)
+}
+
+/// The non-empty last axis of `x`, or a message.
+fn last_axis(dims: &[usize]) -> Result<usize, String> {
+    match dims.last() {
+        Some(&n) if n > 0 => Ok(n),
+        _ => Err(format!("needs a non-empty last axis, got dims {dims:?}")),
+    }
+}
+
+/// `(h, r)` of a layer-norm row: `h[j] = (x[j] - μ) * r`, `r = 1 / sqrt(v + eps)`.
+pub(super) fn normalise<A: Scalar>(k: &FloatKit<A>, row: &[A], n: &A, eps: &A) -> (Vec<A>, A) {
+    let mu = (k.div)(sum(row.iter().cloned()), n.clone());
+    let d: Vec<A> = row.iter().map(|v| (k.sub)(v.clone(), mu.clone())).collect();
+    let var = (k.div)(sum(d.iter().map(|v| (k.mul)(v.clone(), v.clone()))), n.clone());
+    let r = (k.div)(k.one.clone(), (k.sqrt)(plus(var, eps.clone())));
+    (d.into_iter().map(|v| (k.mul)(v, r.clone())).collect(), r)
+}
+
+/// `tanh(c * (x + k * ((x * x) * x)))` of GELU, with its constants `(0.5, c, k, 3k)`.
+pub(super) fn gelu_tanh<A: Scalar>(k: &FloatKit<A>, x: &A) -> A {
+    let (c, kk) = ((k.constant)(0.797_884_560_802_865_4), (k.constant)(0.044_715));
+    let x3 = (k.mul)((k.mul)(x.clone(), x.clone()), x.clone());
+    (k.tanh)((k.mul)(c, plus(x.clone(), (k.mul)(kk, x3))))
+}
+
+/// `1 / (1 + exp(-x))`.
+pub(super) fn logistic<A: Scalar>(k: &FloatKit<A>, x: &A) -> A {
+    (k.div)(k.one.clone(), plus(k.one.clone(), (k.exp)((k.neg)(x.clone()))))
+}
+
+/// `f(x)` for one element.
+fn unary<A: Scalar>(f: &Unary<A>, x: &A) -> A {
+    let zero = A::zero();
+    match f {
+        Unary::Neg { neg, .. } => neg(x.clone()),
+        Unary::Relu { cmp } => {
+            if cmp(x, &zero) == Some(Ordering::Less) {
+                zero
+            } else {
+                x.clone()
+            }
+        }
+        Unary::Tanh(k) => (k.tanh)(x.clone()),
+        Unary::Exp(k) => (k.exp)(x.clone()),
+        Unary::Sigmoid(k) => logistic(k, x),
+        Unary::Softplus(k) => {
+            if (k.cmp)(x, &zero) == Some(Ordering::Greater) {
+                plus(x.clone(), (k.ln_1p)((k.exp)((k.neg)(x.clone()))))
+            } else {
+                (k.ln_1p)((k.exp)(x.clone()))
+            }
+        }
+        Unary::Log(k) => (k.ln)(x.clone()),
+        Unary::Sqrt(k) => (k.sqrt)(x.clone()),
+        Unary::Gelu(k) => {
+            let half = (k.constant)(0.5);
+            (k.mul)((k.mul)(half, x.clone()), plus(k.one.clone(), gelu_tanh(k, x)))
+        }
+    }
+}
+
+/// Whether `max`/`min` picks its left operand: unless it loses the comparison; unordered, a NaN
+/// wins (the left one if it is a NaN).
+pub(super) fn left<A>(cmp: fn(&A, &A) -> Option<Ordering>, max: bool, a: &A, b: &A) -> bool {
+    let loses = if max { Ordering::Less } else { Ordering::Greater };
+    match cmp(a, b) {
+        Some(o) => o != loses,
+        None => cmp(a, a).is_none(),
+    }
+}
+
+/// Elementwise `f(a[i], b[i])` of two positions of the same dims.
+fn zip<A: Clone>(vals: &[RefTensor<A>], a: usize, b: usize, f: impl Fn(A, A) -> A) -> Result<RefTensor<A>, String> {
+    let (x, y) = (at(vals, a)?, at(vals, b)?);
+    same(x, y)?;
+    Ok(RefTensor {
+        dims: x.dims.clone(),
+        data: x.data.iter().zip(&y.data).map(|(u, v)| f(u.clone(), v.clone())).collect(),
+    })
+}
+
+/// Elementwise `f(a[i])`.
+fn map<A: Clone>(vals: &[RefTensor<A>], a: usize, f: impl Fn(&A) -> A) -> Result<RefTensor<A>, String> {
+    let x = at(vals, a)?;
+    Ok(RefTensor { dims: x.dims.clone(), data: x.data.iter().map(f).collect() })
+}
+
+/// The value of `op` on the prefix `vals` and the data.
+///
+/// # Errors
+/// A message when the operands' dims or the data do not fit the op.
+pub(super) fn forward<A: Scalar, D>(op: &RefOp<A, D>, vals: &[RefTensor<A>], data: &D) -> Result<RefTensor<A>, String> {
+    match op {
+        RefOp::Add { a, b } => zip(vals, *a, *b, plus),
+        RefOp::Sub { a, b, sub } => zip(vals, *a, *b, sub),
+        RefOp::Mul { a, b, mul } => zip(vals, *a, *b, mul),
+        RefOp::Div { a, b, div, .. } => zip(vals, *a, *b, div),
+        RefOp::Square { a, mul } => map(vals, *a, |x| mul(x.clone(), x.clone())),
+        RefOp::Scale { a, factor, mul } => map(vals, *a, |x| mul(x.clone(), factor.clone())),
+        RefOp::Select { a, b, max, cmp } => zip(vals, *a, *b, |u, v| if left(*cmp, *max, &u, &v) { u } else { v }),
+        RefOp::Unary { a, f } => map(vals, *a, |x| unary(f, x)),
+        RefOp::MatMul { a, b, mul } => {
+            let (x, y) = (at(vals, *a)?, at(vals, *b)?);
+            let ((m, k), (k2, n)) = (matrix(&x.dims)?, matrix(&y.dims)?);
+            if k != k2 {
+                return Err(format!("inner sizes {k} and {k2} differ"));
+            }
+            let data = product(m, k, n, |i, t, j| times(x.data[i * k + t].clone(), y.data[t * n + j].clone(), *mul));
+            Ok(RefTensor { dims: vec![m, n], data })
+        }
+        RefOp::MatMulData { w, rows, x, mul } => {
+            let (xv, wv) = (x(data), at(vals, *w)?);
+            let ((m, k), (k2, n)) = (matrix(xv.dims().as_slice())?, matrix(&wv.dims)?);
+            if m != *rows || k != k2 {
+                return Err(format!("data operand of dims {} for {rows} rows and {k2} inner", xv.dims()));
+            }
+            let xd = xv.data();
+            let data = product(m, k, n, |i, t, j| times(xd[i * k + t].clone(), wv.data[t * n + j].clone(), *mul));
+            Ok(RefTensor { dims: vec![m, n], data })
+        }
+        RefOp::Transpose { a } => {
+            let x = at(vals, *a)?;
+            let (r, c) = matrix(&x.dims)?;
+            Ok(RefTensor::from_fn(&[c, r], |o| x.data[(o % r) * c + o / r].clone()))
+        }
+        RefOp::Reshape { a, dims } => {
+            let x = at(vals, *a)?;
+            if numel(dims) != x.data.len() {
+                return Err(format!("cannot reshape dims {:?} to {dims:?}", x.dims));
+            }
+            Ok(RefTensor { dims: dims.clone(), data: x.data.clone() })
+        }
+        RefOp::Permute { a, perm } => {
+            let x = at(vals, *a)?;
+            let mut sorted = perm.clone();
+            sorted.sort_unstable();
+            if sorted != (0..x.dims.len()).collect::<Vec<_>>() {
+                return Err(format!("{perm:?} is not a permutation of the axes of {:?}", x.dims));
+            }
+            Ok(permute(x, perm))
+        }
+        RefOp::Concat { a, b, axis } => {
+            let (x, y) = (at(vals, *a)?, at(vals, *b)?);
+            let fits = x.dims.len() == y.dims.len()
+                && *axis < x.dims.len()
+                && (0..x.dims.len()).all(|k| k == *axis || x.dims[k] == y.dims[k]);
+            if !fits {
+                return Err(format!("cannot join {:?} and {:?} along axis {axis}", x.dims, y.dims));
+            }
+            let ((outer, na, inner), nb) = (around(&x.dims, *axis), y.dims[*axis]);
+            let mut dims = x.dims.clone();
+            dims[*axis] = na + nb;
+            let mut data = Vec::with_capacity(numel(&dims));
+            for o in 0..outer {
+                data.extend_from_slice(&x.data[o * na * inner..(o + 1) * na * inner]);
+                data.extend_from_slice(&y.data[o * nb * inner..(o + 1) * nb * inner]);
+            }
+            Ok(RefTensor { dims, data })
+        }
+        RefOp::Slice { a, axis, start, len } => {
+            let x = at(vals, *a)?;
+            if *axis >= x.dims.len() || start + len > x.dims[*axis] {
+                return Err(format!("no range {start}..{} on axis {axis} of {:?}", start + len, x.dims));
+            }
+            let (outer, n, inner) = around(&x.dims, *axis);
+            let mut dims = x.dims.clone();
+            dims[*axis] = *len;
+            let mut data = Vec::with_capacity(numel(&dims));
+            for o in 0..outer {
+                for j in *start..start + len {
+                    data.extend_from_slice(&x.data[(o * n + j) * inner..(o * n + j + 1) * inner]);
+                }
+            }
+            Ok(RefTensor { dims, data })
+        }
+        RefOp::Sum { a } => Ok(RefTensor { dims: vec![], data: vec![sum(at(vals, *a)?.data.iter().cloned())] }),
+        RefOp::Mean { a, div, count: c } => {
+            let x = at(vals, *a)?;
+            if x.data.is_empty() {
+                return Err("mean of no element".to_owned());
+            }
+            let n = count(*c, x.data.len())?;
+            Ok(RefTensor { dims: vec![], data: vec![div(sum(x.data.iter().cloned()), n)] })
+        }
+        RefOp::SumAxis { a, axis } => along(at(vals, *a)?, *axis, None),
+        RefOp::MeanAxis { a, axis, div, count: c } => {
+            let x = at(vals, *a)?;
+            match x.dims.get(*axis) {
+                Some(&n) if n > 0 => along(x, *axis, Some((*div, count(*c, n)?))),
+                _ => Err(format!("no non-empty axis {axis} in {:?}", x.dims)),
+            }
+        }
+        RefOp::AddRow { x, b } => {
+            let (xv, bv) = (at(vals, *x)?, at(vals, *b)?);
+            let (_, c) = matrix(&xv.dims)?;
+            if bv.dims != [c] {
+                return Err(format!("row of dims {:?} for a matrix {:?}", bv.dims, xv.dims));
+            }
+            Ok(RefTensor::from_fn(&xv.dims, |i| plus(xv.data[i].clone(), bv.data[i % c].clone())))
+        }
+        RefOp::Softmax { a, k } | RefOp::LogSoftmax { a, k } => {
+            let x = at(vals, *a)?;
+            let n = last_axis(&x.dims)?;
+            let mut data = Vec::with_capacity(x.data.len());
+            for row in x.data.chunks(n) {
+                let (m, e, s) = shifted(k, row);
+                if matches!(op, RefOp::Softmax { .. }) {
+                    data.extend(e.into_iter().map(|v| (k.div)(v, s.clone())));
+                } else {
+                    let l = (k.ln)(s);
+                    data.extend(row.iter().map(|v| (k.sub)((k.sub)(v.clone(), m.clone()), l.clone())));
+                }
+            }
+            Ok(RefTensor { dims: x.dims.clone(), data })
+        }
+        RefOp::LayerNorm { x, gain, bias, eps, k } => {
+            let (xv, g, b) = (at(vals, *x)?, at(vals, *gain)?, at(vals, *bias)?);
+            let (_, n) = matrix(&xv.dims)?;
+            if n == 0 || g.dims != [n] || b.dims != [n] {
+                return Err(format!("gain {:?} and bias {:?} for rows of {n}", g.dims, b.dims));
+            }
+            let nf = count(k.count, n)?;
+            let mut data = Vec::with_capacity(xv.data.len());
+            for row in xv.data.chunks(n) {
+                let (h, _) = normalise(k, row, &nf, eps);
+                data.extend(
+                    h.into_iter().enumerate().map(|(j, v)| plus((k.mul)(v, g.data[j].clone()), b.data[j].clone())),
+                );
+            }
+            Ok(RefTensor { dims: xv.dims.clone(), data })
+        }
+        RefOp::CrossEntropy { logits, labels, k } => {
+            let x = at(vals, *logits)?;
+            let labels = labels(data);
+            let (m, c) = checked_logits(&x.dims, labels)?;
+            let mut total = A::zero();
+            for (row, &label) in x.data.chunks(c).zip(labels) {
+                let (mx, _, s) = shifted(k, row);
+                let loss = (k.sub)((k.ln)(s), (k.sub)(row[label].clone(), mx));
+                total = plus(total, loss);
+            }
+            Ok(RefTensor { dims: vec![], data: vec![(k.div)(total, count(k.count, m)?)] })
+        }
+        RefOp::Mse { a, b, k } => {
+            let (x, y) = (at(vals, *a)?, at(vals, *b)?);
+            same(x, y)?;
+            if x.data.is_empty() {
+                return Err("mse of no element".to_owned());
+            }
+            let s = sum(x.data.iter().zip(&y.data).map(|(u, v)| {
+                let d = (k.sub)(u.clone(), v.clone());
+                (k.mul)(d.clone(), d)
+            }));
+            Ok(RefTensor { dims: vec![], data: vec![(k.div)(s, count(k.count, x.data.len())?)] })
+        }
+        RefOp::GatherRows { table, ids, count: n } => {
+            let t = at(vals, *table)?;
+            let (vocab, dim) = matrix(&t.dims)?;
+            let ids = ids(data);
+            if ids.len() != *n || ids.iter().any(|&id| id >= vocab) {
+                return Err(format!("ids {ids:?} for {n} rows of a table of {vocab}"));
+            }
+            let mut data = Vec::with_capacity(n * dim);
+            for &id in ids {
+                data.extend_from_slice(&t.data[id * dim..(id + 1) * dim]);
+            }
+            Ok(RefTensor { dims: vec![*n, dim], data })
+        }
+        RefOp::DataTensor { dims, x } => {
+            let v = x(data);
+            if v.dims().as_slice() != dims.as_slice() {
+                return Err(format!("data tensor of dims {} for {dims:?}", v.dims()));
+            }
+            Ok(RefTensor::of_raw(v))
+        }
+    }
+}
+
+/// `(m, c)` of a logits matrix whose labels fit it, or a message.
+pub(super) fn checked_logits(dims: &[usize], labels: &[usize]) -> Result<(usize, usize), String> {
+    let (m, c) = matrix(dims)?;
+    if m == 0 || c == 0 || labels.len() != m || labels.iter().any(|&l| l >= c) {
+        return Err(format!("labels {labels:?} for logits of dims {dims:?}"));
+    }
+    Ok((m, c))
+}
+
+/// Sums along `axis` from `0`, each divided by the count when `mean` is given.
+fn along<A: Scalar>(x: &RefTensor<A>, axis: usize, mean: Option<(fn(A, A) -> A, A)>) -> Result<RefTensor<A>, String> {
+    if axis >= x.dims.len() {
+        return Err(format!("no axis {axis} in {:?}", x.dims));
+    }
+    let (outer, n, inner) = around(&x.dims, axis);
+    let mut dims = x.dims.clone();
+    dims.remove(axis);
+    let mut data = Vec::with_capacity(outer * inner);
+    for o in 0..outer {
+        for i in 0..inner {
+            let s = sum((0..n).map(|j| x.data[(o * n + j) * inner + i].clone()));
+            data.push(match &mean {
+                Some((div, c)) => div(s, c.clone()),
+                None => s,
+            });
+        }
+    }
+    Ok(RefTensor { dims, data })
+}
+
+/// `x` with its axes reordered: output axis `k` is axis `perm[k]` of `x` (a permutation).
+pub(super) fn permute<A: Clone>(x: &RefTensor<A>, perm: &[usize]) -> RefTensor<A> {
+    let rank = x.dims.len();
+    let mut strides = vec![1; rank];
+    for k in (0..rank.saturating_sub(1)).rev() {
+        strides[k] = strides[k + 1] * x.dims[k + 1];
+    }
+    let dims: Vec<usize> = perm.iter().map(|&p| x.dims[p]).collect();
+    RefTensor::from_fn(&dims, |mut o| {
+        let mut j = 0;
+        for k in (0..rank).rev() {
+            j += (o % dims[k]) * strides[perm[k]];
+            o /= dims[k];
+        }
+        x.data[j].clone()
+    })
+}

@@ -1,0 +1,774 @@
+//! The random graphs of the property tests (shared by `tests/equivalence.rs` and
+//! `tests/reference.rs`): a *recipe* of small choice integers interpreted deterministically into
+//! a graph of every built-in op, opaque nodes and a user compact op with uniforms, with inputs and
+//! seeds drawn from an adversarial mix of values; and the bit comparison of packs.
+// Each test crate that says `mod recipe;` uses only part of it.
+#![allow(dead_code, unreachable_pub, clippy::unwrap_used)]
+
+use core::fmt::Debug;
+use core::num::Wrapping;
+use core::ops::{Div, Mul, Neg, Sub};
+
+use exactgrad::{ops, CompactOp, Contrib, Contributions, Dims, NodeData, RawGraph, RawTensor, SavedValues, Scalar};
+use num_traits::FromPrimitive;
+use proptest::prelude::*;
+
+// ---------------------------------------------------------------------------------------------
+// Scalars under test
+// ---------------------------------------------------------------------------------------------
+
+/// What the generator and the checks need of a scalar.
+pub trait TestScalar:
+    Scalar
+    + Copy
+    + Debug
+    + Sub<Output = Self>
+    + Mul<Output = Self>
+    + Neg<Output = Self>
+    + Div<Output = Self>
+    + PartialOrd
+    + FromPrimitive
+{
+    /// The encoding of the value (storage equality is equality of this).
+    fn bits(self) -> u64;
+    /// Ordinary values (including both zeros).
+    fn ordinary() -> Vec<Self>;
+    /// Adversarial values: NaN payloads, infinities, subnormals, extremes.
+    fn special() -> Vec<Self>;
+    /// A small integer as a scalar.
+    fn small(i: i8) -> Self;
+    /// The NaN an opaque node puts in its forward.
+    fn nan_forward() -> Self;
+    /// The NaN an opaque node puts in its VJP.
+    fn nan_vjp() -> Self;
+    /// `tanh(a)` (`exp(a)` when `exp`) for floats; a built-in op that fits for other scalars.
+    fn transcendental(exp: bool, a: usize) -> NodeData<Self, ()>;
+    /// For floats, one of `sigmoid`, `softplus`, `log`, `sqrt`, `gelu` (by `which`); a built-in op
+    /// that fits for other scalars.
+    fn elementary(which: u8, a: usize) -> NodeData<Self, ()>;
+    /// `div(a, b)` for floats; `mul(a, b)` for integers (whose `/` panics on a zero divisor).
+    fn quotient(a: usize, b: usize) -> NodeData<Self, ()>;
+    /// For floats, one of `softmax`, `log_softmax`, `layer_norm` (by `which`) on positions whose
+    /// shapes allow it; `None` when no position fits (and always for other scalars).
+    fn rowwise(which: u8, dims: &[Dims], a: usize, b: usize) -> Option<NodeData<Self, ()>>;
+}
+
+/// The row-wise float ops (over the last axis), by `which`, on positions that fit.
+pub fn float_rowwise<T: TestScalar + num_traits::Float>(
+    which: u8,
+    dims: &[Dims],
+    a: usize,
+    b: usize,
+) -> Option<NodeData<T, ()>> {
+    let rows: Vec<usize> = (0..dims.len()).filter(|&q| dims[q].as_slice().last().is_some_and(|&n| n > 0)).collect();
+    if which % 3 == 2 {
+        // layer_norm(x, gain, bias): x is m×n, gain and bias have n elements (maybe one position).
+        let mut triples = Vec::new();
+        for (x, &dx) in dims.iter().enumerate() {
+            let Some((_, n)) = matrix(dx) else { continue };
+            let vs: Vec<usize> = (0..dims.len()).filter(|&q| dims[q].as_slice() == [n]).collect();
+            for &g in &vs {
+                for &bias in &vs {
+                    triples.push((x, g, bias));
+                }
+            }
+        }
+        if !triples.is_empty() {
+            let (x, g, bias) = triples[(a * 7 + b) % triples.len()];
+            return Some(NodeData::compact(ops::LayerNorm::new(x, g, bias, T::from_f64(1e-5)?)));
+        }
+    }
+    let x = *rows.get(a % rows.len().max(1))?;
+    Some(if which % 3 == 1 {
+        NodeData::compact(ops::LogSoftmax::new(x))
+    } else {
+        NodeData::compact(ops::Softmax::new(x))
+    })
+}
+
+/// The float ops without an integer counterpart, by `which`.
+pub fn float_elementary<T: TestScalar + num_traits::Float>(which: u8, a: usize) -> NodeData<T, ()> {
+    match which % 5 {
+        0 => NodeData::compact(ops::Sigmoid::new(a)),
+        1 => NodeData::compact(ops::Softplus::new(a)),
+        2 => NodeData::compact(ops::Log::new(a)),
+        3 => NodeData::compact(ops::Sqrt::new(a)),
+        _ => NodeData::compact(ops::Gelu::new(a)),
+    }
+}
+
+impl TestScalar for f64 {
+    fn bits(self) -> u64 {
+        self.to_bits()
+    }
+    fn ordinary() -> Vec<Self> {
+        vec![0.0, -0.0, 1.0, -1.0, 0.5, -2.0, 3.0, 0.1, -0.75, f64::powi(2.0, -53), 1e16, -1e-3]
+    }
+    fn special() -> Vec<Self> {
+        vec![
+            f64::from_bits(0x7ff8_0000_0000_0001),
+            f64::from_bits(0x7ff8_0000_0000_0002),
+            f64::from_bits(0xfff8_0000_0000_0000), // negative quiet NaN
+            f64::from_bits(0x7ff0_0000_0000_0001), // signalling pattern
+            f64::from_bits(0xfff4_0000_0000_00ab), // negative signalling pattern with payload
+            f64::NAN,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::from_bits(1), // smallest subnormal
+            -f64::from_bits(1),
+            f64::from_bits(0x000f_ffff_ffff_ffff), // largest subnormal
+            f64::from(f32::from_bits(1)),
+            f64::MIN_POSITIVE,
+            1e-300,
+            1e300,
+            -1e300,
+            f64::MAX,
+            f64::MIN,
+            0.0,
+            -0.0,
+        ]
+    }
+    fn small(i: i8) -> Self {
+        f64::from(i)
+    }
+    fn nan_forward() -> Self {
+        f64::from_bits(0x7ff8_0000_0000_0bad)
+    }
+    fn nan_vjp() -> Self {
+        f64::from_bits(0xfff8_0000_0000_0042)
+    }
+    fn transcendental(exp: bool, a: usize) -> NodeData<Self, ()> {
+        if exp {
+            NodeData::compact(ops::Exp::new(a))
+        } else {
+            NodeData::compact(ops::Tanh::new(a))
+        }
+    }
+    fn elementary(which: u8, a: usize) -> NodeData<Self, ()> {
+        float_elementary(which, a)
+    }
+    fn quotient(a: usize, b: usize) -> NodeData<Self, ()> {
+        NodeData::compact(ops::Div::new(a, b))
+    }
+    fn rowwise(which: u8, dims: &[Dims], a: usize, b: usize) -> Option<NodeData<Self, ()>> {
+        float_rowwise(which, dims, a, b)
+    }
+}
+
+impl TestScalar for f32 {
+    fn bits(self) -> u64 {
+        u64::from(self.to_bits())
+    }
+    fn ordinary() -> Vec<Self> {
+        vec![0.0, -0.0, 1.0, -1.0, 0.5, -2.0, 3.0, 0.1, -0.75, f32::powi(2.0, -24), 1e8, -1e-3]
+    }
+    fn special() -> Vec<Self> {
+        vec![
+            f32::from_bits(0x7fc0_0001),
+            f32::from_bits(0x7fc0_0002),
+            f32::from_bits(0xffc0_0000), // negative quiet NaN
+            f32::from_bits(0x7f80_0001), // signalling pattern
+            f32::from_bits(0xffa0_00ab), // negative signalling pattern with payload
+            f32::NAN,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            f32::from_bits(1), // smallest subnormal
+            -f32::from_bits(1),
+            f32::from_bits(0x007f_ffff), // largest subnormal
+            f32::MIN_POSITIVE,
+            1e-38,
+            1e38,
+            -1e38,
+            f32::MAX,
+            f32::MIN,
+            0.0,
+            -0.0,
+        ]
+    }
+    fn small(i: i8) -> Self {
+        f32::from(i)
+    }
+    fn nan_forward() -> Self {
+        f32::from_bits(0x7fc0_0bad)
+    }
+    fn nan_vjp() -> Self {
+        f32::from_bits(0xffc0_0042)
+    }
+    fn transcendental(exp: bool, a: usize) -> NodeData<Self, ()> {
+        if exp {
+            NodeData::compact(ops::Exp::new(a))
+        } else {
+            NodeData::compact(ops::Tanh::new(a))
+        }
+    }
+    fn elementary(which: u8, a: usize) -> NodeData<Self, ()> {
+        float_elementary(which, a)
+    }
+    fn quotient(a: usize, b: usize) -> NodeData<Self, ()> {
+        NodeData::compact(ops::Div::new(a, b))
+    }
+    fn rowwise(which: u8, dims: &[Dims], a: usize, b: usize) -> Option<NodeData<Self, ()>> {
+        float_rowwise(which, dims, a, b)
+    }
+}
+
+/// An exact scalar (wrapping integer arithmetic is associative and commutative, `x + 0 == x`).
+pub type Int = Wrapping<i64>;
+
+impl TestScalar for Int {
+    fn bits(self) -> u64 {
+        u64::from_ne_bytes(self.0.to_ne_bytes())
+    }
+    fn ordinary() -> Vec<Self> {
+        [0, 1, -1, 2, -3, 5, 7, -8].into_iter().map(Wrapping).collect()
+    }
+    fn special() -> Vec<Self> {
+        [i64::MIN, i64::MAX, 1 << 40, -(1 << 40), 0].into_iter().map(Wrapping).collect()
+    }
+    fn small(i: i8) -> Self {
+        Wrapping(i64::from(i))
+    }
+    fn nan_forward() -> Self {
+        Wrapping(i64::MIN)
+    }
+    fn nan_vjp() -> Self {
+        Wrapping(i64::MAX)
+    }
+    fn transcendental(exp: bool, a: usize) -> NodeData<Self, ()> {
+        if exp {
+            NodeData::compact(ops::Relu::new(a))
+        } else {
+            NodeData::compact(ops::Neg::new(a))
+        }
+    }
+    fn elementary(which: u8, a: usize) -> NodeData<Self, ()> {
+        Self::transcendental(which.is_multiple_of(2), a)
+    }
+    fn quotient(a: usize, b: usize) -> NodeData<Self, ()> {
+        NodeData::compact(ops::Mul::new(a, b))
+    }
+    fn rowwise(_: u8, _: &[Dims], _: usize, _: usize) -> Option<NodeData<Self, ()>> {
+        None
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Bit comparison
+// ---------------------------------------------------------------------------------------------
+
+/// Compares two packs element by element on their encodings; the error names the first position
+/// and element that differ.
+pub fn compare_bits<'t, T: TestScalar>(
+    what: &str,
+    a: impl IntoIterator<Item = &'t RawTensor<T>>,
+    b: impl IntoIterator<Item = &'t RawTensor<T>>,
+) -> Result<(), String> {
+    let a: Vec<&RawTensor<T>> = a.into_iter().collect();
+    let b: Vec<&RawTensor<T>> = b.into_iter().collect();
+    if a.len() != b.len() {
+        return Err(format!("{what}: packs of {} and {} positions", a.len(), b.len()));
+    }
+    for (p, (x, y)) in a.iter().zip(b).enumerate() {
+        if x.dims() != y.dims() {
+            return Err(format!("{what}: position {p} has shapes {} and {}", x.dims(), y.dims()));
+        }
+        for (i, (u, v)) in x.data().iter().zip(y.data()).enumerate() {
+            if u.bits() != v.bits() {
+                return Err(format!(
+                    "{what}: position {p}, element {i}: {u:?} (bits {:#018x}) vs {v:?} (bits {:#018x})\n  left  {x:?}\n  right {y:?}",
+                    u.bits(),
+                    v.bits()
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Panics unless `a` and `b` have the same number of positions, the same shapes and the same
+/// encoding (`to_bits`) at every element; the message gives the position and element.
+pub fn assert_bits_eq<'t, T: TestScalar>(
+    a: impl IntoIterator<Item = &'t RawTensor<T>>,
+    b: impl IntoIterator<Item = &'t RawTensor<T>>,
+) {
+    let a: Vec<&RawTensor<T>> = a.into_iter().collect();
+    let b: Vec<&RawTensor<T>> = b.into_iter().collect();
+    if let Err(m) = compare_bits("packs differ", a, b) {
+        panic!("{m}");
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Recipes and their interpretation
+// ---------------------------------------------------------------------------------------------
+
+/// The shapes inputs and opaque nodes may take (other shapes arise from matmul, e.g. 3×3, and from
+/// concat, slice and gather_rows). Ranks 3 and 4 give `permute` more than a transpose to do.
+pub const SHAPES: [&[usize]; 9] = [&[4], &[2, 2], &[2, 3], &[3, 2], &[], &[2], &[3], &[3, 1, 2], &[1, 2, 1, 2]];
+
+/// Number of node kinds: 26 built-in kinds (kind 17 picks among five float ops, kind 20 among the
+/// row-wise float ops; 22 to 25 are permute, concat, slice and gather_rows), 3 opaque kinds and a
+/// user compact op with uniforms (twice as likely as the others).
+pub const KINDS: u8 = 31;
+/// Built-in kinds only (0..BUILTIN).
+pub const BUILTIN: u8 = 26;
+/// The first kind of the user compact op [`Uniforms`].
+pub const UNIFORMS: u8 = 29;
+
+/// The ids `gather_rows` nodes look up (row 1 twice: its VJP scatter-adds two cotangent rows).
+pub const GATHER_IDS: [usize; 3] = [1, 0, 1];
+
+pub fn gather_ids(_: &()) -> &[usize] {
+    &GATHER_IDS
+}
+
+/// The `n`-th permutation of `0..rank` (any `n`; taken modulo `rank!` digit by digit).
+pub fn nth_permutation(rank: usize, mut n: usize) -> Vec<usize> {
+    let mut pool: Vec<usize> = (0..rank).collect();
+    let mut perm = Vec::with_capacity(rank);
+    while !pool.is_empty() {
+        let k = n % pool.len();
+        n /= pool.len();
+        perm.push(pool.remove(k));
+    }
+    perm
+}
+
+/// Choices of one node: kind, first parent, second parent, extra (shape, factor, target…).
+pub type NodeChoice = (u8, u8, u8, u8);
+
+/// A random case: everything is a small integer, interpreted by [`Case::build`].
+#[derive(Clone, Debug)]
+pub struct Recipe {
+    /// Input shapes (indices into [`SHAPES`]).
+    pub inputs: Vec<u8>,
+    /// One entry per node.
+    pub nodes: Vec<NodeChoice>,
+    /// Element draws for inputs, scale factors, seed packs and the single-output seed (cycled).
+    pub values: Vec<u8>,
+    /// Draw only ordinary values (no NaN, infinity or subnormal).
+    pub tame: bool,
+    /// The single-output position (modulo the number of positions).
+    pub output: u16,
+}
+
+pub fn recipe() -> impl Strategy<Value = Recipe> {
+    (
+        prop::collection::vec(0u8..SHAPES.len() as u8, 1..=3),
+        prop::collection::vec(any::<NodeChoice>(), 1..=40),
+        prop::collection::vec(any::<u8>(), 0..=256),
+        prop::bool::weighted(0.25),
+        any::<u16>(),
+    )
+        .prop_map(|(inputs, nodes, values, tame, output)| Recipe { inputs, nodes, values, tame, output })
+}
+
+/// Deterministic source of values from a recipe.
+pub struct Draw<'r, T> {
+    pub values: &'r [u8],
+    pub next: usize,
+    pub tame: bool,
+    pub ordinary: Vec<T>,
+    pub special: Vec<T>,
+}
+
+impl<'r, T: TestScalar> Draw<'r, T> {
+    pub fn new(r: &'r Recipe) -> Self {
+        Draw { values: &r.values, next: 0, tame: r.tame, ordinary: T::ordinary(), special: T::special() }
+    }
+
+    pub fn byte(&mut self) -> u8 {
+        if self.values.is_empty() {
+            return 0;
+        }
+        let v = self.values[self.next % self.values.len()];
+        self.next += 1;
+        v
+    }
+
+    /// A value: half ordinary, half special (unless tame); draw 0 is `+0`.
+    pub fn scalar(&mut self) -> T {
+        let v = usize::from(self.byte());
+        if self.tame || v < 128 {
+            self.ordinary[v % self.ordinary.len()]
+        } else {
+            self.special[v % self.special.len()]
+        }
+    }
+
+    /// A uniform for [`Uniforms`]: mostly zeros of both signs (runs of `-0` next to runs of `+0`
+    /// are where a value-equality history would go wrong), `±1`, two NaN payloads, or any value.
+    pub fn uniform(&mut self) -> T {
+        match self.byte() % 8 {
+            0 => T::zero(),
+            1 | 2 => -T::zero(),
+            3 => T::small(1),
+            4 => T::small(-1),
+            5 => self.special[0],
+            6 => self.special[1],
+            _ => self.scalar(),
+        }
+    }
+
+    pub fn tensor(&mut self, dims: Dims) -> RawTensor<T> {
+        RawTensor::from_fn(dims, |_| self.scalar())
+    }
+
+    /// A seed tensor: zeros, `-0`, one repeated value, or independent values.
+    pub fn seed(&mut self, dims: Dims) -> RawTensor<T> {
+        match self.byte() % 5 {
+            0 => RawTensor::zeros(dims),
+            1 => RawTensor::full(dims, -T::zero()),
+            2 => {
+                let v = self.scalar();
+                RawTensor::full(dims, v)
+            }
+            _ => self.tensor(dims),
+        }
+    }
+}
+
+pub fn dims_of(shape: &[usize]) -> Dims {
+    Dims::new(shape).unwrap()
+}
+
+pub fn matrix(d: Dims) -> Option<(usize, usize)> {
+    match *d.as_slice() {
+        [r, c] => Some((r, c)),
+        _ => None,
+    }
+}
+
+/// A position of the same shape as `pa`, chosen by `b`; one time in four it is `pa` itself.
+pub fn same_shape(dims: &[Dims], pa: usize, b: usize) -> usize {
+    let candidates: Vec<usize> = (0..dims.len()).filter(|&q| dims[q] == dims[pa]).collect();
+    if b.is_multiple_of(4) {
+        pa
+    } else {
+        candidates[b % candidates.len()]
+    }
+}
+
+/// A built graph with its inputs.
+pub struct Case<T: TestScalar> {
+    pub graph: RawGraph<T, ()>,
+    pub inputs: Vec<RawTensor<T>>,
+}
+
+/// `out[i] = f(x[i mod n], i)` for an output of `numel` elements.
+pub fn spread<T: TestScalar>(x: &RawTensor<T>, dims: Dims, f: impl Fn(T, usize) -> T) -> RawTensor<T> {
+    let n = x.numel();
+    RawTensor::from_fn(dims, |i| f(x.data()[i % n], i))
+}
+
+/// The VJP of [`spread`] at its parent: `grad[j] = ((0 + h(g[j], j)) + h(g[j + n], j + n)) + …`.
+pub fn gather<T: TestScalar>(g: &RawTensor<T>, parent: Dims, h: impl Fn(T, usize) -> T) -> RawTensor<T> {
+    let n = parent.numel();
+    RawTensor::from_fn(parent, |j| (j..g.numel()).step_by(n).fold(T::zero(), |acc, i| acc + h(g.data()[i], i)))
+}
+
+impl<T: TestScalar> Case<T> {
+    /// Interprets a recipe. With `builtin_only`, only built-in ops are used (no opaque node, no
+    /// [`Uniforms`]).
+    pub fn build(r: &Recipe, draw: &mut Draw<'_, T>, builtin_only: bool) -> Self {
+        let input_dims: Vec<Dims> = r.inputs.iter().map(|&s| dims_of(SHAPES[usize::from(s) % SHAPES.len()])).collect();
+        let inputs: Vec<RawTensor<T>> = input_dims.iter().map(|&d| draw.tensor(d)).collect();
+        let mut graph = RawGraph::new(input_dims);
+        for &(kind, a, b, extra) in &r.nodes {
+            let kind = if builtin_only { kind % BUILTIN } else { kind % KINDS };
+            let (a, b) = (usize::from(a), usize::from(b));
+            if kind >= UNIFORMS {
+                // 0 to 3 `fill(u0)` nodes, then one node of the drawn variant: the history gets
+                // runs of equal uniforms, and the last node (run first) writes its support in
+                // the middle of such a run.
+                let pa = a % graph.dims().len();
+                let op = Uniforms {
+                    parents: [pa, same_shape(graph.dims(), pa, b)],
+                    variant: extra,
+                    u: [draw.uniform(), draw.uniform()],
+                };
+                let fills = extra >> 6;
+                for i in 0..=fills {
+                    if graph.nodes().len() < r.nodes.len() {
+                        let variant = if i == fills { op.variant } else { 0 };
+                        graph.push(NodeData::compact(Uniforms { variant, ..op.clone() })).unwrap();
+                    }
+                }
+            } else if graph.nodes().len() < r.nodes.len() {
+                graph.push(Self::node(&graph, draw, kind, a, b, extra)).unwrap();
+            }
+        }
+        Case { graph, inputs }
+    }
+
+    /// One node of the given kind reading positions of the graph so far.
+    pub fn node(
+        graph: &RawGraph<T, ()>,
+        draw: &mut Draw<'_, T>,
+        kind: u8,
+        a: usize,
+        b: usize,
+        extra: u8,
+    ) -> NodeData<T, ()> {
+        let dims = graph.dims();
+        let len = dims.len();
+        let pa = a % len;
+        let same = || same_shape(dims, pa, b);
+        let fallback = || T::transcendental(extra.is_multiple_of(2), pa);
+        match kind {
+            0 => NodeData::compact(ops::Add::new(pa, same())),
+            1 => NodeData::compact(ops::Sub::new(pa, same())),
+            2 => NodeData::compact(ops::Mul::new(pa, same())),
+            3 => NodeData::compact(ops::Neg::new(pa)),
+            4 => NodeData::compact(ops::Scale::new(pa, draw.scalar())),
+            5 => {
+                // All pairs (x, y) with x: m×k, y: k×n; squares paired with themselves count twice.
+                let mut pairs = Vec::new();
+                for (x, &dx) in dims.iter().enumerate() {
+                    let Some((_, k)) = matrix(dx) else { continue };
+                    for (y, &dy) in dims.iter().enumerate() {
+                        if matrix(dy).is_some_and(|(rows, _)| rows == k) {
+                            pairs.push((x, y));
+                            if x == y {
+                                pairs.push((x, y));
+                            }
+                        }
+                    }
+                }
+                if pairs.is_empty() {
+                    return fallback();
+                }
+                let (x, y) = pairs[(a * 7 + b) % pairs.len()];
+                NodeData::compact(ops::MatMul::new(x, y))
+            }
+            6 => {
+                let ms: Vec<usize> = (0..len).filter(|&q| matrix(dims[q]).is_some()).collect();
+                if ms.is_empty() {
+                    return fallback();
+                }
+                NodeData::compact(ops::Transpose::new(ms[a % ms.len()]))
+            }
+            7 => NodeData::compact(ops::Sum::new(pa)),
+            8 => NodeData::compact(ops::Mean::new(pa)),
+            9 => {
+                let mut pairs = Vec::new();
+                for (x, &dx) in dims.iter().enumerate() {
+                    let Some((_, c)) = matrix(dx) else { continue };
+                    for (y, &dy) in dims.iter().enumerate() {
+                        if dy.as_slice() == [c] {
+                            pairs.push((x, y));
+                        }
+                    }
+                }
+                if pairs.is_empty() {
+                    return fallback();
+                }
+                let (x, y) = pairs[(a * 7 + b) % pairs.len()];
+                NodeData::compact(ops::AddRow::new(x, y))
+            }
+            10 => NodeData::compact(ops::Relu::new(pa)),
+            11 => T::transcendental(false, pa),
+            12 => T::transcendental(true, pa),
+            13 => NodeData::compact(ops::Square::new(pa)),
+            14 => T::quotient(pa, same()),
+            15 => NodeData::compact(ops::Max::new(pa, same())),
+            16 => NodeData::compact(ops::Min::new(pa, same())),
+            17 => T::elementary(extra, pa),
+            18 | 19 => {
+                let rank = dims[pa].rank();
+                if rank == 0 {
+                    return fallback();
+                }
+                let axis = usize::from(extra) % rank;
+                if kind == 18 {
+                    NodeData::compact(ops::SumAxis::new(pa, axis))
+                } else {
+                    NodeData::compact(ops::MeanAxis::new(pa, axis))
+                }
+            }
+            20 => T::rowwise(extra, dims, a, b).unwrap_or_else(fallback),
+            21 => {
+                // Any listed shape of the same element count (or a vector of it).
+                let n = dims[pa].numel();
+                let targets: Vec<Dims> =
+                    SHAPES.iter().map(|s| dims_of(s)).filter(|d| d.numel() == n).chain([Dims::vector(n)]).collect();
+                NodeData::compact(ops::Reshape::new(pa, targets[usize::from(extra) % targets.len()]))
+            }
+            22 => NodeData::compact(ops::Permute::new(pa, &nth_permutation(dims[pa].rank(), usize::from(extra)))),
+            23 => {
+                // concat(pa, y, axis) for every y (pa itself included) agreeing with pa off the axis.
+                let sa = dims[pa].as_slice();
+                let mut pairs = Vec::new();
+                for (y, &dy) in dims.iter().enumerate() {
+                    let sy = dy.as_slice();
+                    if sy.len() != sa.len() {
+                        continue;
+                    }
+                    for axis in 0..sa.len() {
+                        if (0..sa.len()).all(|k| k == axis || sa[k] == sy[k]) {
+                            pairs.push((y, axis));
+                        }
+                    }
+                }
+                if pairs.is_empty() {
+                    return fallback();
+                }
+                let (y, axis) = pairs[(b * 7 + usize::from(extra)) % pairs.len()];
+                NodeData::compact(ops::Concat::new(pa, y, axis))
+            }
+            24 => {
+                // A non-empty range along one axis.
+                let s = dims[pa].as_slice();
+                if s.is_empty() || s[usize::from(extra) % s.len()] == 0 {
+                    return fallback();
+                }
+                let axis = usize::from(extra) % s.len();
+                let n = s[axis];
+                let start = b % n;
+                let len = 1 + (usize::from(extra) / 4) % (n - start);
+                NodeData::compact(ops::Slice::new(pa, axis, start, len))
+            }
+            25 => {
+                // Tables with at least two rows (GATHER_IDS looks up rows 0 and 1).
+                let tables: Vec<usize> =
+                    (0..len).filter(|&q| matrix(dims[q]).is_some_and(|(rows, _)| rows >= 2)).collect();
+                if tables.is_empty() {
+                    return fallback();
+                }
+                NodeData::compact(ops::GatherRows::new(tables[a % tables.len()], gather_ids, GATHER_IDS.len()))
+            }
+            26 => Self::opaque_ordinary(dims, pa, extra),
+            27 => Self::opaque_bias(dims, pa, b % len, extra),
+            _ => Self::opaque_nan(dims, pa, b % len, extra),
+        }
+    }
+
+    /// `y[i] = 3 * x[i mod n]`, with its exact VJP (zeros at every other position).
+    pub fn opaque_ordinary(prefix: &[Dims], pa: usize, extra: u8) -> NodeData<T, ()> {
+        let out = dims_of(SHAPES[usize::from(extra) % SHAPES.len()]);
+        let prefix = prefix.to_vec();
+        NodeData::opaque(
+            "opaque_scale3",
+            out,
+            vec![pa],
+            move |ctx, _| spread(&ctx[pa], out, |x, _| T::small(3) * x),
+            move |_, _, g| {
+                prefix
+                    .iter()
+                    .enumerate()
+                    .map(|(q, &d)| if q == pa { gather(g, d, |v, _| v * T::small(3)) } else { RawTensor::zeros(d) })
+                    .collect()
+            },
+        )
+    }
+
+    /// `y[i] = x[i mod n] + 1`; its VJP passes the cotangent through to `x`, puts `full(1)` at
+    /// `target` whatever the cotangent (added to the pass-through when `target == x`), and `-0`
+    /// everywhere else.
+    pub fn opaque_bias(prefix: &[Dims], pa: usize, target: usize, extra: u8) -> NodeData<T, ()> {
+        let out = dims_of(SHAPES[usize::from(extra) % SHAPES.len()]);
+        let prefix = prefix.to_vec();
+        NodeData::opaque(
+            "opaque_bias",
+            out,
+            vec![pa],
+            move |ctx, _| spread(&ctx[pa], out, |x, _| x + T::small(1)),
+            move |_, _, g| {
+                prefix
+                    .iter()
+                    .enumerate()
+                    .map(|(q, &d)| match (q == pa, q == target) {
+                        (true, true) => gather(g, d, |v, _| v).map(|&v| v + T::small(1)),
+                        (true, false) => gather(g, d, |v, _| v),
+                        (false, true) => RawTensor::full(d, T::small(1)),
+                        (false, false) => RawTensor::full(d, -T::zero()),
+                    })
+                    .collect()
+            },
+        )
+    }
+
+    /// `y[i] = NaN` at even `i`, `x[i mod n]` at odd `i`; its VJP multiplies even cotangent
+    /// elements by another NaN and puts `full(NaN)` at `target` (when it is not `x`).
+    pub fn opaque_nan(prefix: &[Dims], pa: usize, target: usize, extra: u8) -> NodeData<T, ()> {
+        let out = dims_of(SHAPES[usize::from(extra) % SHAPES.len()]);
+        let prefix = prefix.to_vec();
+        NodeData::opaque(
+            "opaque_nan",
+            out,
+            vec![pa],
+            move |ctx, _| spread(&ctx[pa], out, |x, i| if i % 2 == 0 { T::nan_forward() } else { x }),
+            move |_, _, g| {
+                prefix
+                    .iter()
+                    .enumerate()
+                    .map(|(q, &d)| {
+                        if q == pa {
+                            gather(g, d, |v, i| if i % 2 == 0 { v * T::nan_vjp() } else { v })
+                        } else if q == target {
+                            RawTensor::full(d, T::nan_vjp())
+                        } else {
+                            RawTensor::zeros(d)
+                        }
+                    })
+                    .collect()
+            },
+        )
+    }
+}
+
+/// A user compact op (SEMANTICS §4 combinators) whose contributions have a non-zero uniform:
+/// `y = a + b`, with a "VJP" that is `fill(u0)`, `add(single(a, δ), fill(u0))` or
+/// `add(add(fill(u0), single(a, δ)), add(single(b, δ), fill(u1)))` by `variant`. Built-in ops only
+/// ever push the uniform `+0`; this op puts adversarial uniforms (NaN payloads, `-0`, `1` next to
+/// `1e16`, …) in the deferred history (§5) and reaches positions that are never materialised.
+#[derive(Clone, Debug)]
+pub struct Uniforms<T> {
+    pub parents: [usize; 2],
+    pub variant: u8,
+    pub u: [T; 2],
+}
+
+impl<T: TestScalar> CompactOp<T, ()> for Uniforms<T> {
+    fn name(&self) -> &str {
+        match self.variant % 3 {
+            0 => "uniforms_fill",
+            1 => "uniforms_single",
+            _ => "uniforms_tree",
+        }
+    }
+    fn parents(&self) -> &[usize] {
+        &self.parents
+    }
+    fn output_dims(&self, prefix: &[Dims]) -> Result<Dims, String> {
+        let [a, b] = self.parents;
+        if prefix[a] == prefix[b] {
+            Ok(prefix[a])
+        } else {
+            Err(format!("uniforms needs operands of one shape, got {} and {}", prefix[a], prefix[b]))
+        }
+    }
+    fn forward(&self, ctx: &[RawTensor<T>], _: &()) -> RawTensor<T> {
+        ctx[self.parents[0]].add(&ctx[self.parents[1]]).unwrap()
+    }
+    fn contributions(&self, _: &SavedValues<'_, T, ()>, _: &RawTensor<T>, c: &mut Contributions<T>) -> Contrib {
+        let [a, b] = self.parents;
+        match self.variant % 3 {
+            0 => c.fill(self.u[0]),
+            1 => {
+                let l = c.single_cotangent(a);
+                let r = c.fill(self.u[0]);
+                c.add(l, r)
+            }
+            _ => {
+                let f0 = c.fill(self.u[0]);
+                let sa = c.single_cotangent(a);
+                let l = c.add(f0, sa);
+                let sb = c.single_cotangent(b);
+                let f1 = c.fill(self.u[1]);
+                let r = c.add(sb, f1);
+                c.add(l, r)
+            }
+        }
+    }
+}
