@@ -2,10 +2,14 @@
 //! documents the syntax. A compiler in phases: [`parse`] (syntax → AST), [`lower`] (names,
 //! desugaring → IR), [`infer`] (literal shapes by the rules of `exactgrad_spec`), [`plan`] (the backward
 //! schedules), [`emit`] (IR → tokens); every error is collected in [`errors`] with its span.
+//! [`check`] wires the phases together (and runs them on source text for the tests and fuzzers).
 #![forbid(unsafe_code)]
 
+mod check;
 mod emit;
 mod errors;
+#[cfg(test)]
+mod fuzz;
 mod infer;
 mod ir;
 mod lower;
@@ -18,6 +22,5 @@ use proc_macro::TokenStream;
 /// Turns Rust-like forward code into a typed graph; see the `exactgrad` crate docs.
 #[proc_macro]
 pub fn graph(input: TokenStream) -> TokenStream {
-    let def = syn::parse_macro_input!(input as parse::GraphDef);
-    emit::expand(&def).into()
+    check::expand(input.into()).into()
 }

@@ -32,7 +32,12 @@ pub(super) fn kept(v: usize) -> Ident {
 /// points at the user's expression).
 pub(super) fn shape_at(s: &Shape, span: Span) -> TokenStream {
     let dims = s.0.iter().map(|d| match d {
-        Dim::Sym(i) => Ident::new(&i.to_string(), span).to_token_stream(),
+        Dim::Sym(i) => {
+            // Re-spanned, not rebuilt from its text (a raw `r#B` is no valid `Ident::new` text).
+            let mut i = i.clone();
+            i.set_span(span);
+            i.to_token_stream()
+        }
         lit => dim_tokens(lit, span),
     });
     quote_spanned!(span=> (#(#dims,)*))

@@ -25,8 +25,10 @@ pub(super) struct Names {
 }
 
 impl Names {
+    /// The names for the graph `fn name`: its CamelCase form (a raw `r#match` gives `Match`), with
+    /// a `G` in front when that form does not start with a letter (`_1` gives `G1`, `__` gives `G`).
     pub(super) fn new(name: &Ident) -> Self {
-        let camel: String = name
+        let camel: String = syn::ext::IdentExt::unraw(name)
             .to_string()
             .split('_')
             .filter(|s| !s.is_empty())
@@ -35,6 +37,7 @@ impl Names {
                 c.next().map(|f| f.to_ascii_uppercase().to_string() + c.as_str()).unwrap_or_default()
             })
             .collect();
+        let camel = if camel.starts_with(char::is_alphabetic) { camel } else { format!("G{camel}") };
         let at = |suffix: &str| Ident::new(&format!("{camel}{suffix}"), name.span());
         Names {
             model: at(""),

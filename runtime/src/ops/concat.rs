@@ -62,6 +62,9 @@ impl<A: Scalar, D> CompactOp<A, D> for Concat {
         let (outer, na, inner) = split(a.dims(), self.axis);
         let nb = split(b.dims(), self.axis).1;
         let (ca, cb) = (na * inner, nb * inner);
+        if ca + cb == 0 {
+            return; // no element, however many (empty) rows
+        }
         for o in 0..outer {
             y.extend_from_slice(&a.data()[o * ca..(o + 1) * ca]);
             y.extend_from_slice(&b.data()[o * cb..(o + 1) * cb]);

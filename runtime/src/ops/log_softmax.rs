@@ -48,7 +48,8 @@ impl<A: Scalar + Float, D> CompactOp<A, D> for LogSoftmax {
     fn forward(&self, ctx: &[RawTensor<A>], _: &D) -> RawTensor<A> {
         let x = &ctx[self.parents[0]];
         let n = x.dims().as_slice().last().copied().unwrap_or(1);
-        let (mut e, mut out) = (Vec::with_capacity(n), Vec::with_capacity(x.numel()));
+        // The row buffer holds at most the elements there are: `[0, 2^32]` has no row.
+        let (mut e, mut out) = (Vec::with_capacity(n.min(x.numel())), Vec::with_capacity(x.numel()));
         for row in x.data().chunks_exact(n) {
             let (m, s) = shifted_exps(row, &mut e);
             let l = s.ln();

@@ -69,6 +69,9 @@ impl<A: Scalar, D> CompactOp<A, D> for Slice {
         let x = &ctx[self.parents[0]];
         let (outer, n, inner) = split(x.dims(), self.axis);
         let (from, count) = (self.start * inner, self.len * inner);
+        if count == 0 {
+            return; // no element, however many (empty) rows
+        }
         for o in 0..outer {
             let row = o * n * inner + from;
             y.extend_from_slice(&x.data()[row..row + count]);

@@ -44,6 +44,10 @@ pub(crate) fn reduced_dims(op: &str, d: Dims, axis: usize) -> Result<Dims, Strin
 /// Sums along `axis` of `x` (dims `d`) in ascending order from `0`: `outer * inner` values.
 pub(crate) fn sums_along<A: Scalar>(x: &[A], d: Dims, axis: usize) -> Vec<A> {
     let (outer, n, inner) = split(d, axis);
+    if outer == 0 || inner == 0 {
+        // No output element; `outer` alone may be 2^32 (`[2^32, 3, 0]` along axis 1).
+        return Vec::new();
+    }
     let mut out = Vec::with_capacity(outer * inner);
     for o in 0..outer {
         for i in 0..inner {

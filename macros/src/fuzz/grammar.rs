@@ -1,0 +1,135 @@
+//! Random `graph!` sources from the DSL's grammar: headers with random generic dims, scalar bounds,
+//! inputs and data parameters of random shapes (rank 0 to 5; dims 0, small, huge, overflowing or
+//! undeclared), `let` bindings with and without annotations, and expressions over every op name
+//! with right or wrong arities and extra arguments, operators, constants and method calls.
+
+use exactgrad_spec::ops::call_names;
+
+use super::mutate::NUMBERS;
+use super::Rng;
+
+/// Dims a shape draws from: mostly small literals, sometimes zero, huge, overflowing or symbolic
+/// (declared or not).
+const DIMS: &[&str] =
+    &["1", "2", "3", "4", "2", "3", "0", "4294967296", "18446744073709551615", "B", "N", "Q", "r#Q", "x0"];
+
+/// Graph names: plain, raw, snake case with empty parts, starting with a digit once capitalised,
+/// non-ASCII, reserved by the generated items.
+const NAMES: &[&str] = &["g", "mlp", "r#match", "r#g", "_1", "__", "a__b_", "ñandú", "Graph", "g_graph", "Self_", "_"];
+
+fn pick<'a>(rng: &mut Rng, items: &[&'a str]) -> &'a str {
+    items[rng.below(items.len())]
+}
+
+fn shape(rng: &mut Rng) -> String {
+    let rank = [0, 1, 1, 2, 2, 2, 3, 4, 5][rng.below(9)];
+    let dims: Vec<&str> = (0..rank).map(|_| pick(rng, DIMS)).collect();
+    format!("[{}]", dims.join(", "))
+}
+
+/// A small number: an axis, a start, a length (sometimes out of range or huge).
+fn small(rng: &mut Rng) -> &'static str {
+    if rng.below(6) == 0 {
+        pick(rng, NUMBERS)
+    } else {
+        pick(rng, &["0", "1", "2", "1", "0", "3"])
+    }
+}
+
+struct Scope {
+    names: Vec<String>,
+    data: Vec<String>,
+}
+
+fn expr(rng: &mut Rng, scope: &Scope, depth: usize) -> String {
+    let leaf = |rng: &mut Rng| -> String {
+        match rng.below(10) {
+            0 if !scope.data.is_empty() => scope.data[rng.below(scope.data.len())].clone(),
+            1 => pick(rng, NUMBERS).to_owned(),
+            2 => pick(rng, &["undefined", "B", "output", "labels", "_"]).to_owned(),
+            _ => scope.names[rng.below(scope.names.len())].clone(),
+        }
+    };
+    if depth == 0 || rng.below(4) == 0 {
+        return leaf(rng);
+    }
+    let sub = |rng: &mut Rng| expr(rng, scope, depth - 1);
+    match rng.below(12) {
+        0 => format!("{} + {}", sub(rng), sub(rng)),
+        1 => format!("{} - {}", sub(rng), sub(rng)),
+        2 => format!("{} * {}", sub(rng), sub(rng)),
+        3 => format!("-{}", sub(rng)),
+        4 => format!("({}) * {}", sub(rng), pick(rng, NUMBERS)),
+        5 => format!("{}.matmul({})", sub(rng), sub(rng)),
+        6 => format!("{}.t()", sub(rng)),
+        7 => format!("({}, {})", sub(rng), sub(rng)),
+        8 => {
+            let perm: Vec<&str> = (0..rng.below(5)).map(|_| small(rng)).collect();
+            format!("permute({}, [{}])", sub(rng), perm.join(", "))
+        }
+        9 => format!("{} / {}", sub(rng), sub(rng)),
+        _ => {
+            // Any op by name, with one to three values and zero to three integer arguments.
+            let names = call_names();
+            let name = names[rng.below(names.len())];
+            let mut args: Vec<String> = (0..1 + rng.below(3)).map(|_| sub(rng)).collect();
+            args.extend((0..rng.below(4)).map(|_| small(rng).to_owned()));
+            if rng.below(3) == 0 {
+                format!("{}.{name}({})", args[0], args[1..].join(", "))
+            } else {
+                format!("{name}({})", args.join(", "))
+            }
+        }
+    }
+}
+
+/// One random source.
+pub(super) fn source(rng: &mut Rng) -> String {
+    let name = pick(rng, NAMES);
+    let mut generics: Vec<String> =
+        ["B", "N", "r#Q", "x0"].iter().filter(|_| rng.below(3) == 0).map(|s| (*s).to_owned()).collect();
+    if rng.below(4) == 0 {
+        generics.insert(0, "T: num_traits::Float".to_owned());
+    }
+    let n_inputs = rng.below(5);
+    let inputs: Vec<String> = (0..n_inputs).map(|i| format!("x{i}: {}", shape(rng))).collect();
+    let mut data = Vec::new();
+    let mut scope = Scope { names: (0..n_inputs).map(|i| format!("x{i}")).collect(), data: Vec::new() };
+    for i in 0..rng.below(3) {
+        let ty = match rng.below(3) {
+            0 => "Vec<usize>".to_owned(),
+            1 => "[u8; 2]".to_owned(),
+            _ => shape(rng),
+        };
+        data.push(format!("d{i}: {ty}"));
+        scope.data.push(format!("d{i}"));
+    }
+    if scope.names.is_empty() {
+        scope.names.push("x0".to_owned());
+    }
+    let mut lets = String::new();
+    for k in 0..rng.below(8) {
+        let e = expr(rng, &scope, 3);
+        let annotation = if rng.below(3) == 0 { format!(": {}", shape(rng)) } else { String::new() };
+        let e = match rng.below(8) {
+            0 => format!("reshape({e})"),
+            1 => format!("gather_rows({e}, {})", scope.data.first().map_or("ids", String::as_str)),
+            2 => format!("opaque({e}, forward = |a| a.clone(), vjp = |a, g| [g.clone()])"),
+            3 => format!("UserOp({e}, {e})"),
+            _ => e,
+        };
+        lets.push_str(&format!("let v{k}{annotation} = {e};\n"));
+        scope.names.push(format!("v{k}"));
+    }
+    let n_out = 1 + rng.below(3);
+    let outputs: Vec<String> = (0..n_out).map(|_| shape(rng)).collect();
+    let results: Vec<String> = (0..n_out).map(|_| expr(rng, &scope, 2)).collect();
+    let (outputs, result) = if n_out == 1 && rng.below(2) == 0 {
+        (outputs[0].clone(), results[0].clone())
+    } else {
+        (format!("({})", outputs.join(", ")), format!("({})", results.join(", ")))
+    };
+    let generics = if generics.is_empty() { String::new() } else { format!("<{}>", generics.join(", ")) };
+    let data = if data.is_empty() { String::new() } else { format!("; {}", data.join(", ")) };
+    format!("pub fn {name}{generics}({}{data}) -> {outputs} {{\n{lets}{result}\n}}", inputs.join(", "))
+}
