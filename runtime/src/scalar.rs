@@ -72,6 +72,18 @@ pub trait Storage {
     {
         a + b
     }
+
+    /// The engine's `a * b` of two values that may both be NaNs (`a` left), with the NaN rule of
+    /// [`pinned_add`](Self::pinned_add): `*` commutes, so the compiler may hand either operand's
+    /// payload to the result. Products of a value and a finite constant need no pinning. Other
+    /// types: plain `a * b`.
+    #[inline]
+    fn pinned_mul(a: Self, b: Self) -> Self
+    where
+        Self: Sized + core::ops::Mul<Output = Self>,
+    {
+        a * b
+    }
 }
 
 /// A scalar the reverse engine can work with: `Clone`, `Add` (left operand first), a zero, and a
@@ -104,6 +116,12 @@ macro_rules! float_storage {
                 // Two selects, no branch, so loops of additions vectorise: when neither operand
                 // is a NaN the hardware sum stands (its NaN for `inf + -inf` included).
                 let r = a + b;
+                let r = if b.is_nan() { <$t>::from_bits(b.to_bits() | $quiet) } else { r };
+                if a.is_nan() { <$t>::from_bits(a.to_bits() | $quiet) } else { r }
+            }
+            #[inline]
+            fn pinned_mul(a: Self, b: Self) -> Self {
+                let r = a * b;
                 let r = if b.is_nan() { <$t>::from_bits(b.to_bits() | $quiet) } else { r };
                 if a.is_nan() { <$t>::from_bits(a.to_bits() | $quiet) } else { r }
             }

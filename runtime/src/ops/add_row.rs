@@ -44,7 +44,7 @@ impl<A: Scalar, D> CompactOp<A, D> for AddRow {
         let (x, b) = (&ctx[self.parents[0]], ctx[self.parents[1]].data());
         // Row by row (no index arithmetic per element): `y[r, c] = x[r, c] + b[c]`.
         for row in x.data().chunks_exact(b.len().max(1)) {
-            y.extend(row.iter().zip(b).map(|(v, w)| v.clone() + w.clone()));
+            y.extend(row.iter().zip(b).map(|(v, w)| A::pinned_add(v.clone(), w.clone())));
         }
     }
     fn contributions(&self, saved: &SavedValues<'_, A, D>, g: &RawTensor<A>, c: &mut Contributions<A>) -> Contrib {
@@ -55,7 +55,7 @@ impl<A: Scalar, D> CompactOp<A, D> for AddRow {
         s.extend((0..cols).map(|_| A::zero()));
         for row in gd.chunks_exact(cols.max(1)) {
             for (acc, v) in s.iter_mut().zip(row) {
-                *acc = acc.clone() + v.clone();
+                *acc = A::pinned_add(acc.clone(), v.clone());
             }
         }
         let s = RawTensor::from_vec(bd, s).unwrap_or_else(|_| unreachable!("{cols} elements pushed"));

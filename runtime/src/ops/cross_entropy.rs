@@ -112,9 +112,9 @@ impl<A: Scalar + Float + FromPrimitive, D: 'static> CompactOp<A, D> for CrossEnt
                     *ev = v - mx;
                 }
                 crate::math::exp_in_place(e);
-                s = e.iter().fold(s, |acc, &v| acc + v);
+                s = e.iter().fold(s, |acc, &v| A::pinned_add(acc, v));
             }
-            total = total + (s.ln() - (row[k] - mx));
+            total = A::pinned_add(total, s.ln() - (row[k] - mx));
         }
         out.push(total / rows::<A>(labels.len()));
     }
@@ -129,7 +129,7 @@ impl<A: Scalar + Float + FromPrimitive, D: 'static> CompactOp<A, D> for CrossEnt
             let (_, s) = shifted_exps(row, &mut e);
             t.extend(e.iter().enumerate().map(|(j, &v)| {
                 let onehot = if j == k { A::one() } else { <A as Scalar>::zero() };
-                w * (v / s - onehot)
+                A::pinned_mul(w, v / s - onehot)
             }));
         }
         c.recycle(e);

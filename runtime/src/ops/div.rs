@@ -67,7 +67,7 @@ impl<A: Scalar + DivOp<Output = A> + MulOp<Output = A> + SubOp<Output = A>, D> C
         let [a, b] = self.parents;
         let (bv, y, gd) = (saved.prefix[b].data(), saved.output.data(), g.data());
         let ga = c.tensor(g.dims(), |i| gd[i].clone() / bv[i].clone());
-        let gb = c.tensor(g.dims(), |i| A::zero() - (gd[i].clone() * y[i].clone()) / bv[i].clone());
+        let gb = c.tensor(g.dims(), |i| A::zero() - A::pinned_mul(gd[i].clone(), y[i].clone()) / bv[i].clone());
         let l = c.single(a, ga);
         let r = c.single(b, gb);
         c.add(l, r)

@@ -27,7 +27,7 @@ impl<A: Scalar + Float> PointwiseFn<A> for ExpFn {
     }
     #[inline]
     fn derivative(_: &(), g: &A, _: &A, y: &A) -> A {
-        *g * *y
+        A::pinned_mul(*g, *y)
     }
     fn reference() -> Option<Unary<A>> {
         Some(Unary::Exp(FloatKit::new()))

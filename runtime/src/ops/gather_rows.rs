@@ -87,7 +87,7 @@ impl<A: Scalar, D: 'static> CompactOp<A, D> for GatherRows<D> {
         let td = t.data_mut();
         for (&id, row) in ids.iter().zip(g.data().chunks_exact(dim.max(1))) {
             for (acc, v) in td[id * dim..(id + 1) * dim].iter_mut().zip(row) {
-                *acc = acc.clone() + v.clone();
+                *acc = A::pinned_add(acc.clone(), v.clone());
             }
         }
         c.single(self.parents[0], t)

@@ -78,7 +78,7 @@ impl<A: Scalar + Float> PointwiseFn<A> for GeluFn {
         let s = A::one() - t * t;
         let zero = <A as Scalar>::zero();
         let tail = if s == zero { zero } else { (half * x) * (s * (cc * (A::one() + k3 * (x * x)))) };
-        *g * ((half * (A::one() + t)) + tail)
+        A::pinned_mul(*g, (half * (A::one() + t)) + tail)
     }
     fn reference() -> Option<Unary<A>> {
         Some(Unary::Gelu(FloatKit::new()))

@@ -40,14 +40,14 @@ impl<A> LayerNorm<A> {
 }
 
 /// Steps 1–5 for one row: `h` into `h` (cleared first); returns `r`.
-fn normalise<A: Float>(row: &[A], n: A, eps: A, h: &mut Vec<A>) -> A {
-    let mu = row.iter().fold(A::zero(), |acc, &v| acc + v) / n;
+fn normalise<A: Scalar + Float>(row: &[A], n: A, eps: A, h: &mut Vec<A>) -> A {
+    let mu = row.iter().fold(<A as Scalar>::zero(), |acc, &v| A::pinned_add(acc, v)) / n;
     h.clear();
     h.extend(row.iter().map(|&v| v - mu));
-    let var = h.iter().fold(A::zero(), |acc, &d| acc + d * d) / n;
+    let var = h.iter().fold(<A as Scalar>::zero(), |acc, &d| A::pinned_add(acc, d * d)) / n;
     let r = A::one() / (var + eps).sqrt();
     for d in h.iter_mut() {
-        *d = *d * r;
+        *d = A::pinned_mul(*d, r);
     }
     r
 }
@@ -80,14 +80,14 @@ impl<A: Scalar + Float + FromPrimitive, D> CompactOp<A, D> for LayerNorm<A> {
         let nf = A::from_usize(n).unwrap_or_else(|| unreachable!("checked by output_dims"));
         for row in x.data().chunks_exact(n) {
             // `normalise` written into `out`'s row, then `h * g + b` in place.
-            let mu = row.iter().fold(<A as Scalar>::zero(), |acc, &v| acc + v) / nf;
+            let mu = row.iter().fold(<A as Scalar>::zero(), |acc, &v| A::pinned_add(acc, v)) / nf;
             let start = out.len();
             out.extend(row.iter().map(|&v| v - mu));
             let h = &mut out[start..];
-            let var = h.iter().fold(<A as Scalar>::zero(), |acc, &d| acc + d * d) / nf;
+            let var = h.iter().fold(<A as Scalar>::zero(), |acc, &d| A::pinned_add(acc, d * d)) / nf;
             let r = A::one() / (var + self.eps).sqrt();
             for ((d, &g), &b) in h.iter_mut().zip(gain).zip(bias) {
-                *d = (*d * r) * g + b;
+                *d = A::pinned_add(A::pinned_mul(A::pinned_mul(*d, r), g), b);
             }
         }
     }
@@ -109,13 +109,13 @@ impl<A: Scalar + Float + FromPrimitive, D> CompactOp<A, D> for LayerNorm<A> {
         for (row, dr) in x.data().chunks_exact(n).zip(g.data().chunks_exact(n)) {
             let r = normalise(row, nf, self.eps, &mut h);
             q.clear();
-            q.extend(dr.iter().zip(gain).map(|(&dv, &gv)| dv * gv));
-            let a = q.iter().fold(zero, |acc, &v| acc + v) / nf;
-            let b = q.iter().zip(&h).fold(zero, |acc, (&qv, &hv)| acc + qv * hv) / nf;
-            gx.extend(q.iter().zip(&h).map(|(&qv, &hv)| ((qv - a) - b * hv) * r));
+            q.extend(dr.iter().zip(gain).map(|(&dv, &gv)| A::pinned_mul(dv, gv)));
+            let a = q.iter().fold(zero, |acc, &v| A::pinned_add(acc, v)) / nf;
+            let b = q.iter().zip(&h).fold(zero, |acc, (&qv, &hv)| A::pinned_add(acc, A::pinned_mul(qv, hv))) / nf;
+            gx.extend(q.iter().zip(&h).map(|(&qv, &hv)| A::pinned_mul((qv - a) - A::pinned_mul(b, hv), r)));
             for j in 0..n {
-                ggain[j] = ggain[j] + dr[j] * h[j];
-                gbias[j] = gbias[j] + dr[j];
+                ggain[j] = A::pinned_add(ggain[j], A::pinned_mul(dr[j], h[j]));
+                gbias[j] = A::pinned_add(gbias[j], dr[j]);
             }
         }
         c.recycle(h);

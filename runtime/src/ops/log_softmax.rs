@@ -62,14 +62,14 @@ impl<A: Scalar + Float, D> CompactOp<A, D> for LogSoftmax {
         let n = y.dims().as_slice().last().copied().unwrap_or(1);
         let mut r = c.buffer_for(y.numel());
         for (yr, gr) in y.data().chunks_exact(n).zip(g.data().chunks_exact(n)) {
-            let t = gr.iter().fold(<A as Scalar>::zero(), |acc, &v| acc + v);
+            let t = gr.iter().fold(<A as Scalar>::zero(), |acc, &v| A::pinned_add(acc, v));
             // exp(y[j]) for the row in place, then δ[j] − t * exp(y[j]).
             let start = r.len();
             r.extend_from_slice(yr);
             let row = &mut r[start..];
             crate::math::exp_in_place(row);
             for (v, &gv) in row.iter_mut().zip(gr) {
-                *v = gv - t * *v;
+                *v = gv - A::pinned_mul(t, *v);
             }
         }
         let r = RawTensor::from_parts(y.dims(), r);

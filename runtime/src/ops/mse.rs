@@ -51,7 +51,7 @@ impl<A: Scalar + Float + FromPrimitive, D> CompactOp<A, D> for Mse {
         let (a, b) = (ctx[self.parents[0]].data(), ctx[self.parents[1]].data());
         let s = a.iter().zip(b).fold(<A as Scalar>::zero(), |acc, (&x, &y)| {
             let d = x - y;
-            acc + d * d
+            A::pinned_add(acc, d * d)
         });
         RawTensor::full(Dims::scalar(), s / count::<A>(a.len()))
     }
@@ -62,7 +62,7 @@ impl<A: Scalar + Float + FromPrimitive, D> CompactOp<A, D> for Mse {
         let dl = g.data()[0];
         let ga = c.tensor(ta.dims(), |i| {
             let d = a[i] - b[i];
-            dl * ((d + d) / n)
+            A::pinned_mul(dl, (d + d) / n)
         });
         let gb = c.tensor(ta.dims(), |i| <A as Scalar>::zero() - ga.data()[i]);
         let l = c.single(self.parents[0], ga);

@@ -40,13 +40,13 @@ impl<A: Scalar + MulOp<Output = A>, D> CompactOp<A, D> for Mul {
     }
     fn forward_into(&self, ctx: &[RawTensor<A>], _: &D, out: &mut Vec<A>) {
         let (a, b) = (ctx[self.parents[0]].data(), ctx[self.parents[1]].data());
-        out.extend(a.iter().zip(b).map(|(x, y)| x.clone() * y.clone()));
+        out.extend(a.iter().zip(b).map(|(x, y)| A::pinned_mul(x.clone(), y.clone())));
     }
     fn contributions(&self, saved: &SavedValues<'_, A, D>, g: &RawTensor<A>, c: &mut Contributions<A>) -> Contrib {
         let [a, b] = self.parents;
         let (av, bv, gd) = (saved.prefix[a].data(), saved.prefix[b].data(), g.data());
-        let ga = c.tensor(g.dims(), |i| gd[i].clone() * bv[i].clone());
-        let gb = c.tensor(g.dims(), |i| gd[i].clone() * av[i].clone());
+        let ga = c.tensor(g.dims(), |i| A::pinned_mul(gd[i].clone(), bv[i].clone()));
+        let gb = c.tensor(g.dims(), |i| A::pinned_mul(gd[i].clone(), av[i].clone()));
         let l = c.single(a, ga);
         let r = c.single(b, gb);
         c.add(l, r)

@@ -38,7 +38,7 @@ impl<A: Scalar + Float> PointwiseFn<A> for SigmoidFn {
     }
     #[inline]
     fn derivative(_: &(), g: &A, _: &A, y: &A) -> A {
-        *g * (*y * (A::one() - *y))
+        A::pinned_mul(*g, *y * (A::one() - *y))
     }
     fn reference() -> Option<Unary<A>> {
         Some(Unary::Sigmoid(FloatKit::new()))

@@ -59,11 +59,11 @@ pub(crate) fn extend_shifted_exps<A: Float + 'static>(row: &[A], m: A, out: &mut
 }
 
 /// Steps 1–3: `(m, e, s)` with `e` written into `e` (cleared first).
-pub(crate) fn shifted_exps<A: Float + 'static>(row: &[A], e: &mut Vec<A>) -> (A, A) {
+pub(crate) fn shifted_exps<A: Scalar + Float>(row: &[A], e: &mut Vec<A>) -> (A, A) {
     let m = row_max(row);
     e.clear();
     extend_shifted_exps(row, m, e);
-    let s = e.iter().fold(A::zero(), |acc, &v| acc + v);
+    let s = e.iter().fold(<A as Scalar>::zero(), |acc, &v| A::pinned_add(acc, v));
     (m, s)
 }
 
@@ -88,7 +88,7 @@ impl<A: Scalar + Float, D> CompactOp<A, D> for Softmax {
             let m = row_max(row);
             let start = out.len();
             extend_shifted_exps(row, m, out);
-            let s = out[start..].iter().fold(<A as Scalar>::zero(), |acc, &v| acc + v);
+            let s = out[start..].iter().fold(<A as Scalar>::zero(), |acc, &v| A::pinned_add(acc, v));
             for v in &mut out[start..] {
                 *v = *v / s;
             }
@@ -99,8 +99,11 @@ impl<A: Scalar + Float, D> CompactOp<A, D> for Softmax {
         let n = y.dims().as_slice().last().copied().unwrap_or(1);
         let mut t = c.buffer_for(y.numel());
         for (yr, gr) in y.data().chunks_exact(n).zip(g.data().chunks_exact(n)) {
-            let d = gr.iter().zip(yr).fold(<A as Scalar>::zero(), |acc, (&gv, &yv)| acc + gv * yv);
-            t.extend(gr.iter().zip(yr).map(|(&gv, &yv)| (gv - d) * yv));
+            let d = gr
+                .iter()
+                .zip(yr)
+                .fold(<A as Scalar>::zero(), |acc, (&gv, &yv)| A::pinned_add(acc, A::pinned_mul(gv, yv)));
+            t.extend(gr.iter().zip(yr).map(|(&gv, &yv)| A::pinned_mul(gv - d, yv)));
         }
         let t = RawTensor::from_parts(y.dims(), t);
         c.single(self.parents[0], t)

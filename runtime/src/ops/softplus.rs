@@ -47,7 +47,7 @@ impl<A: Scalar + Float> PointwiseFn<A> for SoftplusFn {
     }
     #[inline]
     fn derivative(_: &(), g: &A, x: &A, _: &A) -> A {
-        *g * logistic(*x)
+        A::pinned_mul(*g, logistic(*x))
     }
     fn reference() -> Option<Unary<A>> {
         Some(Unary::Softplus(FloatKit::new()))

@@ -48,8 +48,8 @@ impl<A: Scalar + MulOp<Output = A>, D> CompactOp<A, D> for Square {
     fn contributions(&self, saved: &SavedValues<'_, A, D>, g: &RawTensor<A>, c: &mut Contributions<A>) -> Contrib {
         let a = self.parents[0];
         let (av, gd) = (saved.prefix[a].data(), g.data());
-        let ga = c.tensor(g.dims(), |i| gd[i].clone() * av[i].clone());
-        let gb = c.tensor(g.dims(), |i| gd[i].clone() * av[i].clone());
+        let ga = c.tensor(g.dims(), |i| A::pinned_mul(gd[i].clone(), av[i].clone()));
+        let gb = c.tensor(g.dims(), |i| A::pinned_mul(gd[i].clone(), av[i].clone()));
         let l = c.single(a, ga);
         let r = c.single(a, gb);
         c.add(l, r)

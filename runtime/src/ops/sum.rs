@@ -25,7 +25,7 @@ impl Sum {
 
 /// `((0 + x[0]) + x[1]) + …`.
 pub(crate) fn sum_in_order<A: Scalar>(x: &[A]) -> A {
-    x.iter().fold(A::zero(), |acc, v| acc + v.clone())
+    x.iter().fold(A::zero(), |acc, v| A::pinned_add(acc, v.clone()))
 }
 
 impl<A: Scalar, D> CompactOp<A, D> for Sum {

@@ -27,7 +27,7 @@ impl<A: Scalar + Float> PointwiseFn<A> for TanhFn {
     }
     #[inline]
     fn derivative(_: &(), g: &A, _: &A, y: &A) -> A {
-        *g * (A::one() - *y * *y)
+        A::pinned_mul(*g, A::one() - *y * *y)
     }
     fn reference() -> Option<Unary<A>> {
         Some(Unary::Tanh(FloatKit::new()))

@@ -38,7 +38,7 @@ impl<A: Float + 'static> FloatKit<A> {
     pub fn new() -> Self {
         FloatKit {
             sub: |a, b| a - b,
-            mul: |a, b| a * b,
+            mul: super::tensor::pinned_product,
             div: |a, b| a / b,
             neg: |a| -a,
             exp: crate::math::exp,
@@ -176,25 +176,25 @@ impl<A, D> RefOp<A, D> {
     /// `a * b`.
     pub fn mul(a: usize, b: usize) -> Self
     where
-        A: Mul<Output = A>,
+        A: Clone + 'static + Mul<Output = A>,
     {
-        RefOp::Mul { a, b, mul: |x, y| x * y }
+        RefOp::Mul { a, b, mul: super::tensor::pinned_product }
     }
 
     /// `a / b`.
     pub fn div(a: usize, b: usize) -> Self
     where
-        A: Div<Output = A> + Mul<Output = A> + Sub<Output = A>,
+        A: Clone + 'static + Div<Output = A> + Mul<Output = A> + Sub<Output = A>,
     {
-        RefOp::Div { a, b, div: |x, y| x / y, mul: |x, y| x * y, sub: |x, y| x - y }
+        RefOp::Div { a, b, div: |x, y| x / y, mul: super::tensor::pinned_product, sub: |x, y| x - y }
     }
 
     /// `a * a`.
     pub fn square(a: usize) -> Self
     where
-        A: Mul<Output = A>,
+        A: Clone + 'static + Mul<Output = A>,
     {
-        RefOp::Square { a, mul: |x, y| x * y }
+        RefOp::Square { a, mul: super::tensor::pinned_product }
     }
 
     /// `a * factor`.

@@ -104,6 +104,15 @@ pub fn plus<A: Scalar>(a: A, b: A) -> A {
     }
 }
 
+/// `a * b` with the NaN rule of [`plus`] for the float types (plain `a * b` for the others): `*`
+/// commutes, so without it the compiler could hand either NaN operand's payload to the result.
+pub(crate) fn pinned_product<A: Clone + 'static + core::ops::Mul<Output = A>>(a: A, b: A) -> A {
+    match pinned(&a, &b, false) {
+        Some(r) => r,
+        None => a * b,
+    }
+}
+
 /// A product of a matrix product (SEMANTICS §8): `mul(a, b)` with the same NaN rule as [`plus`] for
 /// `f32` and `f64`, plain `mul(a, b)` for every other scalar.
 pub fn times<A: Scalar>(a: A, b: A, mul: fn(A, A) -> A) -> A {
