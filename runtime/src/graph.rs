@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use crate::contributions::{Contrib, Contributions};
 use crate::error::Error;
 use crate::scalar::Scalar;
-use crate::shape::{Dims, Nil, Position, Shape, Snoc};
+use crate::shape::{Dims, Nil, Position, RawPosition, Shape, Snoc};
 use crate::tensor::RawTensor;
 
 /// An op with a compact program: forward, shape rule, validation and contributions.
@@ -346,13 +346,14 @@ impl<A: Scalar, D: 'static> RawGraph<A, D> {
         RawGraph { id: next_graph_id(), inputs: inputs.len(), dims: inputs, nodes: Vec::new() }
     }
 
-    /// Appends a node, returning its position. A compact node's output dims come from its shape
-    /// rule.
+    /// Appends a node, returning its position (a handle of this graph; the op constructors of
+    /// later nodes take its [`index`](RawPosition::index)). A compact node's output dims come from
+    /// its shape rule.
     ///
     /// # Errors
     /// [`Error::Node`] when the node reads a position not below it, breaks its shape rule or has
     /// a shape whose element count overflows `usize`; the graph is unchanged.
-    pub fn push(&mut self, mut node: NodeData<A, D>) -> Result<usize, Error> {
+    pub fn push(&mut self, mut node: NodeData<A, D>) -> Result<RawPosition, Error> {
         let p = self.dims.len();
         let err = |node: &NodeData<A, D>, dims: &[Dims], message: String| Error::Node {
             node: p - self.inputs,
@@ -375,11 +376,39 @@ impl<A: Scalar, D: 'static> RawGraph<A, D> {
         }
         self.dims.push(node.dims);
         self.nodes.push(node);
-        Ok(p)
+        Ok(RawPosition::new(self.id, p))
     }
 }
 
 impl<A: 'static, D: 'static> RawGraph<A, D> {
+    /// The handle of position `index` of this graph: an input for `index < num_inputs()`, else
+    /// node `index - num_inputs()`. (Nodes' handles are also returned by [`push`](Self::push).)
+    ///
+    /// ```
+    /// use exactgrad_runtime::{Dims, RawGraph};
+    /// let g = RawGraph::<f64, ()>::new(vec![Dims::vector(2)]);
+    /// assert_eq!(g.position(0).unwrap().index(), 0);
+    /// assert!(g.position(1).is_err());
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::ForeignPosition`] for an `index` outside the graph.
+    pub fn position(&self, index: usize) -> Result<RawPosition, Error> {
+        let len = self.dims.len();
+        if index >= len {
+            return Err(Error::ForeignPosition { index, len });
+        }
+        Ok(RawPosition::new(self.id, index))
+    }
+
+    /// Checks that `p` is a handle of this graph, returning its index.
+    pub(crate) fn check_position(&self, p: RawPosition) -> Result<usize, Error> {
+        if p.graph_id() != self.id || p.index() >= self.dims.len() {
+            return Err(Error::ForeignPosition { index: p.index(), len: self.dims.len() });
+        }
+        Ok(p.index())
+    }
+
     /// Number of inputs (|Γ|).
     pub fn num_inputs(&self) -> usize {
         self.inputs
