@@ -365,6 +365,42 @@ fn an_integer_division_by_zero_is_an_error_naming_the_node() {
     assert_eq!(got.as_slice()[0].data(), &[Wrapping(0), Wrapping(1)]);
 }
 
+graph! {
+    fn weighted(x: [2], w: [2]) -> [] {
+        sum(x * w)
+    }
+}
+
+/// The VJP of a built-in op in a generated program is guarded as in the runtime passes: with
+/// overflow checks on (debug builds), `i64::MAX * 3` in `mul`'s VJP is an `Error::Vjp` from both,
+/// not a panic; without them (release) both wrap, identically.
+#[test]
+fn an_overflowing_integer_vjp_in_a_generated_program_is_an_error_as_in_the_runtime() {
+    let t = |a: i64, b: i64| Tensor::<i64, (U2,)>::from_vec(vec![a, b]).unwrap();
+    let (g, h) = weighted::<i64>();
+    let mut prog = Weighted::program::<i64>();
+    let big = Tensor::full(i64::MAX);
+    let saved = g.compile(h.inputs(t(2, 1), t(3, 1)), ()).unwrap();
+    let results = [
+        saved.backprop_from(h.output, big.clone()).err(),
+        prog.gradients(&mut h.inputs(t(2, 1), t(3, 1)), &(), &big).err(),
+        prog.gradients_from(h.output, &mut h.inputs(t(2, 1), t(3, 1)), &(), &big).err(),
+    ];
+    for e in results {
+        if cfg!(debug_assertions) {
+            assert!(
+                matches!(&e, Some(Error::Vjp { node: 0, op, message }) if op == "mul" && message.contains("overflow")),
+                "{e:?}"
+            );
+        } else {
+            assert_eq!(e, None);
+        }
+    }
+    // Usable afterwards.
+    let got = prog.gradients(&mut h.inputs(t(2, 1), t(3, 1)), &(), &Tensor::full(1)).unwrap();
+    assert_eq!(got.as_slice()[0].data(), &[3, 1]);
+}
+
 #[test]
 fn init_bounds_whose_samples_overflow_are_errors() {
     let mut init = Init::seeded(0);
@@ -450,4 +486,20 @@ fn a_raw_position_of_another_graph_of_the_same_shape_is_refused() {
     let typed_saved = g.compile(Pack::new().push(v(&[1.0, 2.0])), ()).unwrap();
     assert_eq!(typed_saved.raw().reached_from(tx.into()).unwrap(), [true, false]);
     assert_eq!(saved_b.reached_from(tx.into()).err(), foreign(0));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Contribution handles of another arena or made before the last clear.
+
+#[test]
+fn a_stale_contribution_handle_is_an_error_from_read_and_dense() {
+    let mut c = Contributions::<f64>::new();
+    let g = RawTensor::full(Dims::vector(2), 1.0);
+    let s = c.single(0, RawTensor::full(Dims::vector(2), 2.0));
+    assert_eq!(c.read(s, 0, &g).unwrap().data(), &[2.0, 2.0]);
+    c.clear();
+    assert!(!c.is_handle(s));
+    // Before: an index past the arena's descriptions, a panic.
+    assert!(c.read(s, 0, &g).unwrap_err().contains("not a handle of this arena"));
+    assert!(c.dense(s, &[Dims::vector(2)], &g).unwrap_err().contains("not a handle of this arena"));
 }

@@ -17,6 +17,18 @@ use crate::tensor::RawTensor;
 /// Built-in ops implement it; so can users, with the same [`Contributions`] combinators
 /// (see `examples/` and the `ops` module for models). `ctx` is always the saved context prefix
 /// before the node: inputs first, then earlier nodes.
+///
+/// # Contract of `ctx` (and why the engine never panics on it)
+/// The engine calls [`validate`](Self::validate), [`forward`](Self::forward),
+/// [`forward_into`](Self::forward_into) and [`contributions`](Self::contributions) only on a
+/// **validated prefix**: the values of every position below the node, whose dims
+/// [`output_dims`](Self::output_dims) accepted (at push and again at `compile`). The built-in ops
+/// rely on it — they index `ctx` at their parents and read its shapes without checking again — so
+/// calling one of these methods directly, on a prefix its shape rule would refuse, may panic
+/// (an index out of bounds, a shape the kernel cannot take). The engine's own calls cannot reach
+/// that: the shape rule runs first and its refusal is an [`Error::Node`](crate::Error::Node); a
+/// user op that panics anyway is caught at the node and reported as an error
+/// (`tests/no_panic.rs`).
 pub trait CompactOp<A, D>: 'static {
     /// The op's name, as shown in errors and descriptions.
     fn name(&self) -> &str;

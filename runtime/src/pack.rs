@@ -260,7 +260,7 @@ impl<A: Clone> core::ops::Index<usize> for Gradients<A> {
     /// The gradient at `i`.
     ///
     /// # Panics
-    /// When `i` is out of range, as for a slice.
+    /// When `i` is out of range, as for a slice; [`Gradients::get`] returns `None` instead.
     fn index(&self, i: usize) -> &RawTensor<A> {
         self.entries[i].tensor()
     }

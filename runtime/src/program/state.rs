@@ -65,6 +65,15 @@ pub struct MemoryPlan {
 
 /// The values, gradient slots and scratch of a generated program (see the [module docs](self)).
 /// Allocated on the first run and reused by every later one.
+///
+/// Users run programs through [`Program`](crate::Program) and read values with
+/// [`value`](Self::value). The step methods (`forward`, `cotangent`, `vjp`, `accumulate`, …) are
+/// public only for the code `graph!` generates and hidden from the docs. **Contract:** their
+/// position, node, visit and pending-visit arguments are the ones the macro resolved for this
+/// graph and this state (a `Program` makes both from the same expansion); they index the state
+/// without checking them, so other indices may panic (out of bounds). Everything that comes from
+/// the user — inputs, seeds, data, the values and VJPs of ops — is checked and returned as an
+/// [`Error`], and a panic in a user closure or op is caught at the node.
 pub struct ProgramState<A> {
     dims: Vec<Dims>,
     inputs: usize,
@@ -114,6 +123,7 @@ fn apply_pending_scalar<A: Scalar>(v: &mut A, us: &[A]) {
 }
 
 impl<A: Scalar> ProgramState<A> {
+    #[doc(hidden)]
     /// The state for a graph whose positions have `dims`, the first `inputs` of them inputs,
     /// whose sweeps visit at most `visits` nodes, with the buffers of `plan` (allocated as the
     /// first run uses them).
@@ -185,6 +195,7 @@ impl<A: Scalar> ProgramState<A> {
         }
     }
 
+    #[doc(hidden)]
     /// The value of node position `p` is not read again in this run: its buffer goes back to the
     /// pool for a later node.
     pub fn free_value(&mut self, p: usize) {
@@ -224,6 +235,7 @@ impl<A: Scalar> ProgramState<A> {
         }
     }
 
+    #[doc(hidden)]
     /// Forward of built-in node `k`: validates `op` on the values so far, then computes its value
     /// into the value buffer the plan gives it.
     ///
@@ -247,6 +259,7 @@ impl<A: Scalar> ProgramState<A> {
         Ok(())
     }
 
+    #[doc(hidden)]
     /// Forward of node `k` through the graph's own node (opaque closures, user compact ops).
     ///
     /// # Errors

@@ -17,6 +17,7 @@ use crate::scalar::Scalar;
 use crate::tensor::RawTensor;
 
 impl<A: Scalar> ProgramState<A> {
+    #[doc(hidden)]
     /// The VJP of a product node `k` (`matmul` of distinct operands, `matmul_data`; visit `visit`)
     /// and its accumulation at its support `writes` (position, pending visits; support order):
     /// where every written position still holds a uniform, each contribution is computed straight
@@ -25,7 +26,8 @@ impl<A: Scalar> ProgramState<A> {
     /// [`accumulate`](Self::accumulate). The same additions in the same order either way.
     ///
     /// # Errors
-    /// [`Error::Vjp`] when a contribution does not fit its position.
+    /// [`Error::Vjp`] when a contribution does not fit its position or the op panics (caught at
+    /// the node, as in [`vjp`](Self::vjp)).
     pub fn vjp_product<D, Op: ProductVjp<A, D>>(
         &mut self,
         visit: usize,
@@ -41,7 +43,7 @@ impl<A: Scalar> ProgramState<A> {
             let (q, d) = (*q, self.dims[*q]);
             let Slot::Full(v, _) = &mut self.slots[q] else {
                 // A position already written: the contributions, built once, for the rest.
-                let root = self.vjp(visit, k, op, g, data);
+                let root = self.vjp(visit, k, op, g, data)?;
                 for (q, pending) in &writes[i..] {
                     self.accumulate(k, op.name(), root, *q, pending.clone(), g)?;
                 }
@@ -52,7 +54,8 @@ impl<A: Scalar> ProgramState<A> {
                 self.gradient_buffer.get(q).map_or_else(Vec::new, |&b| core::mem::take(&mut self.gradient_pool[b]));
             out.clear();
             let saved = SavedValues { prefix: &self.values[..p], output: &self.values[p], data };
-            op.product_onto(&saved, g, i, v, &mut out);
+            guarded("the VJP", || op.product_onto(&saved, g, i, v, &mut out))
+                .map_err(|m| super::sweep::vjp_error(k, op.name(), m))?;
             if out.len() != d.numel() {
                 let message = format!(
                     "its product at position {q} has {} elements, the position's shape {d} has {}",
@@ -66,6 +69,7 @@ impl<A: Scalar> ProgramState<A> {
         Ok(())
     }
 
+    #[doc(hidden)]
     /// The VJP of a window node `k` (`slice`; visit `visit`) added at its one support position
     /// `q` in one pass: `(slot_q + the uniforms of the pending visits) + t[e]`, `t` the cotangent
     /// in the op's [`Window`](crate::ops::Window) of `q` and zeros around it — the additions of
@@ -113,6 +117,7 @@ impl<A: Scalar> ProgramState<A> {
         Ok(())
     }
 
+    #[doc(hidden)]
     /// The VJP of node `k` (visit `visit`) through the graph's own node, which touches its whole
     /// prefix: an opaque node adds its dense VJP to every position below it (SEMANTICS §6
     /// `add_dense`); a user compact op adds its contributions at its support and its uniform

@@ -10,11 +10,19 @@ use crate::contributions::{Contrib, Sink};
 use crate::error::Error;
 use crate::gradients::Slot;
 use crate::graph::{CompactOp, RawGraph, SavedValues};
+use crate::guard::guarded;
 use crate::saved::View;
 use crate::scalar::Scalar;
 use crate::tensor::RawTensor;
 
+/// [`Error::Vjp`] of node `k`, op `op` (built only on the error path).
+#[cold]
+pub(super) fn vjp_error(k: usize, op: &str, message: String) -> Error {
+    Error::Vjp { node: k, op: op.to_owned(), message }
+}
+
 impl<A: Scalar> ProgramState<A> {
+    #[doc(hidden)]
     /// The final gradient of position `p`: its slot with the uniforms of the `pending` visits
     /// applied, as a tensor (a uniform slot is filled into a reused buffer).
     pub fn cotangent(&mut self, p: usize, pending: Range<usize>) -> RawTensor<A> {
@@ -34,14 +42,21 @@ impl<A: Scalar> ProgramState<A> {
         }
     }
 
+    #[doc(hidden)]
     /// Gives back the cotangent of position `p` once its node has run.
     pub fn release(&mut self, p: usize, g: RawTensor<A>) {
         self.give_buf(p, g);
     }
 
+    #[doc(hidden)]
     /// The VJP of built-in node `k` (visit `visit`) at cotangent `g`: its contributions, built
     /// by the concrete `op`; records their uniform. Returns the root description for
     /// [`accumulate`](Self::accumulate).
+    ///
+    /// # Errors
+    /// [`Error::Vjp`] when the op panics (say an integer overflow in its arithmetic, caught at the
+    /// node as the runtime passes catch it) or returns a handle that is not one of its
+    /// contributions.
     pub fn vjp<D, Op: CompactOp<A, D>>(
         &mut self,
         visit: usize,
@@ -49,15 +64,23 @@ impl<A: Scalar> ProgramState<A> {
         op: &Op,
         g: &RawTensor<A>,
         data: &D,
-    ) -> Contrib {
+    ) -> Result<Contrib, Error> {
         let p = self.inputs + k;
         self.contributions.clear();
         let saved = SavedValues { prefix: &self.values[..p], output: &self.values[p], data };
-        let root = op.contributions(&saved, g, &mut self.contributions);
+        let c = &mut self.contributions;
+        let root = match guarded("the VJP", || op.contributions(&saved, g, c)) {
+            Ok(root) if c.is_handle(root) => root,
+            Ok(_) => {
+                return Err(vjp_error(k, op.name(), "returned a handle that is not one of its contributions".into()))
+            }
+            Err(message) => return Err(vjp_error(k, op.name(), message)),
+        };
         self.uniforms[visit] = self.contributions.uniform(root);
-        root
+        Ok(root)
     }
 
+    #[doc(hidden)]
     /// Position `q` becomes `(slot_q + the uniforms of the pending visits) + read(q)` for the last
     /// [`vjp`](Self::vjp) (of node `k`, named `op` in errors), `+ read` fused with the reader.
     ///
@@ -94,6 +117,7 @@ impl<A: Scalar> ProgramState<A> {
         Ok(())
     }
 
+    #[doc(hidden)]
     /// Finishes input `q`: its final gradient (pending uniforms applied) becomes the run's result.
     /// A uniform is written into the result's buffer, unless that buffer already holds it
     /// everywhere (storage-equal: the same bits).
@@ -120,6 +144,7 @@ impl<A: Scalar> ProgramState<A> {
         }
     }
 
+    #[doc(hidden)]
     /// The single-output pass from position `output` run by the runtime's own loop
     /// (`RawSavedGraph::backprop_from`, SEMANTICS §7) over this run's values and slots: for a
     /// model with user compact ops, whose supports — and so the nodes the pass reaches — are
