@@ -123,10 +123,10 @@ fn apply_pending_scalar<A: Scalar>(v: &mut A, us: &[A]) {
 }
 
 impl<A: Scalar> ProgramState<A> {
-    #[doc(hidden)]
     /// The state for a graph whose positions have `dims`, the first `inputs` of them inputs,
     /// whose sweeps visit at most `visits` nodes, with the buffers of `plan` (allocated as the
     /// first run uses them).
+    #[doc(hidden)]
     pub fn new(dims: &[Dims], inputs: usize, visits: usize, plan: MemoryPlan) -> Self {
         ProgramState {
             dims: dims.to_vec(),
@@ -195,9 +195,9 @@ impl<A: Scalar> ProgramState<A> {
         }
     }
 
-    #[doc(hidden)]
     /// The value of node position `p` is not read again in this run: its buffer goes back to the
     /// pool for a later node.
+    #[doc(hidden)]
     pub fn free_value(&mut self, p: usize) {
         self.give_value(p);
     }
@@ -235,12 +235,12 @@ impl<A: Scalar> ProgramState<A> {
         }
     }
 
-    #[doc(hidden)]
     /// Forward of built-in node `k`: validates `op` on the values so far, then computes its value
     /// into the value buffer the plan gives it.
     ///
     /// # Errors
     /// [`Error::Node`] when validation fails or the value has the wrong length.
+    #[doc(hidden)]
     pub fn forward<D, Op: CompactOp<A, D>>(&mut self, k: usize, op: &Op, data: &D) -> Result<(), Error> {
         let p = self.inputs + k;
         let ctx = &self.values[..p];
@@ -259,12 +259,12 @@ impl<A: Scalar> ProgramState<A> {
         Ok(())
     }
 
-    #[doc(hidden)]
     /// Forward of node `k` through the graph's own node (opaque closures, user compact ops).
     ///
     /// # Errors
     /// As [`forward`](Self::forward), and [`Error::Node`] when the node's code panics (caught at
     /// the node; the state stays usable for the next run).
+    #[doc(hidden)]
     pub fn forward_node<D: 'static>(&mut self, k: usize, graph: &RawGraph<A, D>, data: &D) -> Result<(), Error> {
         let p = self.inputs + k;
         let node = &graph.nodes()[k];

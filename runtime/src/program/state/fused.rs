@@ -17,7 +17,6 @@ use crate::scalar::Scalar;
 use crate::tensor::RawTensor;
 
 impl<A: Scalar> ProgramState<A> {
-    #[doc(hidden)]
     /// The VJP of a product node `k` (`matmul` of distinct operands, `matmul_data`; visit `visit`)
     /// and its accumulation at its support `writes` (position, pending visits; support order):
     /// where every written position still holds a uniform, each contribution is computed straight
@@ -28,6 +27,7 @@ impl<A: Scalar> ProgramState<A> {
     /// # Errors
     /// [`Error::Vjp`] when a contribution does not fit its position or the op panics (caught at
     /// the node, as in [`vjp`](Self::vjp)).
+    #[doc(hidden)]
     pub fn vjp_product<D, Op: ProductVjp<A, D>>(
         &mut self,
         visit: usize,
@@ -69,7 +69,6 @@ impl<A: Scalar> ProgramState<A> {
         Ok(())
     }
 
-    #[doc(hidden)]
     /// The VJP of a window node `k` (`slice`; visit `visit`) added at its one support position
     /// `q` in one pass: `(slot_q + the uniforms of the pending visits) + t[e]`, `t` the cotangent
     /// in the op's [`Window`](crate::ops::Window) of `q` and zeros around it — the additions of
@@ -77,6 +76,7 @@ impl<A: Scalar> ProgramState<A> {
     ///
     /// # Errors
     /// [`Error::Vjp`] when the window does not fit the position or the cotangent.
+    #[doc(hidden)]
     pub fn vjp_window<D, Op: WindowVjp<A, D>>(
         &mut self,
         visit: usize,
@@ -117,7 +117,6 @@ impl<A: Scalar> ProgramState<A> {
         Ok(())
     }
 
-    #[doc(hidden)]
     /// The VJP of node `k` (visit `visit`) through the graph's own node, which touches its whole
     /// prefix: an opaque node adds its dense VJP to every position below it (SEMANTICS §6
     /// `add_dense`); a user compact op adds its contributions at its support and its uniform
@@ -126,6 +125,7 @@ impl<A: Scalar> ProgramState<A> {
     /// # Errors
     /// [`Error::Vjp`] for a VJP that does not fit the prefix or panics (caught at the node; the
     /// state stays usable for the next run).
+    #[doc(hidden)]
     #[allow(clippy::too_many_arguments)]
     pub fn vjp_node<D: 'static>(
         &mut self,

@@ -22,9 +22,9 @@ pub(super) fn vjp_error(k: usize, op: &str, message: String) -> Error {
 }
 
 impl<A: Scalar> ProgramState<A> {
-    #[doc(hidden)]
     /// The final gradient of position `p`: its slot with the uniforms of the `pending` visits
     /// applied, as a tensor (a uniform slot is filled into a reused buffer).
+    #[doc(hidden)]
     pub fn cotangent(&mut self, p: usize, pending: Range<usize>) -> RawTensor<A> {
         let slot = core::mem::replace(&mut self.slots[p], Slot::Full(A::zero(), self.dims[p]));
         let us = &self.uniforms[pending];
@@ -42,13 +42,12 @@ impl<A: Scalar> ProgramState<A> {
         }
     }
 
-    #[doc(hidden)]
     /// Gives back the cotangent of position `p` once its node has run.
+    #[doc(hidden)]
     pub fn release(&mut self, p: usize, g: RawTensor<A>) {
         self.give_buf(p, g);
     }
 
-    #[doc(hidden)]
     /// The VJP of built-in node `k` (visit `visit`) at cotangent `g`: its contributions, built
     /// by the concrete `op`; records their uniform. Returns the root description for
     /// [`accumulate`](Self::accumulate).
@@ -57,6 +56,7 @@ impl<A: Scalar> ProgramState<A> {
     /// [`Error::Vjp`] when the op panics (say an integer overflow in its arithmetic, caught at the
     /// node as the runtime passes catch it) or returns a handle that is not one of its
     /// contributions.
+    #[doc(hidden)]
     pub fn vjp<D, Op: CompactOp<A, D>>(
         &mut self,
         visit: usize,
@@ -80,12 +80,12 @@ impl<A: Scalar> ProgramState<A> {
         Ok(root)
     }
 
-    #[doc(hidden)]
     /// Position `q` becomes `(slot_q + the uniforms of the pending visits) + read(q)` for the last
     /// [`vjp`](Self::vjp) (of node `k`, named `op` in errors), `+ read` fused with the reader.
     ///
     /// # Errors
     /// [`Error::Vjp`] when the contribution does not fit the position.
+    #[doc(hidden)]
     pub fn accumulate(
         &mut self,
         k: usize,
@@ -117,10 +117,10 @@ impl<A: Scalar> ProgramState<A> {
         Ok(())
     }
 
-    #[doc(hidden)]
     /// Finishes input `q`: its final gradient (pending uniforms applied) becomes the run's result.
     /// A uniform is written into the result's buffer, unless that buffer already holds it
     /// everywhere (storage-equal: the same bits).
+    #[doc(hidden)]
     pub fn input_gradient(&mut self, q: usize, pending: Range<usize>) {
         let d = self.dims[q];
         match core::mem::replace(&mut self.slots[q], Slot::Full(A::zero(), d)) {
@@ -144,7 +144,6 @@ impl<A: Scalar> ProgramState<A> {
         }
     }
 
-    #[doc(hidden)]
     /// The single-output pass from position `output` run by the runtime's own loop
     /// (`RawSavedGraph::backprop_from`, SEMANTICS §7) over this run's values and slots: for a
     /// model with user compact ops, whose supports — and so the nodes the pass reaches — are
@@ -153,6 +152,7 @@ impl<A: Scalar> ProgramState<A> {
     ///
     /// # Errors
     /// As `backprop_from`: [`Error::Vjp`] for a malformed VJP.
+    #[doc(hidden)]
     pub fn sweep_from_runtime<D: 'static>(
         &mut self,
         graph: &RawGraph<A, D>,
