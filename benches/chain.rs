@@ -28,7 +28,7 @@ fn passes(c: &mut Criterion) {
         group.bench_with_input(BenchmarkId::new("from", n), &n, |b, _| {
             b.iter_batched(
                 || exactgrad::RawTensor::full(g.dims()[last], 1.0f32),
-                |s| saved.backprop_from(last, s),
+                |s| saved.backprop_from(g.position(last).expect("the output exists"), s),
                 BatchSize::SmallInput,
             )
         });

@@ -31,12 +31,13 @@ fn main() {
     // the other positions zeros that cost no buffer.
     let seeds = || {
         let mut s = saved.zero_seeds();
-        s.set(last, seed()).expect("the output exists");
+        s.set(g.position(last).expect("the output exists"), seed()).expect("the seed fits");
         s
     };
     let (all_array, r1) = peak(|| saved.backprop_all_array(seeds()).map(|v| v.len()));
     let (inputs_array, r2) = peak(|| saved.backprop_inputs_array(seeds()).map(|v| v.len()));
-    let (from, r3) = peak(|| saved.backprop_from(last, seed()).map(|v| v.len()));
+    let (from, r3) =
+        peak(|| saved.backprop_from(g.position(last).expect("the output exists"), seed()).map(|v| v.len()));
     assert_eq!((r1, r2, r3), (Ok(n + 3), Ok(3), Ok(n + 3)));
     let (inputs_dense, r4) = peak(|| saved.backprop_inputs_dense(seeds()).map(|v| v.len()));
     assert_eq!(r4, Ok(3));

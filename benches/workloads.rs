@@ -29,7 +29,9 @@ mod mlp_gemms;
 use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion, Throughput};
 use exactgrad::ops::{Add, MatMul, Mul, Sum, Tanh};
 use exactgrad::typenum::{U128, U16, U64, U784};
-use exactgrad::{graph, Dims, Init, NodeData, RawGraph, RawSavedGraph, RawSeeds, RawTensor, Seeds, Tensor};
+use exactgrad::{
+    graph, Dims, Init, NodeData, RawGraph, RawPosition, RawSavedGraph, RawSeeds, RawTensor, Seeds, Tensor,
+};
 
 // ---------------------------------------------------------------------------------------------
 // W1: MLP training step.
@@ -109,7 +111,7 @@ fn w1_mlp(c: &mut Criterion) {
 
 const LAYERS: usize = 2_000;
 
-fn w2_graph() -> (RawGraph<f32, ()>, Vec<RawTensor<f32>>, usize) {
+fn w2_graph() -> (RawGraph<f32, ()>, Vec<RawTensor<f32>>, RawPosition) {
     let d = Dims::vector(16);
     // Inputs: x0, then a_i, b_i per layer.
     let mut g = RawGraph::new(vec![d; 1 + 2 * LAYERS]);
@@ -122,17 +124,17 @@ fn w2_graph() -> (RawGraph<f32, ()>, Vec<RawTensor<f32>>, usize) {
     let mut x = 0;
     for i in 0..LAYERS {
         let (a, b) = (1 + 2 * i, 2 + 2 * i);
-        let m = g.push(NodeData::compact(Mul::new(x, a))).expect("well-formed");
-        let s = g.push(NodeData::compact(Add::new(m, b))).expect("well-formed");
-        x = g.push(NodeData::compact(Tanh::new(s))).expect("well-formed");
+        let m = g.push(NodeData::compact(Mul::new(x, a))).expect("well-formed").index();
+        let s = g.push(NodeData::compact(Add::new(m, b))).expect("well-formed").index();
+        x = g.push(NodeData::compact(Tanh::new(s))).expect("well-formed").index();
     }
     let loss = g.push(NodeData::compact(Sum::new(x))).expect("well-formed");
     (g, inputs, loss)
 }
 
-fn seed_at(dims: &[Dims], p: usize) -> RawSeeds<f32> {
+fn seed_at(dims: &[Dims], p: RawPosition) -> RawSeeds<f32> {
     let mut s = RawSeeds::zeros(dims);
-    s.set(p, RawTensor::full(dims[p], 1.0)).expect("seed fits");
+    s.set(p, RawTensor::full(dims[p.index()], 1.0)).expect("seed fits");
     s
 }
 
@@ -208,8 +210,8 @@ fn w4_heads(c: &mut Criterion) {
     }
     let mut heads = Vec::with_capacity(HEADS);
     for k in 0..HEADS {
-        let h = g.push(NodeData::compact(MatMul::new(1 + k, 0))).expect("well-formed");
-        let t = g.push(NodeData::compact(Tanh::new(h))).expect("well-formed");
+        let h = g.push(NodeData::compact(MatMul::new(1 + k, 0))).expect("well-formed").index();
+        let t = g.push(NodeData::compact(Tanh::new(h))).expect("well-formed").index();
         heads.push(g.push(NodeData::compact(Sum::new(t))).expect("well-formed"));
     }
     let head0 = heads[0];

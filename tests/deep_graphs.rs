@@ -44,7 +44,7 @@ fn tanh_chain(nodes: usize) -> (RawGraph<f32, ()>, Vec<RawTensor<f32>>) {
             1 => NodeData::compact(Scale::new(x, 0.9f32)),
             _ => NodeData::compact(Add::new(x, 1)),
         };
-        x = g.push(node).unwrap();
+        x = g.push(node).unwrap().index();
     }
     let x0 = RawTensor::from_fn(d(), |i| (i as f32 - 7.5) / 4.0);
     let c = RawTensor::from_fn(d(), |i| 0.01 * i as f32 - 0.05);
@@ -77,7 +77,7 @@ fn doubling_chain(nodes: usize) -> (RawGraph<f32, ()>, Vec<RawTensor<f32>>) {
     let mut g = RawGraph::new(vec![d()]);
     let mut x = 0;
     for _ in 0..nodes {
-        x = g.push(NodeData::compact(Add::new(x, x))).unwrap();
+        x = g.push(NodeData::compact(Add::new(x, x))).unwrap().index();
     }
     (g, vec![RawTensor::from_fn(d(), |i| f32::from_bits(1 + i as u32))])
 }
@@ -131,7 +131,7 @@ fn fast_passes(g: &RawGraph<f32, ()>, inputs: Vec<RawTensor<f32>>) -> (Vec<RawTe
     assert_bits("inputs_array vs all_array", &saved.backprop_inputs_array(seeds(g)).unwrap(), &array[..n_in]);
     assert_bits("inputs_stored vs all_array", &saved.backprop_inputs_stored(seeds(g)).unwrap(), &array[..n_in]);
 
-    let from = saved.backprop_from(len - 1, RawTensor::full(d(), 1.0)).unwrap();
+    let from = saved.backprop_from(g.position(len - 1).unwrap(), RawTensor::full(d(), 1.0)).unwrap();
     assert_eq!(from.len(), len);
     (array, from.into_vec())
 }
@@ -143,7 +143,7 @@ fn all_passes_against_dense(g: &RawGraph<f32, ()>, inputs: Vec<RawTensor<f32>>) 
     let dense = saved.backprop_all_dense(seeds(g)).unwrap();
     assert_eq!(dense.len(), len);
     assert_bits("inputs_dense vs all_dense", &saved.backprop_inputs_dense(seeds(g)).unwrap(), &dense[..n_in]);
-    let from_dense = saved.backprop_from_dense(len - 1, RawTensor::full(d(), 1.0)).unwrap();
+    let from_dense = saved.backprop_from_dense(g.position(len - 1).unwrap(), RawTensor::full(d(), 1.0)).unwrap();
     let (array, from) = fast_passes(g, inputs);
     assert_bits("all_array vs all_dense", &array, &dense);
     assert_bits("from vs from_dense", &from, &from_dense);

@@ -165,7 +165,7 @@ fn outcome<A: TestFloat, D: 'static, G, Ss, Br, S: Shape>(
     let neg_zero = checked_passes(raw, &neg_zero_seeds, "-0.0 seeds");
     let mut sparse = RawSeeds::zeros(&dims);
     for p in (0..dims.len()).filter(|p| p % 2 == 1) {
-        sparse.set(p, seed_at(p, 3)).unwrap();
+        sparse.set(raw.graph().position(p).unwrap(), seed_at(p, 3)).unwrap();
     }
     assert_eq!(
         all_bits(&raw.backprop_all_array(sparse.clone()).unwrap()),
@@ -177,8 +177,8 @@ fn outcome<A: TestFloat, D: 'static, G, Ss, Br, S: Shape>(
         .map(|p| {
             let run = |seed: RawTensor<A>, what: &str| {
                 let r = [
-                    all_bits(&raw.backprop_from_dense(p, seed.clone()).unwrap()),
-                    all_bits(&raw.backprop_from(p, seed).unwrap()),
+                    all_bits(&raw.backprop_from_dense(raw.graph().position(p).unwrap(), seed.clone()).unwrap()),
+                    all_bits(&raw.backprop_from(raw.graph().position(p).unwrap(), seed).unwrap()),
                 ];
                 assert_all_eq(&format!("backprop_from({p}), {what}"), &r);
                 let [dense, _] = r;

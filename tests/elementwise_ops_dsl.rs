@@ -66,7 +66,7 @@ fn outcome<A: TestFloat, G, Ss, Br>(g: &GraphData<A, (), G, Ss, Br>, inputs: Pac
     let dims = g.raw().dims().to_vec();
     let seeds: Vec<RawTensor<A>> = (0..dims.len()).map(|p| seed_at(&dims, p, salt + MODES * 100)).collect();
     let mut sparse = RawSeeds::zeros(&dims);
-    sparse.set(dims.len() - 1, seeds[dims.len() - 1].clone()).unwrap();
+    sparse.set(raw.graph().position(dims.len() - 1).unwrap(), seeds[dims.len() - 1].clone()).unwrap();
     let mut results = vec![all_bits(raw.values())];
     let dense = raw.backprop_all_dense(seeds.clone()).unwrap();
     assert_eq!(all_bits(&raw.backprop_all_array(seeds.clone()).unwrap()), all_bits(&dense), "array == dense");
@@ -79,8 +79,9 @@ fn outcome<A: TestFloat, G, Ss, Br>(g: &GraphData<A, (), G, Ss, Br>, inputs: Pac
     );
     results.extend([all_bits(&dense), all_bits(&inputs)]);
     for p in 0..dims.len() {
-        let from = raw.backprop_from(p, seed_at(&dims, p, salt + MODES * 200)).unwrap();
-        let from_dense = raw.backprop_from_dense(p, seed_at(&dims, p, salt + MODES * 200)).unwrap();
+        let from = raw.backprop_from(raw.graph().position(p).unwrap(), seed_at(&dims, p, salt + MODES * 200)).unwrap();
+        let from_dense =
+            raw.backprop_from_dense(raw.graph().position(p).unwrap(), seed_at(&dims, p, salt + MODES * 200)).unwrap();
         assert_eq!(all_bits(&from), all_bits(&from_dense), "backprop_from({p}) == dense");
         results.push(all_bits(&from));
     }

@@ -51,7 +51,7 @@ fn build(plan: &Plan) -> RawGraph<W, ()> {
             Step::Mean(_) | Step::Opaque { .. } => unreachable!("not planned here"),
         };
         let p = g.push(node).unwrap();
-        assert_eq!(g.dims()[p], plan.dims[p]);
+        assert_eq!(g.dims()[p.index()], plan.dims[p.index()]);
     }
     g
 }
@@ -94,12 +94,12 @@ fn run_case(plan: &Plan, seed: u64) {
             .map(|(p, &d)| if p == output { seed.clone() } else { RawTensor::zeros(d) })
             .collect();
         let all = saved.backprop_all_dense(single.clone()).unwrap();
-        let from = saved.backprop_from(output, seed.clone()).unwrap();
+        let from = saved.backprop_from(saved.graph().position(output).unwrap(), seed.clone()).unwrap();
         assert_equal(&format!("from({output}) vs all-seeds dense"), &from, &all);
         assert_equal(
             &format!("from({output}) vs from_dense"),
             &from,
-            &saved.backprop_from_dense(output, seed).unwrap(),
+            &saved.backprop_from_dense(saved.graph().position(output).unwrap(), seed).unwrap(),
         );
         assert_equal(&format!("all_array single({output})"), &saved.backprop_all_array(single).unwrap(), &all);
     }
@@ -129,9 +129,9 @@ proptest! {
 fn worked_example() {
     let d = exactgrad::Dims::vector(4);
     let mut g = RawGraph::<W, ()>::new(vec![d]);
-    let sq = g.push(NodeData::compact(ops::Mul::new(0, 0))).unwrap();
-    let diff = g.push(NodeData::compact(ops::Sub::new(sq, 0))).unwrap();
-    let y = g.push(NodeData::compact(ops::Relu::new(diff))).unwrap();
+    let sq = g.push(NodeData::compact(ops::Mul::new(0, 0))).unwrap().index();
+    let diff = g.push(NodeData::compact(ops::Sub::new(sq, 0))).unwrap().index();
+    let y = g.push(NodeData::compact(ops::Relu::new(diff))).unwrap().index();
     let z = g.push(NodeData::compact(ops::Sum::new(y))).unwrap();
     g.push(NodeData::compact(ops::Add::new(0, 0))).unwrap();
     let x = RawTensor::from_vec(d, [-1, 0, 2, 3].map(Wrapping).to_vec()).unwrap();

@@ -95,7 +95,7 @@ fn outcome<A: TestFloat, D: 'static, G, Ss, Br, S: Shape>(
     ];
     assert_all_eq("typed backprop_all", &typed_all);
     let mut single_raw = RawSeeds::zeros(&dims);
-    single_raw.set(output.index(), seed_at(output.index(), 7)).unwrap();
+    single_raw.set(output.into(), seed_at(output.index(), 7)).unwrap();
     assert_eq!(typed_all[0], all_bits(&raw.backprop_all_dense(single_raw).unwrap()), "typed seeds == raw seeds");
     let typed_inputs = [
         all_bits(saved.backprop_inputs_dense(typed.clone()).unwrap().as_slice()),
@@ -112,8 +112,8 @@ fn outcome<A: TestFloat, D: 'static, G, Ss, Br, S: Shape>(
 
     // Raw API, seeds on the output and on input 0.
     let mut seeds_raw = RawSeeds::zeros(&dims);
-    seeds_raw.set(output.index(), seed_at(output.index(), 7)).unwrap();
-    seeds_raw.set(0, seed_at(0, 8)).unwrap();
+    seeds_raw.set(output.into(), seed_at(output.index(), 7)).unwrap();
+    seeds_raw.set(raw.graph().position(0).unwrap(), seed_at(0, 8)).unwrap();
     let two = [
         all_bits(&raw.backprop_all_dense(seeds_raw.clone()).unwrap()),
         all_bits(&raw.backprop_all_array(seeds_raw.clone()).unwrap()),
@@ -140,7 +140,7 @@ fn outcome<A: TestFloat, D: 'static, G, Ss, Br, S: Shape>(
     // Sparse seeds: every other position left as buffer-free zeros.
     let mut sparse = RawSeeds::zeros(&dims);
     for p in (0..dims.len()).filter(|p| p % 2 == 1) {
-        sparse.set(p, seed_at(p, 3)).unwrap();
+        sparse.set(raw.graph().position(p).unwrap(), seed_at(p, 3)).unwrap();
     }
     let sparse_all = [
         all_bits(&raw.backprop_all_dense(sparse.clone()).unwrap()),
@@ -158,8 +158,8 @@ fn outcome<A: TestFloat, D: 'static, G, Ss, Br, S: Shape>(
     let from = (0..dims.len())
         .map(|p| {
             let r = [
-                all_bits(&raw.backprop_from_dense(p, seed_at(p, 5)).unwrap()),
-                all_bits(&raw.backprop_from(p, seed_at(p, 5)).unwrap()),
+                all_bits(&raw.backprop_from_dense(raw.graph().position(p).unwrap(), seed_at(p, 5)).unwrap()),
+                all_bits(&raw.backprop_from(raw.graph().position(p).unwrap(), seed_at(p, 5)).unwrap()),
             ];
             assert_all_eq(&format!("backprop_from({p})"), &r);
             r
@@ -183,8 +183,8 @@ fn outcome<A: TestFloat, D: 'static, G, Ss, Br, S: Shape>(
     let neg_zero_from = (0..dims.len())
         .map(|p| {
             let r = [
-                all_bits(&raw.backprop_from_dense(p, neg_zero(p)).unwrap()),
-                all_bits(&raw.backprop_from(p, neg_zero(p)).unwrap()),
+                all_bits(&raw.backprop_from_dense(raw.graph().position(p).unwrap(), neg_zero(p)).unwrap()),
+                all_bits(&raw.backprop_from(raw.graph().position(p).unwrap(), neg_zero(p)).unwrap()),
             ];
             assert_all_eq(&format!("backprop_from({p}), -0.0 seed"), &r);
             r
@@ -1036,7 +1036,7 @@ fn check_passes<A: TestFloat, D: 'static, G, Ss, Br>(
     let mut sparse = RawSeeds::zeros(&dims);
     for (p, s) in seeds.iter().enumerate() {
         if mask >> (p % 64) & 1 == 1 {
-            sparse.set(p, s.clone()).unwrap();
+            sparse.set(raw.graph().position(p).unwrap(), s.clone()).unwrap();
         }
     }
     let dense = raw.backprop_all_dense(sparse.clone()).unwrap();
@@ -1052,8 +1052,8 @@ fn check_passes<A: TestFloat, D: 'static, G, Ss, Br>(
         let seed = draw.raw(dims[p]);
         prop_eq(
             &format!("backprop_from({p}) == backprop_from_dense({p})"),
-            &raw.backprop_from(p, seed.clone()).unwrap(),
-            &raw.backprop_from_dense(p, seed).unwrap(),
+            &raw.backprop_from(raw.graph().position(p).unwrap(), seed.clone()).unwrap(),
+            &raw.backprop_from_dense(raw.graph().position(p).unwrap(), seed).unwrap(),
         )?;
     }
     Ok(())

@@ -158,6 +158,7 @@ fn flaky_graph(opaque: bool) -> (FlakyGraph, Position<(U2,)>, Position<(U2,)>) {
             |c, _, g| match g.data()[0] {
                 v if v < 0.0 => panic!("negative cotangent {v}"),
                 99.0 => vec![RawTensor::zeros(Dims::vector(7)); c.len()],
+                98.0 => Vec::new(),
                 _ => vec![g.clone()],
             },
         )
@@ -193,7 +194,11 @@ fn a_panicking_or_misshapen_vjp_is_an_error_from_every_pass() {
     for opaque in [false, true] {
         let (g, x, y) = flaky_graph(opaque);
         let saved = g.compile(Pack::new().push(v(&[3.0, 4.0])), ()).unwrap();
-        for (seed, what) in [(-2.0, "the VJP panicked: negative cotangent -2"), (99.0, "[7]")] {
+        let mut cases = vec![(-2.0, "the VJP panicked: negative cotangent -2"), (99.0, "[7]")];
+        if opaque {
+            cases.push((98.0, "returned 0 tensors for a prefix of 1"));
+        }
+        for (seed, what) in cases {
             let seeds = || Seeds::single(&g, y, v(&[seed, 0.0])).unwrap();
             let results = [
                 saved.backprop_all_dense(seeds()).err(),
@@ -360,6 +365,42 @@ fn an_integer_division_by_zero_is_an_error_naming_the_node() {
     assert_eq!(got.as_slice()[0].data(), &[Wrapping(0), Wrapping(1)]);
 }
 
+graph! {
+    fn weighted(x: [2], w: [2]) -> [] {
+        sum(x * w)
+    }
+}
+
+/// The VJP of a built-in op in a generated program is guarded as in the runtime passes: with
+/// overflow checks on (debug builds), `i64::MAX * 3` in `mul`'s VJP is an `Error::Vjp` from both,
+/// not a panic; without them (release) both wrap, identically.
+#[test]
+fn an_overflowing_integer_vjp_in_a_generated_program_is_an_error_as_in_the_runtime() {
+    let t = |a: i64, b: i64| Tensor::<i64, (U2,)>::from_vec(vec![a, b]).unwrap();
+    let (g, h) = weighted::<i64>();
+    let mut prog = Weighted::program::<i64>();
+    let big = Tensor::full(i64::MAX);
+    let saved = g.compile(h.inputs(t(2, 1), t(3, 1)), ()).unwrap();
+    let results = [
+        saved.backprop_from(h.output, big.clone()).err(),
+        prog.gradients(&mut h.inputs(t(2, 1), t(3, 1)), &(), &big).err(),
+        prog.gradients_from(h.output, &mut h.inputs(t(2, 1), t(3, 1)), &(), &big).err(),
+    ];
+    for e in results {
+        if cfg!(debug_assertions) {
+            assert!(
+                matches!(&e, Some(Error::Vjp { node: 0, op, message }) if op == "mul" && message.contains("overflow")),
+                "{e:?}"
+            );
+        } else {
+            assert_eq!(e, None);
+        }
+    }
+    // Usable afterwards.
+    let got = prog.gradients(&mut h.inputs(t(2, 1), t(3, 1)), &(), &Tensor::full(1)).unwrap();
+    assert_eq!(got.as_slice()[0].data(), &[3, 1]);
+}
+
 #[test]
 fn init_bounds_whose_samples_overflow_are_errors() {
     let mut init = Init::seeded(0);
@@ -380,4 +421,85 @@ fn adding_tensors_of_different_shapes_is_an_error() {
     assert_eq!(a.add(&b).err(), Some(e.clone()));
     let mut a = a;
     assert_eq!(a.add_assign(&b).err(), Some(e));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Raw positions of another graph.
+
+/// Two raw graphs of the same shapes: `x: [2]`, `sum(x * x)`. Before `RawPosition`, a bare index
+/// of graph A was in range for graph B and B's gradients came back as if nothing were wrong.
+fn twin() -> (RawGraph<f64, ()>, exactgrad::RawPosition) {
+    let mut g = RawGraph::<f64, ()>::new(vec![Dims::vector(2)]);
+    let sq = g.push(NodeData::compact(ops::Mul::new(0, 0))).unwrap();
+    let s = g.push(NodeData::compact(ops::Sum::new(sq.index()))).unwrap();
+    (g, s)
+}
+
+#[test]
+fn a_raw_position_of_another_graph_of_the_same_shape_is_refused() {
+    let (a, sum_a) = twin();
+    let (b, sum_b) = twin();
+    assert_eq!((sum_a.index(), sum_b.index()), (2, 2));
+    assert_ne!(sum_a, sum_b);
+    let x = || vec![RawTensor::from_vec(Dims::vector(2), vec![3.0, 4.0]).unwrap()];
+    let saved_b = RawSavedGraph::compile(&b, x(), ()).unwrap();
+    let one = || RawTensor::full(Dims::scalar(), 1.0);
+    let foreign = |index| Some(Error::ForeignPosition { index, len: 3 });
+
+    // The single-output entry points.
+    assert_eq!(saved_b.backprop_from(sum_a, one()).err(), foreign(2));
+    assert_eq!(saved_b.backprop_from_dense(sum_a, one()).err(), foreign(2));
+    assert_eq!(saved_b.reached_from(sum_a).err(), foreign(2));
+    let input_a = a.position(0).unwrap();
+    assert_eq!(saved_b.reached_from(input_a).err(), foreign(0));
+    assert_eq!(b.position(3).err(), Some(Error::ForeignPosition { index: 3, len: 3 }));
+
+    // Seeds: B's pack refuses A's position; a pack tied to A by a `set` is refused by B's passes.
+    let mut seeds_b = saved_b.zero_seeds();
+    assert_eq!(seeds_b.set(sum_a, one()).err(), foreign(2));
+    let mut seeds_a = exactgrad::RawSeeds::zeros(a.dims());
+    seeds_a.set(sum_a, one()).unwrap();
+    assert!(seeds_a.set(sum_b, one()).is_err(), "a pack belongs to one graph");
+    for e in [
+        saved_b.backprop_all_dense(seeds_a.clone()).err(),
+        saved_b.backprop_all_array(seeds_a.clone()).err(),
+        saved_b.backprop_all_stored(seeds_a.clone()).err(),
+        saved_b.backprop_inputs_dense(seeds_a.clone()).err(),
+        saved_b.backprop_inputs_array(seeds_a.clone()).err(),
+        saved_b.backprop_inputs_stored(seeds_a.clone()).err(),
+    ] {
+        assert!(matches!(e, Some(Error::ForeignPosition { .. })), "{e:?}");
+    }
+
+    // The same calls with B's own handles work, and A's handles work on A.
+    seeds_b.set(sum_b, one()).unwrap();
+    let from_b = saved_b.backprop_from(sum_b, one()).unwrap();
+    assert_eq!(from_b[0].data(), &[6.0, 8.0]);
+    assert_eq!(saved_b.backprop_all_array(seeds_b).unwrap()[0].data(), &[6.0, 8.0]);
+    let saved_a = RawSavedGraph::compile(&a, x(), ()).unwrap();
+    assert_eq!(saved_a.backprop_all_dense(seeds_a).unwrap()[0].data(), &[6.0, 8.0]);
+    assert_eq!(saved_a.reached_from(input_a).unwrap(), [true, false, false]);
+
+    // A typed handle converted to a raw one keeps its graph.
+    let (g, tx) = GraphData::<f64, ()>::new().input::<(U2,)>();
+    let (g, _) = g.push(ops::sum(tx));
+    let typed_saved = g.compile(Pack::new().push(v(&[1.0, 2.0])), ()).unwrap();
+    assert_eq!(typed_saved.raw().reached_from(tx.into()).unwrap(), [true, false]);
+    assert_eq!(saved_b.reached_from(tx.into()).err(), foreign(0));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Contribution handles of another arena or made before the last clear.
+
+#[test]
+fn a_stale_contribution_handle_is_an_error_from_read_and_dense() {
+    let mut c = Contributions::<f64>::new();
+    let g = RawTensor::full(Dims::vector(2), 1.0);
+    let s = c.single(0, RawTensor::full(Dims::vector(2), 2.0));
+    assert_eq!(c.read(s, 0, &g).unwrap().data(), &[2.0, 2.0]);
+    c.clear();
+    assert!(!c.is_handle(s));
+    // Before: an index past the arena's descriptions, a panic.
+    assert!(c.read(s, 0, &g).unwrap_err().contains("not a handle of this arena"));
+    assert!(c.dense(s, &[Dims::vector(2)], &g).unwrap_err().contains("not a handle of this arena"));
 }

@@ -68,11 +68,12 @@ fn check_against_reference<T: TestScalar>(r: &Recipe) -> Result<(), TestCaseErro
 
     let p = usize::from(r.output) % dims.len();
     let seed = draw.tensor(dims[p]);
-    let from_reference = case.graph.backprop_from_ctx(&case.inputs, &(), p, seed.clone()).unwrap();
+    let at = case.graph.position(p).unwrap();
+    let from_reference = case.graph.backprop_from_ctx(&case.inputs, &(), at, seed.clone()).unwrap();
     let what = format!("output {p}, seed {seed:?}");
-    let from = saved.backprop_from(p, seed.clone()).unwrap().into_vec();
+    let from = saved.backprop_from(at, seed.clone()).unwrap().into_vec();
     check(&format!("backprop_from vs backprop_from_ctx, {what}"), &from, &from_reference)?;
-    let from_dense = saved.backprop_from_dense(p, seed).unwrap().into_vec();
+    let from_dense = saved.backprop_from_dense(at, seed).unwrap().into_vec();
     check(&format!("backprop_from_dense vs backprop_from_ctx, {what}"), &from_dense, &from_reference)?;
     Ok(())
 }
@@ -89,7 +90,7 @@ fn check_reference_single_output_is_exact(r: &Recipe) -> Result<(), TestCaseErro
     let mut single: Vec<RawTensor<Int>> = dims.iter().map(|&d| RawTensor::zeros(d)).collect();
     single[p] = seed.clone();
     let all = case.graph.backprop_all_ctx(&case.inputs, &(), single).unwrap();
-    let from = case.graph.backprop_from_ctx(&case.inputs, &(), p, seed).unwrap();
+    let from = case.graph.backprop_from_ctx(&case.inputs, &(), case.graph.position(p).unwrap(), seed).unwrap();
     compare_bits("backprop_from_ctx vs backprop_all_ctx(single)", &from, &all)
         .map_err(|m| fail(&case.graph.describe(), m))
 }
@@ -145,13 +146,13 @@ fn the_reference_computes_the_worked_examples() {
     let inputs = [vector(&[1.0, 2.0])];
     let all = graph.backprop_all_ctx(&inputs, &(), vec![vector(&[-0.0, 0.0]), vector(&[0.0, 0.0])]).unwrap();
     assert_eq!(all[0].data().iter().map(|x| x.to_bits()).collect::<Vec<_>>(), [0, 0]);
-    let from = graph.backprop_from_ctx(&inputs, &(), 0, vector(&[-0.0, 0.0])).unwrap();
+    let from = graph.backprop_from_ctx(&inputs, &(), graph.position(0).unwrap(), vector(&[-0.0, 0.0])).unwrap();
     assert_eq!(from[0].data()[0].to_bits(), (-0.0f64).to_bits());
 
     let x = f64::powi(2.0, -53);
     let mut graph = RawGraph::<f64, ()>::new(vec![Dims::scalar()]);
     let p1 = graph.push(NodeData::compact(exactgrad::ops::Mul::new(0, 0))).unwrap();
-    let p2 = graph.push(NodeData::compact(exactgrad::ops::Add::new(p1, 0))).unwrap();
+    let p2 = graph.push(NodeData::compact(exactgrad::ops::Add::new(p1.index(), 0))).unwrap();
     let scalar = |v: f64| RawTensor::full(Dims::scalar(), v);
     let from = graph.backprop_from_ctx(&[scalar(x)], &(), p2, scalar(1.0)).unwrap();
     assert_eq!(from[0].data()[0].to_bits(), 0x3FF0_0000_0000_0001);
@@ -166,8 +167,13 @@ fn the_reference_reports_bad_arguments() {
     let seeds = || vec![vector(&[0.0, 0.0]), RawTensor::full(Dims::scalar(), 1.0)];
     assert!(matches!(graph.backprop_all_ctx(&[vector(&[1.0])], &(), seeds()), Err(Error::PackShapes { .. })));
     assert!(matches!(graph.backprop_all_ctx(&ok, &(), seeds()[..1].to_vec()), Err(Error::PackShapes { .. })));
-    assert!(matches!(graph.backprop_from_ctx(&ok, &(), 5, vector(&[1.0])), Err(Error::ForeignPosition { .. })));
-    assert!(matches!(graph.backprop_from_ctx(&ok, &(), 1, vector(&[1.0])), Err(Error::ShapeMismatch { .. })));
+    let other = RawGraph::<f64, ()>::new(vec![Dims::vector(1); 6]);
+    let foreign = other.position(5).unwrap();
+    assert!(matches!(graph.backprop_from_ctx(&ok, &(), foreign, vector(&[1.0])), Err(Error::ForeignPosition { .. })));
+    assert!(matches!(
+        graph.backprop_from_ctx(&ok, &(), graph.position(1).unwrap(), vector(&[1.0])),
+        Err(Error::ShapeMismatch { .. })
+    ));
     let wrong_vjp = NodeData::opaque(
         "short",
         Dims::vector(2),
@@ -233,7 +239,7 @@ fn check_head<A: TestFloat>(salt: u64) {
     let n = g.raw().num_inputs();
     let raw_inputs = inputs.as_slice().to_vec();
     for (o, s) in [(h.output0.index(), s0.raw().clone()), (h.output1.index(), s1.raw().clone())] {
-        let from = g.raw().backprop_from_ctx(&raw_inputs, &data, o, s).unwrap();
+        let from = g.raw().backprop_from_ctx(&raw_inputs, &data, g.raw().position(o).unwrap(), s).unwrap();
         let got = if o == h.output0.index() {
             prog.gradients_from(h.output0, &mut inputs, &data, &s0).unwrap()
         } else {

@@ -22,7 +22,7 @@ mod common;
 mod sym;
 
 use common::{plans, Kind, Plan, Rng, Step};
-use exactgrad::{ops, Dims, NodeData, RawGraph, RawSavedGraph, RawTensor};
+use exactgrad::{ops, Dims, NodeData, RawGraph, RawPosition, RawSavedGraph, RawTensor};
 use proptest::prelude::*;
 use sym::{leaves, zero, Sym};
 
@@ -58,7 +58,7 @@ fn check_every_pass(
     saved: &RawSavedGraph<'_, Sym, ()>,
     seeds: &[RawTensor<Sym>],
     expected: &[RawTensor<Sym>],
-    output: usize,
+    output: RawPosition,
     seed: &RawTensor<Sym>,
     expected_from: &[RawTensor<Sym>],
 ) {
@@ -83,7 +83,7 @@ fn readable_x_plus_x() {
     let mut g = RawGraph::<Sym, ()>::new(vec![d, d]);
     let y = g.push(NodeData::compact(ops::Add::new(0, 0))).unwrap();
     let saved = RawSavedGraph::compile(&g, vec![leaves(d, "x0_"), leaves(d, "x1_")], ()).unwrap();
-    assert_eq!(saved.values()[y].data()[0].render(9), "(x0_0 + x0_0)");
+    assert_eq!(saved.values()[y.index()].data()[0].render(9), "(x0_0 + x0_0)");
 
     let (s0, s1, sy) = (Sym::leaf("s0"), Sym::leaf("s1"), Sym::leaf("sy"));
     let t = |s: Sym| RawTensor::full(d, s);
@@ -97,9 +97,13 @@ fn readable_x_plus_x() {
     check_every_pass(&saved, &seeds, &expected, y, &t(sy), &expected_from);
 
     // From x0 itself: y is not reached and is skipped, x0 keeps its seed untouched.
-    let from_x0 = saved.backprop_from(0, t(s0)).unwrap();
+    let from_x0 = saved.backprop_from(g.position(0).unwrap(), t(s0)).unwrap();
     assert_same("from x0", &from_x0, &[t(s0), t(zero()), t(zero())]);
-    assert_same("from x0 (dense)", &saved.backprop_from_dense(0, t(s0)).unwrap(), &[t(s0), t(zero()), t(zero())]);
+    assert_same(
+        "from x0 (dense)",
+        &saved.backprop_from_dense(g.position(0).unwrap(), t(s0)).unwrap(),
+        &[t(s0), t(zero()), t(zero())],
+    );
 }
 
 /// `y = x + x`, `z = y + x`. Node `z` runs first: `x` receives `0 + sz` (its single's left operand
@@ -111,9 +115,9 @@ fn readable_chain() {
     let d = Dims::vector(1);
     let mut g = RawGraph::<Sym, ()>::new(vec![d]);
     let y = g.push(NodeData::compact(ops::Add::new(0, 0))).unwrap();
-    let z = g.push(NodeData::compact(ops::Add::new(y, 0))).unwrap();
+    let z = g.push(NodeData::compact(ops::Add::new(y.index(), 0))).unwrap();
     let saved = RawSavedGraph::compile(&g, vec![leaves(d, "x")], ()).unwrap();
-    assert_eq!(saved.values()[z].data()[0].render(9), "((x0 + x0) + x0)");
+    assert_eq!(saved.values()[z.index()].data()[0].render(9), "((x0 + x0) + x0)");
 
     let (sx, sy, sz, o) = (Sym::leaf("sx"), Sym::leaf("sy"), Sym::leaf("sz"), zero());
     let t = |s: Sym| RawTensor::full(d, s);
@@ -147,7 +151,7 @@ fn readable_opaque_constant_vjp() {
     let expected = [t(sx + (o + k)), t(o)];
     let expected_from = [t(o + (o + k)), t(o)];
     check_every_pass(&saved, &[t(sx), t(o)], &expected, y, &t(o), &expected_from);
-    assert_same("from x", &saved.backprop_from(0, t(sx)).unwrap(), &[t(sx), t(o)]);
+    assert_same("from x", &saved.backprop_from(g.position(0).unwrap(), t(sx)).unwrap(), &[t(sx), t(o)]);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -212,7 +216,7 @@ fn build(plan: &Plan) -> RawGraph<Sym, ()> {
             Step::Opaque { a, b, variant } => opaque(k, a, b, variant, plan.dims[a]),
             Step::Mean(_) | Step::Relu(_) => unreachable!("not planned for Sym"),
         };
-        let p = g.push(node).unwrap();
+        let p = g.push(node).unwrap().index();
         assert_eq!(g.dims()[p], plan.dims[p], "planner and engine agree on shapes");
     }
     g
@@ -264,10 +268,11 @@ fn run_case(plan: &Plan, seed: u64) {
         } else {
             leaves(plan.dims[output], &format!("o{output}_"))
         };
-        let reference = g.backprop_from_ctx(&inputs, &(), output, seed.clone()).unwrap();
-        let dense = saved.backprop_from_dense(output, seed.clone()).unwrap();
+        let at = saved.graph().position(output).unwrap();
+        let reference = g.backprop_from_ctx(&inputs, &(), at, seed.clone()).unwrap();
+        let dense = saved.backprop_from_dense(at, seed.clone()).unwrap();
         assert_same(&format!("from_dense({output}) vs backprop_from_ctx"), &dense, &reference);
-        assert_same(&format!("from({output})"), &saved.backprop_from(output, seed).unwrap(), &reference);
+        assert_same(&format!("from({output})"), &saved.backprop_from(at, seed).unwrap(), &reference);
     }
     // Keep the arena bounded: a 30-node graph makes tens of thousands of nodes, not millions.
     assert!(Sym::arena_len() < 5_000_000);

@@ -19,7 +19,7 @@ pub(crate) fn tanh_chain(nodes: usize) -> (RawGraph<f32, ()>, Vec<RawTensor<f32>
             1 => NodeData::compact(Add::new(x, b)),
             _ => NodeData::compact(Tanh::new(x)),
         };
-        x = g.push(node).expect("chain nodes are well-formed");
+        x = g.push(node).expect("chain nodes are well-formed").index();
     }
     let input = |s: f32| RawTensor::from_fn(d, move |i| s * (i as f32 + 1.0) / WIDTH as f32);
     (g, vec![input(0.5), input(0.9), input(0.1)])

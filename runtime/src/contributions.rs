@@ -88,6 +88,11 @@ pub(crate) enum Sink<'t, A> {
     OntoUniformInto(&'t A, &'t mut Vec<A>),
 }
 
+/// The message for a handle that does not name a description of the arena.
+fn not_a_handle(c: Contrib) -> String {
+    format!("{c:?} is not a handle of this arena (made by another one, or before its last clear)")
+}
+
 /// An arena of contribution descriptions; see the [module docs](self).
 #[derive(Debug)]
 pub struct Contributions<A> {
@@ -201,9 +206,22 @@ impl<A: Scalar> Contributions<A> {
         v
     }
 
-    /// Whether `c` names a description of this arena (a user op could return a handle of another
-    /// arena, or one made before the last [`clear`](Self::clear)).
-    pub(crate) fn is_handle(&self, c: Contrib) -> bool {
+    /// Whether `c` names a description of this arena. A handle is valid in the arena that made it
+    /// until the next [`clear`](Self::clear); one made by another arena, or before the last
+    /// `clear`, is refused when its index is past this arena's descriptions (an index still in
+    /// range names whatever this arena holds there: keep handles with their arena). The engine
+    /// checks the root a [`CompactOp::contributions`](crate::CompactOp::contributions) returns with
+    /// it ([`Error::Vjp`](crate::Error::Vjp) otherwise).
+    ///
+    /// ```
+    /// use exactgrad_runtime::Contributions;
+    /// let mut c = Contributions::<f64>::new();
+    /// let z = c.zero();
+    /// assert!(c.is_handle(z));
+    /// c.clear();
+    /// assert!(!c.is_handle(z));
+    /// ```
+    pub fn is_handle(&self, c: Contrib) -> bool {
         c.0 < self.descriptions.len()
     }
 
@@ -213,6 +231,10 @@ impl<A: Scalar> Contributions<A> {
     }
 
     /// The scalar that fills every position outside the support.
+    ///
+    /// # Panics
+    /// When `c` is not a handle of this arena ([`is_handle`](Self::is_handle) is `false`), as an
+    /// index past the end of a slice.
     pub fn uniform(&self, c: Contrib) -> A {
         match &self.descriptions[c.0] {
             Description::Fill(v) => v.clone(),
@@ -222,6 +244,9 @@ impl<A: Scalar> Contributions<A> {
     }
 
     /// The support, left before right, duplicates kept.
+    ///
+    /// # Panics
+    /// When `c` is not a handle of this arena, as [`uniform`](Self::uniform).
     pub fn support(&mut self, c: Contrib) -> Vec<usize> {
         let mut out = Vec::new();
         self.support_into(c, &mut out);
@@ -249,8 +274,12 @@ impl<A: Scalar> Contributions<A> {
     /// used by [`single_cotangent`](Self::single_cotangent) leaves.
     ///
     /// # Errors
-    /// When two tensors added at `q` have different lengths.
+    /// When `c` is not a handle of this arena ([`is_handle`](Self::is_handle)), or two tensors
+    /// added at `q` have different lengths.
     pub fn read(&mut self, c: Contrib, q: usize, cotangent: &RawTensor<A>) -> Result<RawTensor<A>, String> {
+        if !self.is_handle(c) {
+            return Err(not_a_handle(c));
+        }
         let Some(dims) = self.dims_at(c, q, cotangent) else {
             return Err(format!("position {q} is not in the support"));
         };
@@ -263,13 +292,17 @@ impl<A: Scalar> Contributions<A> {
     /// `full(uniform)` elsewhere.
     ///
     /// # Errors
-    /// When a support position is outside the prefix or a tensor has the wrong shape.
+    /// When `c` is not a handle of this arena ([`is_handle`](Self::is_handle)), a support position
+    /// is outside the prefix or a tensor has the wrong shape.
     pub fn dense(
         &mut self,
         c: Contrib,
         prefix: &[Dims],
         cotangent: &RawTensor<A>,
     ) -> Result<Vec<RawTensor<A>>, String> {
+        if !self.is_handle(c) {
+            return Err(not_a_handle(c));
+        }
         let support = self.support(c);
         if let Some(&q) = support.iter().find(|&&q| q >= prefix.len()) {
             return Err(format!("contributes to position {q}, outside its prefix of {}", prefix.len()));

@@ -104,6 +104,9 @@ impl<A: Scalar> GradientContext<A> {
     }
 
     /// The logical value at `q`, materialised.
+    ///
+    /// # Panics
+    /// When `q` is not held (`q >= len()`), as for a slice.
     pub fn get(&mut self, q: usize) -> RawTensor<A> {
         self.materialise(q);
         self.slots[q].clone().into_tensor()
@@ -115,14 +118,18 @@ impl<A: Scalar> GradientContext<A> {
     /// position.
     ///
     /// # Errors
-    /// When a support position is not held or a contribution has the wrong shape; the context is
-    /// then left partly updated.
+    /// When `root` is not a handle of `c` ([`Contributions::is_handle`]; the context is then
+    /// unchanged), a support position is not held or a contribution has the wrong shape (the
+    /// context is then left partly updated).
     pub fn add_contributions(
         &mut self,
         c: &mut Contributions<A>,
         root: Contrib,
         cotangent: &RawTensor<A>,
     ) -> Result<(), String> {
+        if !c.is_handle(root) {
+            return Err(format!("{root:?} is not a handle of these contributions"));
+        }
         let mut distinct = core::mem::take(&mut self.distinct);
         distinct.clear();
         c.support_into(root, &mut distinct);
@@ -201,7 +208,8 @@ impl<A: Scalar> GradientContext<A> {
     /// `pop()`: removes the last position and returns its logical value.
     ///
     /// # Panics
-    /// When the context is empty (an engine invariant).
+    /// When the context is empty ([`is_empty`](Self::is_empty)), as for `Vec::pop(…).unwrap()`.
+    /// The passes pop exactly the positions they hold, one per node.
     pub fn pop(&mut self) -> RawTensor<A> {
         let q = self.slots.len() - 1;
         self.materialise(q);

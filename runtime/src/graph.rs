@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use crate::contributions::{Contrib, Contributions};
 use crate::error::Error;
 use crate::scalar::Scalar;
-use crate::shape::{Dims, Nil, Position, Shape, Snoc};
+use crate::shape::{Dims, Nil, Position, RawPosition, Shape, Snoc};
 use crate::tensor::RawTensor;
 
 /// An op with a compact program: forward, shape rule, validation and contributions.
@@ -17,6 +17,18 @@ use crate::tensor::RawTensor;
 /// Built-in ops implement it; so can users, with the same [`Contributions`] combinators
 /// (see `examples/` and the `ops` module for models). `ctx` is always the saved context prefix
 /// before the node: inputs first, then earlier nodes.
+///
+/// # Contract of `ctx` (and why the engine never panics on it)
+/// The engine calls [`validate`](Self::validate), [`forward`](Self::forward),
+/// [`forward_into`](Self::forward_into) and [`contributions`](Self::contributions) only on a
+/// **validated prefix**: the values of every position below the node, whose dims
+/// [`output_dims`](Self::output_dims) accepted (at push and again at `compile`). The built-in ops
+/// rely on it — they index `ctx` at their parents and read its shapes without checking again — so
+/// calling one of these methods directly, on a prefix its shape rule would refuse, may panic
+/// (an index out of bounds, a shape the kernel cannot take). The engine's own calls cannot reach
+/// that: the shape rule runs first and its refusal is an [`Error::Node`](crate::Error::Node); a
+/// user op that panics anyway is caught at the node and reported as an error
+/// (`tests/no_panic.rs`).
 pub trait CompactOp<A, D>: 'static {
     /// The op's name, as shown in errors and descriptions.
     fn name(&self) -> &str;
@@ -354,13 +366,14 @@ impl<A: Scalar, D: 'static> RawGraph<A, D> {
         RawGraph { id: next_graph_id(), inputs: inputs.len(), dims: inputs, nodes: Vec::new() }
     }
 
-    /// Appends a node, returning its position. A compact node's output dims come from its shape
-    /// rule.
+    /// Appends a node, returning its position (a handle of this graph; the op constructors of
+    /// later nodes take its [`index`](RawPosition::index)). A compact node's output dims come from
+    /// its shape rule.
     ///
     /// # Errors
     /// [`Error::Node`] when the node reads a position not below it, breaks its shape rule or has
     /// a shape whose element count overflows `usize`; the graph is unchanged.
-    pub fn push(&mut self, mut node: NodeData<A, D>) -> Result<usize, Error> {
+    pub fn push(&mut self, mut node: NodeData<A, D>) -> Result<RawPosition, Error> {
         let p = self.dims.len();
         let err = |node: &NodeData<A, D>, dims: &[Dims], message: String| Error::Node {
             node: p - self.inputs,
@@ -383,11 +396,39 @@ impl<A: Scalar, D: 'static> RawGraph<A, D> {
         }
         self.dims.push(node.dims);
         self.nodes.push(node);
-        Ok(p)
+        Ok(RawPosition::new(self.id, p))
     }
 }
 
 impl<A: 'static, D: 'static> RawGraph<A, D> {
+    /// The handle of position `index` of this graph: an input for `index < num_inputs()`, else
+    /// node `index - num_inputs()`. (Nodes' handles are also returned by [`push`](Self::push).)
+    ///
+    /// ```
+    /// use exactgrad_runtime::{Dims, RawGraph};
+    /// let g = RawGraph::<f64, ()>::new(vec![Dims::vector(2)]);
+    /// assert_eq!(g.position(0).unwrap().index(), 0);
+    /// assert!(g.position(1).is_err());
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::ForeignPosition`] for an `index` outside the graph.
+    pub fn position(&self, index: usize) -> Result<RawPosition, Error> {
+        let len = self.dims.len();
+        if index >= len {
+            return Err(Error::ForeignPosition { index, len });
+        }
+        Ok(RawPosition::new(self.id, index))
+    }
+
+    /// Checks that `p` is a handle of this graph, returning its index.
+    pub(crate) fn check_position(&self, p: RawPosition) -> Result<usize, Error> {
+        if p.graph_id() != self.id || p.index() >= self.dims.len() {
+            return Err(Error::ForeignPosition { index: p.index(), len: self.dims.len() });
+        }
+        Ok(p.index())
+    }
+
     /// Number of inputs (|Γ|).
     pub fn num_inputs(&self) -> usize {
         self.inputs

@@ -74,7 +74,7 @@ pub use pack::{ContextPack, Gradients, GradientsIter, Pack, RawSeeds, Seeds};
 pub use program::{MemoryPlan, OutputSeeds, Pass, Program, ProgramState};
 pub use saved::{InputPack, PreparedNode, RawSavedGraph, SavedGraph};
 pub use scalar::{Scalar, Storage};
-pub use shape::{rules, Dims, Nil, Position, Shape, ShapeList, Snoc, MAX_RANK};
+pub use shape::{rules, Dims, Nil, Position, RawPosition, Shape, ShapeList, Snoc, MAX_RANK};
 pub use tensor::{RawTensor, Tensor};
 
 /// Re-export of `num-traits`, whose traits the ops' scalar bounds use.

@@ -12,7 +12,7 @@ use crate::error::Error;
 use crate::gradients::Slot;
 use crate::graph::GraphData;
 use crate::scalar::Scalar;
-use crate::shape::{Dims, Nil, Position, Shape, Snoc};
+use crate::shape::{Dims, Nil, Position, RawPosition, Shape, Snoc};
 use crate::tensor::{RawTensor, Tensor};
 
 fn lookup<A, S: Shape, Br>(
@@ -147,9 +147,9 @@ impl<A: Clone, L> Clone for Pack<A, L> {
 /// // Two heads `sum(a * a)` and `sum(b * b)`; differentiate the first only.
 /// let mut g = RawGraph::<f64, ()>::new(vec![Dims::vector(2), Dims::vector(2)]);
 /// let sq_a = g.push(NodeData::compact(Mul::new(0, 0))).unwrap();
-/// let head_a = g.push(NodeData::compact(Sum::new(sq_a))).unwrap();
+/// let head_a = g.push(NodeData::compact(Sum::new(sq_a.index()))).unwrap();
 /// let sq_b = g.push(NodeData::compact(Mul::new(1, 1))).unwrap();
-/// let _head_b = g.push(NodeData::compact(Sum::new(sq_b))).unwrap();
+/// let _head_b = g.push(NodeData::compact(Sum::new(sq_b.index()))).unwrap();
 /// let x = |v: [f64; 2]| RawTensor::from_vec(Dims::vector(2), v.to_vec()).unwrap();
 /// let saved = RawSavedGraph::compile(&g, vec![x([1.0, 2.0]), x([3.0, 4.0])], ()).unwrap();
 /// let grads = saved.backprop_from(head_a, RawTensor::full(Dims::scalar(), 1.0)).unwrap();
@@ -260,7 +260,7 @@ impl<A: Clone> core::ops::Index<usize> for Gradients<A> {
     /// The gradient at `i`.
     ///
     /// # Panics
-    /// When `i` is out of range, as for a slice.
+    /// When `i` is out of range, as for a slice; [`Gradients::get`] returns `None` instead.
     fn index(&self, i: usize) -> &RawTensor<A> {
         self.entries[i].tensor()
     }
@@ -363,7 +363,8 @@ impl<A: Clone, G, Ss, Br> ContextPack<A, G, Ss, Br> {
     /// use exactgrad_runtime::{ops, GraphData, Pack, Tensor, typenum::U2};
     /// let g = GraphData::<f64, ()>::new();
     /// let (g, x) = g.input::<(U2,)>();
-    /// let (g, s) = g.push(ops::sum(ops::mul(x, x)));
+    /// let (g, sq) = g.push(ops::mul(x, x));
+    /// let (g, s) = g.push(ops::sum(sq));
     /// let saved = g.compile(Pack::new().push(Tensor::full(3.0)), ()).unwrap();
     /// let grads = saved.backprop_from(s, Tensor::full(1.0)).unwrap().into_inputs();
     /// assert_eq!(grads.as_slice()[0].data(), &[6.0, 6.0]);
@@ -378,35 +379,57 @@ impl<A: Clone, G, Ss, Br> ContextPack<A, G, Ss, Br> {
 /// An untyped seed pack: one seed per position; positions never set are `zeros` and cost no
 /// buffer. A `Vec<RawTensor<A>>` converts into one (every position dense).
 ///
+/// A pack made by [`RawSavedGraph::zero_seeds`](crate::RawSavedGraph::zero_seeds) belongs to that
+/// saved graph's graph; one made by [`zeros`](Self::zeros) or from a `Vec` belongs to the graph of
+/// the first position [`set`](Self::set) in it. The passes refuse a pack that belongs to another
+/// graph ([`Error::ForeignPosition`]), and every pass checks the shapes.
+///
 /// ```
-/// use exactgrad_runtime::{Dims, RawSeeds, RawTensor};
-/// let mut s = RawSeeds::<f64>::zeros(&[Dims::vector(2), Dims::scalar()]);
-/// s.set(1, RawTensor::full(Dims::scalar(), 1.0)).unwrap();
-/// assert!(s.set(1, RawTensor::full(Dims::vector(3), 1.0)).is_err());
+/// use exactgrad_runtime::{ops::Sum, Dims, NodeData, RawGraph, RawSeeds, RawTensor};
+/// let mut g = RawGraph::<f64, ()>::new(vec![Dims::vector(2)]);
+/// let s = g.push(NodeData::compact(Sum::new(0))).unwrap();
+/// let mut seeds = RawSeeds::<f64>::zeros(g.dims());
+/// seeds.set(s, RawTensor::full(Dims::scalar(), 1.0)).unwrap();
+/// assert!(seeds.set(s, RawTensor::full(Dims::vector(3), 1.0)).is_err()); // wrong shape
+/// let mut other = RawGraph::<f64, ()>::new(vec![Dims::vector(2)]);
+/// let t = other.push(NodeData::compact(Sum::new(0))).unwrap();
+/// assert!(seeds.set(t, RawTensor::full(Dims::scalar(), 1.0)).is_err()); // another graph
 /// ```
 #[derive(Clone, Debug)]
 pub struct RawSeeds<A> {
+    /// The graph the pack belongs to, once known.
+    graph: Option<u64>,
     slots: Vec<Slot<A>>,
 }
 
 impl<A: Scalar> RawSeeds<A> {
-    /// Zero seeds for positions of the given dims.
+    /// Zero seeds for positions of the given dims (a graph's [`dims`](crate::RawGraph::dims)).
     pub fn zeros(dims: &[Dims]) -> Self {
-        RawSeeds { slots: dims.iter().map(|&d| Slot::Full(A::zero(), d)).collect() }
+        RawSeeds { graph: None, slots: dims.iter().map(|&d| Slot::Full(A::zero(), d)).collect() }
     }
 
-    /// Sets the seed at position `p`.
+    /// Zero seeds for `dims`, belonging to the graph of id `graph`.
+    pub(crate) fn zeros_for(graph: u64, dims: &[Dims]) -> Self {
+        RawSeeds { graph: Some(graph), ..Self::zeros(dims) }
+    }
+
+    /// Sets the seed at position `p`; the pack then belongs to `p`'s graph.
     ///
     /// # Errors
-    /// [`Error::ForeignPosition`] when `p` is out of range, [`Error::ShapeMismatch`] when `t` has
-    /// another shape than the position.
-    pub fn set(&mut self, p: usize, t: RawTensor<A>) -> Result<(), Error> {
+    /// [`Error::ForeignPosition`] when `p` is a handle of another graph than the pack's (or out of
+    /// its range), [`Error::ShapeMismatch`] when `t` has another shape than the position.
+    pub fn set(&mut self, p: RawPosition, t: RawTensor<A>) -> Result<(), Error> {
         let len = self.slots.len();
-        let slot = self.slots.get_mut(p).ok_or(Error::ForeignPosition { index: p, len })?;
+        let foreign = Error::ForeignPosition { index: p.index(), len };
+        if self.graph.is_some_and(|g| g != p.graph_id()) {
+            return Err(foreign);
+        }
+        let slot = self.slots.get_mut(p.index()).ok_or(foreign)?;
         if slot.dims() != t.dims() {
             return Err(Error::ShapeMismatch { expected: slot.dims(), actual: t.dims() });
         }
         *slot = Slot::Dense(t);
+        self.graph = Some(p.graph_id());
         Ok(())
     }
 
@@ -420,14 +443,22 @@ impl<A: Scalar> RawSeeds<A> {
         self.slots.is_empty()
     }
 
-    pub(crate) fn into_slots(self) -> Vec<Slot<A>> {
-        self.slots
+    /// The seeds of a pass over the graph of id `graph`.
+    ///
+    /// # Errors
+    /// [`Error::ForeignPosition`] when the pack belongs to another graph (its shapes are checked
+    /// by the pass).
+    pub(crate) fn into_slots_for(self, graph: u64) -> Result<Vec<Slot<A>>, Error> {
+        match self.graph {
+            Some(g) if g != graph => Err(Error::ForeignPosition { index: 0, len: self.slots.len() }),
+            _ => Ok(self.slots),
+        }
     }
 }
 
 impl<A> From<Vec<RawTensor<A>>> for RawSeeds<A> {
     fn from(tensors: Vec<RawTensor<A>>) -> Self {
-        RawSeeds { slots: tensors.into_iter().map(Slot::Dense).collect() }
+        RawSeeds { graph: None, slots: tensors.into_iter().map(Slot::Dense).collect() }
     }
 }
 

@@ -191,7 +191,7 @@ fn sweep_tokens(cx: &Cx<'_>, sweep: &Sweep) -> TokenStream {
                     quote!(__st.accumulate(#k, #name, __r, #q, #r, &#g)?;)
                 });
                 quote! {
-                    let __r = __st.vjp(#t, #k, #p::required(&#o, #k)?, &#g, __d);
+                    let __r = __st.vjp(#t, #k, #p::required(&#o, #k)?, &#g, __d)?;
                     #(#adds)*
                 }
             }

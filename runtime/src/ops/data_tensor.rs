@@ -134,7 +134,7 @@ mod tests {
         let mut graph = RawGraph::<f64, RawTensor<f64>>::new(vec![Dims::vector(2)]);
         let p = graph.push(NodeData::compact(DataTensor::new(owned, x.dims()))).unwrap();
         let saved = RawSavedGraph::compile(&graph, vec![sample(&[2], 40)], x.clone()).unwrap();
-        assert_eq!(bits(&saved.values()[p]), bits(&x));
+        assert_eq!(bits(&saved.values()[p.index()]), bits(&x));
         let node = saved.prepared_nodes().next().unwrap();
         assert!(node.node().support().is_some_and(<[usize]>::is_empty));
         let mut c = Contributions::new();
@@ -160,7 +160,7 @@ mod tests {
 
         let mut with_data = RawGraph::<f64, RawTensor<f64>>::new(vec![w.dims()]);
         let leaf = with_data.push(NodeData::compact(DataTensor::new(owned, x.dims()))).unwrap();
-        let q = with_data.push(NodeData::compact(Mul::new(leaf, 0))).unwrap();
+        let q = with_data.push(NodeData::compact(Mul::new(leaf.index(), 0))).unwrap();
         let saved = RawSavedGraph::compile(&with_data, vec![w], x).unwrap();
         let mut seeds = RawSeeds::zeros(with_data.dims());
         seeds.set(q, g).unwrap();

@@ -203,8 +203,8 @@ mod tests {
         let q = with_data.push(NodeData::compact(MatMulData::new(owned, m, 0))).unwrap();
         let saved_data = RawSavedGraph::compile(&with_data, vec![w], x).unwrap();
         assert_eq!(
-            as_bits(&saved_data.values()[q]),
-            as_bits(&saved.values()[p]),
+            as_bits(&saved_data.values()[q.index()]),
+            as_bits(&saved.values()[p.index()]),
             "forward differs from matmul ({m}×{k}×{n})"
         );
         let mut seeds = RawSeeds::zeros(with_data.dims());

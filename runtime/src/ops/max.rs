@@ -87,7 +87,7 @@ mod tests {
         let mut graph = crate::graph::RawGraph::<i64, ()>::new(vec![Dims::vector(3), Dims::vector(3)]);
         let p = graph.push(crate::graph::NodeData::compact(Max::new(0, 1))).unwrap();
         let saved = crate::saved::RawSavedGraph::compile(&graph, vec![a, b], ()).unwrap();
-        assert_eq!(saved.values()[p].data(), &[3, 5, -2]);
+        assert_eq!(saved.values()[p.index()].data(), &[3, 5, -2]);
         let grads = saved.backprop_from(p, RawTensor::from_vec(Dims::vector(3), vec![10, 20, 30]).unwrap()).unwrap();
         assert_eq!((grads[0].data(), grads[1].data()), (&[0, 20, 30][..], &[10, 0, 0][..]));
     }

@@ -149,7 +149,7 @@ pub(crate) mod testing {
         let mut graph = RawGraph::new(inputs.iter().map(RawTensor::dims).collect());
         let p = graph.push(NodeData::compact(op)).unwrap();
         let saved = RawSavedGraph::compile(&graph, inputs.to_vec(), ()).unwrap();
-        saved.values()[p].clone()
+        saved.values()[p.index()].clone()
     }
 
     /// The dense VJP of one `op` node on `inputs` at cotangent `g` (one tensor per input).

@@ -124,7 +124,7 @@ mod tests {
             } else {
                 graph.push(NodeData::compact(Mul::new(0, 0))).unwrap()
             };
-            graph.push(NodeData::compact(crate::ops::Add::new(p, 0))).unwrap();
+            graph.push(NodeData::compact(crate::ops::Add::new(p.index(), 0))).unwrap();
             graph
         };
         let (gs, gm) = (build(true), build(false));
@@ -139,8 +139,8 @@ mod tests {
         );
         assert_eq!(all(s.backprop_all_array(seeds.clone()).unwrap()), all(m.backprop_all_array(seeds).unwrap()));
         assert_eq!(
-            all(s.backprop_from(2, seed.clone()).unwrap().into_vec()),
-            all(m.backprop_from(2, seed).unwrap().into_vec())
+            all(s.backprop_from(gs.position(2).unwrap(), seed.clone()).unwrap().into_vec()),
+            all(m.backprop_from(gm.position(2).unwrap(), seed).unwrap().into_vec())
         );
     }
 }

@@ -27,20 +27,23 @@
 //! them is storage-equal to `0` and adding `0` twice equals adding it once, so a run of pending
 //! uniforms is one `+ u`; for any other scalar each uniform is added in order. Both are exactly
 //! the dense sequence of additions.
+//!
+//! **Files.** This one: the state, its buffers and pools, seeding, reset and the forward steps;
+//! `state/sweep.rs`: the reverse-sweep steps (cotangent, VJP, accumulation, input gradients);
+//! `state/fused.rs`: the VJP paths that bypass the general one (products into their buffers,
+//! windows, whole-prefix nodes).
 
-use core::ops::Range;
-
-use crate::contributions::{Contrib, Contributions, Sink};
+use crate::contributions::Contributions;
 use crate::error::Error;
 use crate::gradients::Slot;
-use crate::graph::{CompactOp, NodeData, Program as NodeProgram, RawGraph, SavedValues};
+use crate::graph::{CompactOp, Program as NodeProgram, RawGraph};
 use crate::guard::guarded;
-use crate::ops::window_vjp as window;
-use crate::ops::{ProductVjp, WindowVjp};
-use crate::saved::View;
 use crate::scalar::Scalar;
 use crate::shape::Dims;
 use crate::tensor::RawTensor;
+
+mod fused;
+mod sweep;
 
 /// The buffers `graph!` planned for a model's program: which buffer each node's value and each
 /// position's gradient lives in (written by the macro; see the [module docs](self)).
@@ -62,6 +65,15 @@ pub struct MemoryPlan {
 
 /// The values, gradient slots and scratch of a generated program (see the [module docs](self)).
 /// Allocated on the first run and reused by every later one.
+///
+/// Users run programs through [`Program`](crate::Program) and read values with
+/// [`value`](Self::value). The step methods (`forward`, `cotangent`, `vjp`, `accumulate`, …) are
+/// public only for the code `graph!` generates and hidden from the docs. **Contract:** their
+/// position, node, visit and pending-visit arguments are the ones the macro resolved for this
+/// graph and this state (a `Program` makes both from the same expansion); they index the state
+/// without checking them, so other indices may panic (out of bounds). Everything that comes from
+/// the user — inputs, seeds, data, the values and VJPs of ops — is checked and returned as an
+/// [`Error`], and a panic in a user closure or op is caught at the node.
 pub struct ProgramState<A> {
     dims: Vec<Dims>,
     inputs: usize,
@@ -114,6 +126,7 @@ impl<A: Scalar> ProgramState<A> {
     /// The state for a graph whose positions have `dims`, the first `inputs` of them inputs,
     /// whose sweeps visit at most `visits` nodes, with the buffers of `plan` (allocated as the
     /// first run uses them).
+    #[doc(hidden)]
     pub fn new(dims: &[Dims], inputs: usize, visits: usize, plan: MemoryPlan) -> Self {
         ProgramState {
             dims: dims.to_vec(),
@@ -184,6 +197,7 @@ impl<A: Scalar> ProgramState<A> {
 
     /// The value of node position `p` is not read again in this run: its buffer goes back to the
     /// pool for a later node.
+    #[doc(hidden)]
     pub fn free_value(&mut self, p: usize) {
         self.give_value(p);
     }
@@ -226,6 +240,7 @@ impl<A: Scalar> ProgramState<A> {
     ///
     /// # Errors
     /// [`Error::Node`] when validation fails or the value has the wrong length.
+    #[doc(hidden)]
     pub fn forward<D, Op: CompactOp<A, D>>(&mut self, k: usize, op: &Op, data: &D) -> Result<(), Error> {
         let p = self.inputs + k;
         let ctx = &self.values[..p];
@@ -249,6 +264,7 @@ impl<A: Scalar> ProgramState<A> {
     /// # Errors
     /// As [`forward`](Self::forward), and [`Error::Node`] when the node's code panics (caught at
     /// the node; the state stays usable for the next run).
+    #[doc(hidden)]
     pub fn forward_node<D: 'static>(&mut self, k: usize, graph: &RawGraph<A, D>, data: &D) -> Result<(), Error> {
         let p = self.inputs + k;
         let node = &graph.nodes()[k];
@@ -266,334 +282,6 @@ impl<A: Scalar> ProgramState<A> {
             return Err(self.node_error(k, node.name(), node.parents(), message));
         }
         self.values[p] = value;
-        Ok(())
-    }
-
-    /// The final gradient of position `p`: its slot with the uniforms of the `pending` visits
-    /// applied, as a tensor (a uniform slot is filled into a reused buffer).
-    pub fn cotangent(&mut self, p: usize, pending: Range<usize>) -> RawTensor<A> {
-        let slot = core::mem::replace(&mut self.slots[p], Slot::Full(A::zero(), self.dims[p]));
-        let us = &self.uniforms[pending];
-        match slot {
-            Slot::Dense(mut t) => {
-                apply_pending(t.data_mut(), us);
-                t
-            }
-            Slot::Full(mut v, d) => {
-                apply_pending_scalar(&mut v, us);
-                let mut buf = self.take_buf(p);
-                buf.extend((0..d.numel()).map(|_| v.clone()));
-                RawTensor::from_parts(d, buf)
-            }
-        }
-    }
-
-    /// Gives back the cotangent of position `p` once its node has run.
-    pub fn release(&mut self, p: usize, g: RawTensor<A>) {
-        self.give_buf(p, g);
-    }
-
-    /// The VJP of built-in node `k` (visit `visit`) at cotangent `g`: its contributions, built
-    /// by the concrete `op`; records their uniform. Returns the root description for
-    /// [`accumulate`](Self::accumulate).
-    pub fn vjp<D, Op: CompactOp<A, D>>(
-        &mut self,
-        visit: usize,
-        k: usize,
-        op: &Op,
-        g: &RawTensor<A>,
-        data: &D,
-    ) -> Contrib {
-        let p = self.inputs + k;
-        self.contributions.clear();
-        let saved = SavedValues { prefix: &self.values[..p], output: &self.values[p], data };
-        let root = op.contributions(&saved, g, &mut self.contributions);
-        self.uniforms[visit] = self.contributions.uniform(root);
-        root
-    }
-
-    /// Position `q` becomes `(slot_q + the uniforms of the pending visits) + read(q)` for the last
-    /// [`vjp`](Self::vjp) (of node `k`, named `op` in errors), `+ read` fused with the reader.
-    ///
-    /// # Errors
-    /// [`Error::Vjp`] when the contribution does not fit the position.
-    pub fn accumulate(
-        &mut self,
-        k: usize,
-        op: &str,
-        root: Contrib,
-        q: usize,
-        pending: Range<usize>,
-        g: &RawTensor<A>,
-    ) -> Result<(), Error> {
-        let vjp_error = |message| Error::Vjp { node: k, op: op.to_owned(), message };
-        let c = &mut self.contributions;
-        c.check_dims(root, q, g, self.dims[q]).map_err(vjp_error)?;
-        let us = &self.uniforms[pending];
-        match &mut self.slots[q] {
-            Slot::Dense(t) => {
-                apply_pending(t.data_mut(), us);
-                c.read_into(root, q, g, Sink::Accumulate(t.data_mut())).map_err(vjp_error)?;
-            }
-            Slot::Full(v, d) => {
-                apply_pending_scalar(v, us);
-                let mut out =
-                    self.gradient_buffer.get(q).map_or_else(Vec::new, |&i| core::mem::take(&mut self.gradient_pool[i]));
-                out.clear();
-                c.read_into(root, q, g, Sink::OntoUniformInto(v, &mut out)).map_err(vjp_error)?;
-                let d = *d;
-                self.slots[q] = Slot::Dense(RawTensor::from_parts(d, out));
-            }
-        }
-        Ok(())
-    }
-
-    /// The VJP of a product node `k` (`matmul` of distinct operands, `matmul_data`; visit `visit`)
-    /// and its accumulation at its support `writes` (position, pending visits; support order):
-    /// where every written position still holds a uniform, each contribution is computed straight
-    /// into the position's gradient buffer, `stored +` fused into the GEMM's store
-    /// ([`ProductVjp`]); from the first position already written on, as [`vjp`](Self::vjp) and
-    /// [`accumulate`](Self::accumulate). The same additions in the same order either way.
-    ///
-    /// # Errors
-    /// [`Error::Vjp`] when a contribution does not fit its position.
-    pub fn vjp_product<D, Op: ProductVjp<A, D>>(
-        &mut self,
-        visit: usize,
-        k: usize,
-        op: &Op,
-        g: &RawTensor<A>,
-        data: &D,
-        writes: &[(usize, Range<usize>)],
-    ) -> Result<(), Error> {
-        let p = self.inputs + k;
-        self.uniforms[visit] = op.product_uniform();
-        for (i, (q, pending)) in writes.iter().enumerate() {
-            let (q, d) = (*q, self.dims[*q]);
-            let Slot::Full(v, _) = &mut self.slots[q] else {
-                // A position already written: the contributions, built once, for the rest.
-                let root = self.vjp(visit, k, op, g, data);
-                for (q, pending) in &writes[i..] {
-                    self.accumulate(k, op.name(), root, *q, pending.clone(), g)?;
-                }
-                return Ok(());
-            };
-            apply_pending_scalar(v, &self.uniforms[pending.clone()]);
-            let mut out =
-                self.gradient_buffer.get(q).map_or_else(Vec::new, |&b| core::mem::take(&mut self.gradient_pool[b]));
-            out.clear();
-            let saved = SavedValues { prefix: &self.values[..p], output: &self.values[p], data };
-            op.product_onto(&saved, g, i, v, &mut out);
-            if out.len() != d.numel() {
-                let message = format!(
-                    "its product at position {q} has {} elements, the position's shape {d} has {}",
-                    out.len(),
-                    d.numel()
-                );
-                return Err(Error::Vjp { node: k, op: op.name().to_owned(), message });
-            }
-            self.slots[q] = Slot::Dense(RawTensor::from_parts(d, out));
-        }
-        Ok(())
-    }
-
-    /// The VJP of a window node `k` (`slice`; visit `visit`) added at its one support position
-    /// `q` in one pass: `(slot_q + the uniforms of the pending visits) + t[e]`, `t` the cotangent
-    /// in the op's [`Window`](crate::ops::Window) of `q` and zeros around it — the additions of
-    /// [`vjp`](Self::vjp) and [`accumulate`](Self::accumulate), without building `t`.
-    ///
-    /// # Errors
-    /// [`Error::Vjp`] when the window does not fit the position or the cotangent.
-    pub fn vjp_window<D, Op: WindowVjp<A, D>>(
-        &mut self,
-        visit: usize,
-        k: usize,
-        op: &Op,
-        g: &RawTensor<A>,
-        q: usize,
-        pending: Range<usize>,
-    ) -> Result<(), Error> {
-        self.uniforms[visit] = A::zero();
-        let d = self.dims[q];
-        let w = op.window(d);
-        if !w.fits(d.numel(), g.numel()) {
-            let message = format!(
-                "its window {w:?} does not fit position {q} of shape {d} and a cotangent of shape {}",
-                g.dims()
-            );
-            return Err(Error::Vjp { node: k, op: op.name().to_owned(), message });
-        }
-        let us = &self.uniforms[pending];
-        let us = if A::ZERO_ADD_IDEMPOTENT { &us[..us.len().min(1)] } else { us };
-        match &mut self.slots[q] {
-            Slot::Dense(t) => {
-                // All but the last pending uniform in their own passes (only for scalars whose
-                // zeros do not collapse), the last fused with the window's additions.
-                let (last, before) = us.split_last().map_or((None, us), |(l, b)| (Some(l), b));
-                apply_pending(t.data_mut(), before);
-                window::accumulate(t.data_mut(), last, g.data(), w);
-            }
-            Slot::Full(v, _) => {
-                apply_pending_scalar(v, us);
-                let mut out =
-                    self.gradient_buffer.get(q).map_or_else(Vec::new, |&b| core::mem::take(&mut self.gradient_pool[b]));
-                window::onto(v, g.data(), w, &mut out);
-                self.slots[q] = Slot::Dense(RawTensor::from_parts(d, out));
-            }
-        }
-        Ok(())
-    }
-
-    /// The VJP of node `k` (visit `visit`) through the graph's own node, which touches its whole
-    /// prefix: an opaque node adds its dense VJP to every position below it (SEMANTICS §6
-    /// `add_dense`); a user compact op adds its contributions at its support and its uniform
-    /// everywhere else. `pending[q]` are the pending visits of each position `q` below the node.
-    ///
-    /// # Errors
-    /// [`Error::Vjp`] for a VJP that does not fit the prefix or panics (caught at the node; the
-    /// state stays usable for the next run).
-    #[allow(clippy::too_many_arguments)]
-    pub fn vjp_node<D: 'static>(
-        &mut self,
-        visit: usize,
-        k: usize,
-        graph: &RawGraph<A, D>,
-        g: &RawTensor<A>,
-        data: &D,
-        pending: &[Range<usize>],
-    ) -> Result<(), Error> {
-        let p = self.inputs + k;
-        let node: &NodeData<A, D> = &graph.nodes()[k];
-        let vjp_error = |message: String| Error::Vjp { node: k, op: node.name().to_owned(), message };
-        self.uniforms[visit] = A::zero();
-        match node.program() {
-            NodeProgram::Opaque { vjp, .. } => {
-                let out = guarded("the VJP", || vjp(&self.values[..p], data, g)).map_err(vjp_error)?;
-                if out.len() != p {
-                    return Err(vjp_error(format!("returned {} tensors for a prefix of {p}", out.len())));
-                }
-                if let Some((q, t)) = out.iter().enumerate().find(|(q, t)| t.dims() != self.dims[*q]) {
-                    return Err(vjp_error(format!(
-                        "returned shape {} at position {q}, which has shape {}",
-                        t.dims(),
-                        self.dims[q]
-                    )));
-                }
-                for (q, t) in out.iter().enumerate() {
-                    let slot = self.dense_slot(q, pending[q].clone());
-                    for (x, y) in slot.iter_mut().zip(t.data()) {
-                        *x = A::pinned_add(x.clone(), y.clone());
-                    }
-                }
-            }
-            NodeProgram::Compact(op) => {
-                self.contributions.clear();
-                let saved = SavedValues { prefix: &self.values[..p], output: &self.values[p], data };
-                let c = &mut self.contributions;
-                let root = guarded("the VJP", || op.contributions(&saved, g, c)).map_err(vjp_error)?;
-                if !c.is_handle(root) {
-                    return Err(vjp_error("returned a handle that is not one of its contributions".to_owned()));
-                }
-                let u = self.contributions.uniform(root);
-                let mut support = Vec::new();
-                self.contributions.support_into(root, &mut support);
-                if let Some(&q) = support.iter().find(|&&q| q >= p) {
-                    return Err(vjp_error(format!("contributes to position {q}, outside its prefix of {p}")));
-                }
-                for (q, pending) in pending.iter().enumerate().take(p) {
-                    if support.contains(&q) {
-                        self.accumulate(k, node.name(), root, q, pending.clone(), g)?;
-                    } else {
-                        // One more uniform, applied now: the position's pending run ends here.
-                        let us = &self.uniforms[pending.clone()];
-                        match &mut self.slots[q] {
-                            Slot::Dense(t) => {
-                                apply_pending(t.data_mut(), us);
-                                apply_pending(t.data_mut(), core::slice::from_ref(&u));
-                            }
-                            Slot::Full(v, _) => {
-                                apply_pending_scalar(v, us);
-                                *v = A::pinned_add(v.clone(), u.clone());
-                            }
-                        }
-                    }
-                }
-            }
-        }
-        Ok(())
-    }
-
-    /// The slot of `q` made dense, with its pending uniforms applied.
-    fn dense_slot(&mut self, q: usize, pending: Range<usize>) -> &mut [A] {
-        let us = &self.uniforms[pending];
-        if let Slot::Full(v, d) = &mut self.slots[q] {
-            apply_pending_scalar(v, us);
-            let mut buf =
-                self.gradient_buffer.get(q).map_or_else(Vec::new, |&i| core::mem::take(&mut self.gradient_pool[i]));
-            buf.clear();
-            buf.extend((0..d.numel()).map(|_| v.clone()));
-            let d = *d;
-            self.slots[q] = Slot::Dense(RawTensor::from_parts(d, buf));
-        } else if let Slot::Dense(t) = &mut self.slots[q] {
-            apply_pending(t.data_mut(), us);
-        }
-        match &mut self.slots[q] {
-            Slot::Dense(t) => t.data_mut(),
-            Slot::Full(..) => &mut [],
-        }
-    }
-
-    /// Finishes input `q`: its final gradient (pending uniforms applied) becomes the run's result.
-    /// A uniform is written into the result's buffer, unless that buffer already holds it
-    /// everywhere (storage-equal: the same bits).
-    pub fn input_gradient(&mut self, q: usize, pending: Range<usize>) {
-        let d = self.dims[q];
-        match core::mem::replace(&mut self.slots[q], Slot::Full(A::zero(), d)) {
-            Slot::Dense(mut t) => {
-                apply_pending(t.data_mut(), &self.uniforms[pending]);
-                let old = core::mem::replace(&mut self.input_gradients[q], t);
-                self.give_buf(q, old);
-                self.input_fills[q] = None;
-            }
-            Slot::Full(mut v, _) => {
-                apply_pending_scalar(&mut v, &self.uniforms[pending]);
-                let holds = A::HAS_STORAGE_EQUALITY && self.input_fills[q].as_ref().is_some_and(|u| u.storage_eq(&v));
-                if !holds {
-                    let mut buf = self.input_gradients[q].take_data();
-                    buf.clear();
-                    buf.extend((0..d.numel()).map(|_| v.clone()));
-                    self.input_gradients[q] = RawTensor::from_parts(d, buf);
-                    self.input_fills[q] = Some(v);
-                }
-            }
-        }
-    }
-
-    /// The single-output pass from position `output` run by the runtime's own loop
-    /// (`RawSavedGraph::backprop_from`, SEMANTICS §7) over this run's values and slots: for a
-    /// model with user compact ops, whose supports — and so the nodes the pass reaches — are
-    /// declared only when the graph is built. Every input's gradient is written. (The values the
-    /// pass reads are kept: the plan keeps every value below a user op.)
-    ///
-    /// # Errors
-    /// As `backprop_from`: [`Error::Vjp`] for a malformed VJP.
-    pub fn sweep_from_runtime<D: 'static>(
-        &mut self,
-        graph: &RawGraph<A, D>,
-        data: &D,
-        output: usize,
-    ) -> Result<(), Error> {
-        let slots: Vec<Slot<A>> = self
-            .slots
-            .iter_mut()
-            .zip(&self.dims)
-            .map(|(s, &d)| core::mem::replace(s, Slot::Full(A::zero(), d)))
-            .collect();
-        let gradients = View::new(graph, &self.values, data).inputs_from(slots, output)?;
-        for (q, t) in gradients.into_vec().into_iter().enumerate().take(self.inputs) {
-            self.input_gradients[q] = t;
-            self.input_fills[q] = None;
-        }
         Ok(())
     }
 

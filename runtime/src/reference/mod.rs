@@ -36,6 +36,7 @@ use crate::error::Error;
 use crate::graph::{Program, RawGraph, SavedValues};
 use crate::pack::{ContextPack, Pack, Seeds};
 use crate::scalar::Scalar;
+use crate::shape::RawPosition;
 use crate::tensor::RawTensor;
 use crate::GraphData;
 
@@ -237,19 +238,17 @@ impl<A: Scalar, D: 'static> RawGraph<A, D> {
     /// for a scalar with storage equality and to `backprop_from_dense` for every scalar.
     ///
     /// # Errors
-    /// [`Error::ForeignPosition`] for an `output` outside the graph, [`Error::ShapeMismatch`] for a
+    /// [`Error::ForeignPosition`] for an `output` of another graph, [`Error::ShapeMismatch`] for a
     /// seed of other dims, else as [`backprop_all_ctx`](Self::backprop_all_ctx).
     pub fn backprop_from_ctx(
         &self,
         inputs: &[RawTensor<A>],
         data: &D,
-        output: usize,
+        output: RawPosition,
         seed: RawTensor<A>,
     ) -> Result<Vec<RawTensor<A>>, Error> {
         let dims = self.dims();
-        if output >= dims.len() {
-            return Err(Error::ForeignPosition { index: output, len: dims.len() });
-        }
+        let output = self.check_position(output)?;
         if seed.dims() != dims[output] {
             return Err(Error::ShapeMismatch { expected: dims[output], actual: seed.dims() });
         }

@@ -20,7 +20,7 @@ use crate::graph::{CompactOp, NodeData, OpaqueVjp, Program, RawGraph, SavedValue
 use crate::guard::guarded;
 use crate::pack::{Gradients, RawSeeds};
 use crate::scalar::Scalar;
-use crate::shape::Dims;
+use crate::shape::{Dims, RawPosition};
 use crate::tensor::RawTensor;
 
 mod loops;
@@ -226,7 +226,7 @@ impl<'g, A: Scalar, D: 'static> RawSavedGraph<'g, A, D> {
 
     /// All-zero seeds for this graph (positions left unset cost no buffer).
     pub fn zero_seeds(&self) -> RawSeeds<A> {
-        RawSeeds::zeros(self.graph.dims())
+        RawSeeds::zeros_for(self.graph.id(), self.graph.dims())
     }
 
     /// Every saved value (Γ ++ ss).
@@ -267,7 +267,7 @@ impl<'g, A: Scalar, D: 'static> RawSavedGraph<'g, A, D> {
     /// # Errors
     /// [`Error::PackShapes`] for seeds that do not fit, [`Error::Vjp`] for a malformed VJP.
     pub fn backprop_all_dense(&self, seeds: impl Into<RawSeeds<A>>) -> Result<Vec<RawTensor<A>>, Error> {
-        self.view().dense_loop(seeds.into().into_slots(), None, true)
+        self.view().dense_loop(seeds.into().into_slots_for(self.graph.id())?, None, true)
     }
 
     /// §3 `backprop_inputs_dense`: the reference loop returning only the input gradients.
@@ -275,7 +275,7 @@ impl<'g, A: Scalar, D: 'static> RawSavedGraph<'g, A, D> {
     /// # Errors
     /// As [`backprop_all_dense`](Self::backprop_all_dense).
     pub fn backprop_inputs_dense(&self, seeds: impl Into<RawSeeds<A>>) -> Result<Vec<RawTensor<A>>, Error> {
-        self.view().dense_loop(seeds.into().into_slots(), None, false)
+        self.view().dense_loop(seeds.into().into_slots_for(self.graph.id())?, None, false)
     }
 
     /// §6 `backprop_array`: indexed gradients with deferred uniform updates.
@@ -283,7 +283,7 @@ impl<'g, A: Scalar, D: 'static> RawSavedGraph<'g, A, D> {
     /// # Errors
     /// [`Error::NoStorageEquality`] for a scalar without storage equality, else as the dense pass.
     pub fn backprop_all_array(&self, seeds: impl Into<RawSeeds<A>>) -> Result<Vec<RawTensor<A>>, Error> {
-        Ok(self.view().array_loop(seeds.into().into_slots(), None, true)?.into_vec())
+        Ok(self.view().array_loop(seeds.into().into_slots_for(self.graph.id())?, None, true)?.into_vec())
     }
 
     /// §6 `backprop_inputs_array`: as the array pass, freeing each intermediate gradient as soon
@@ -292,7 +292,7 @@ impl<'g, A: Scalar, D: 'static> RawSavedGraph<'g, A, D> {
     /// # Errors
     /// As [`backprop_all_array`](Self::backprop_all_array).
     pub fn backprop_inputs_array(&self, seeds: impl Into<RawSeeds<A>>) -> Result<Vec<RawTensor<A>>, Error> {
-        Ok(self.view().array_loop(seeds.into().into_slots(), None, false)?.into_vec())
+        Ok(self.view().array_loop(seeds.into().into_slots_for(self.graph.id())?, None, false)?.into_vec())
     }
 
     /// §6 `backprop_stored`: the array pass when the scalar has storage equality, else the dense one.
@@ -300,7 +300,7 @@ impl<'g, A: Scalar, D: 'static> RawSavedGraph<'g, A, D> {
     /// # Errors
     /// As [`backprop_all_dense`](Self::backprop_all_dense).
     pub fn backprop_all_stored(&self, seeds: impl Into<RawSeeds<A>>) -> Result<Vec<RawTensor<A>>, Error> {
-        Ok(self.view().all_stored(seeds.into().into_slots(), true)?.into_vec())
+        Ok(self.view().all_stored(seeds.into().into_slots_for(self.graph.id())?, true)?.into_vec())
     }
 
     /// §6 `backprop_inputs_stored`.
@@ -308,7 +308,7 @@ impl<'g, A: Scalar, D: 'static> RawSavedGraph<'g, A, D> {
     /// # Errors
     /// As [`backprop_all_dense`](Self::backprop_all_dense).
     pub fn backprop_inputs_stored(&self, seeds: impl Into<RawSeeds<A>>) -> Result<Vec<RawTensor<A>>, Error> {
-        Ok(self.view().all_stored(seeds.into().into_slots(), false)?.into_vec())
+        Ok(self.view().all_stored(seeds.into().into_slots_for(self.graph.id())?, false)?.into_vec())
     }
 
     /// §7 `backprop_from(output, seed)`: visits only what `output` depends on (an opaque node
@@ -318,8 +318,10 @@ impl<'g, A: Scalar, D: 'static> RawSavedGraph<'g, A, D> {
     /// returned as uniforms, built only when read ([`Gradients`]).
     ///
     /// # Errors
-    /// [`Error::ForeignPosition`] / [`Error::ShapeMismatch`] for a bad output or seed.
-    pub fn backprop_from(&self, output: usize, seed: RawTensor<A>) -> Result<Gradients<A>, Error> {
+    /// [`Error::ForeignPosition`] for an `output` of another graph, [`Error::ShapeMismatch`] for a
+    /// seed of another shape than the output, [`Error::Vjp`] for a malformed VJP.
+    pub fn backprop_from(&self, output: RawPosition, seed: RawTensor<A>) -> Result<Gradients<A>, Error> {
+        let output = self.graph.check_position(output)?;
         let slots = self.view().single_seed(output, seed)?;
         if A::HAS_STORAGE_EQUALITY {
             self.view().array_loop(slots, Some(Reached::new(self.graph.dims().len(), output)), true)
@@ -333,7 +335,8 @@ impl<'g, A: Scalar, D: 'static> RawSavedGraph<'g, A, D> {
     ///
     /// # Errors
     /// As [`backprop_from`](Self::backprop_from).
-    pub fn backprop_from_dense(&self, output: usize, seed: RawTensor<A>) -> Result<Gradients<A>, Error> {
+    pub fn backprop_from_dense(&self, output: RawPosition, seed: RawTensor<A>) -> Result<Gradients<A>, Error> {
+        let output = self.graph.check_position(output)?;
         let slots = self.view().single_seed(output, seed)?;
         Ok(Gradients::from_tensors(self.view().dense_loop(
             slots,
@@ -368,12 +371,10 @@ impl<'g, A: Scalar, D: 'static> RawSavedGraph<'g, A, D> {
     /// scalar.
     ///
     /// # Errors
-    /// [`Error::ForeignPosition`] for an `output` outside the graph.
-    pub fn reached_from(&self, output: usize) -> Result<Vec<bool>, Error> {
+    /// [`Error::ForeignPosition`] for an `output` of another graph.
+    pub fn reached_from(&self, output: RawPosition) -> Result<Vec<bool>, Error> {
+        let output = self.graph.check_position(output)?;
         let len = self.graph.dims().len();
-        if output >= len {
-            return Err(Error::ForeignPosition { index: output, len });
-        }
         if !A::HAS_STORAGE_EQUALITY {
             return Ok(vec![true; len]);
         }

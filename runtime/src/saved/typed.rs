@@ -176,8 +176,7 @@ impl<'g, A: Scalar, D: 'static, G, Ss, Br> SavedGraph<'g, A, D, G, Ss, Br> {
         output: Position<S, Br>,
         seed: Tensor<A, S>,
     ) -> Result<ContextPack<A, G, Ss, Br>, Error> {
-        self.check_handle(output)?;
-        Ok(self.all(self.raw.backprop_from(output.index(), seed.into_raw())?))
+        Ok(self.all(self.raw.backprop_from(output.into(), seed.into_raw())?))
     }
 
     /// §7 reference of [`backprop_from`](Self::backprop_from).
@@ -189,8 +188,7 @@ impl<'g, A: Scalar, D: 'static, G, Ss, Br> SavedGraph<'g, A, D, G, Ss, Br> {
         output: Position<S, Br>,
         seed: Tensor<A, S>,
     ) -> Result<ContextPack<A, G, Ss, Br>, Error> {
-        self.check_handle(output)?;
-        Ok(self.all(self.raw.backprop_from_dense(output.index(), seed.into_raw())?))
+        Ok(self.all(self.raw.backprop_from_dense(output.into(), seed.into_raw())?))
     }
 
     /// Which positions [`backprop_from(output, …)`](Self::backprop_from) reaches, one flag per
@@ -199,8 +197,7 @@ impl<'g, A: Scalar, D: 'static, G, Ss, Br> SavedGraph<'g, A, D, G, Ss, Br> {
     /// # Errors
     /// [`Error::ForeignPosition`] for a handle of another graph.
     pub fn reached_from<S>(&self, output: Position<S, Br>) -> Result<Vec<bool>, Error> {
-        self.check_handle(output)?;
-        self.raw.reached_from(output.index())
+        self.raw.reached_from(output.into())
     }
 
     /// The indices (0 = first node) of the nodes whose VJP
@@ -224,12 +221,5 @@ impl<'g, A: Scalar, D: 'static, G, Ss, Br> SavedGraph<'g, A, D, G, Ss, Br> {
         let inputs = self.graph.raw().num_inputs();
         let reached = self.reached_from(output)?;
         Ok(reached[inputs..].iter().enumerate().filter(|(_, &r)| r).map(|(k, _)| k).collect())
-    }
-
-    fn check_handle<S>(&self, pos: Position<S, Br>) -> Result<(), Error> {
-        if pos.graph_id() != self.graph.raw().id() {
-            return Err(Error::ForeignPosition { index: pos.index(), len: self.raw.values.len() });
-        }
-        Ok(())
     }
 }

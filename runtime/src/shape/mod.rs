@@ -1,6 +1,6 @@
 //! Shapes: runtime dims ([`Dims`]) for the untyped core, and the typed layer on top of it —
 //! typenum dims ([`Shape`]), shape lists built by snoc ([`Nil`], [`Snoc`]) and typed position
-//! handles ([`Position`]).
+//! handles ([`Position`]), and the untyped handles of the raw graph ([`RawPosition`]).
 //!
 //! Type-level work happens once per op at graph-building time; kernels, storage and every reverse
 //! pass work on runtime [`Dims`]. Shape lists are plain marker types with no recursive trait bound,
@@ -12,4 +12,4 @@ mod type_ops;
 mod typed;
 
 pub use dims::{Dims, MAX_RANK};
-pub use typed::{Nil, Position, Shape, ShapeList, Snoc};
+pub use typed::{Nil, Position, RawPosition, Shape, ShapeList, Snoc};

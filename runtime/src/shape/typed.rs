@@ -96,6 +96,66 @@ impl<S, Br> Position<S, Br> {
     }
 }
 
+/// The untyped handle of a position of one [`RawGraph`](crate::RawGraph): its index, and the id
+/// of the graph that handed it out.
+///
+/// [`RawGraph::push`](crate::RawGraph::push) returns one per node and
+/// [`RawGraph::position`](crate::RawGraph::position) one per input (or any position, by index).
+/// The raw entry points that take a position ([`RawSavedGraph::backprop_from`](crate::RawSavedGraph::backprop_from),
+/// [`backprop_from_dense`](crate::RawSavedGraph::backprop_from_dense),
+/// [`reached_from`](crate::RawSavedGraph::reached_from), [`RawSeeds::set`](crate::RawSeeds::set))
+/// refuse a handle of another graph with [`Error::ForeignPosition`](crate::Error::ForeignPosition),
+/// even when the other graph has the same shapes. Op constructors take the plain index
+/// ([`index`](Self::index)): a node's parents are checked when it is pushed.
+///
+/// ```
+/// use exactgrad_runtime::{ops::Sum, Dims, Error, NodeData, RawGraph, RawSavedGraph, RawTensor};
+/// let graph = || {
+///     let mut g = RawGraph::<f64, ()>::new(vec![Dims::vector(2)]);
+///     let s = g.push(NodeData::compact(Sum::new(0))).unwrap();
+///     (g, s)
+/// };
+/// let (a, sum_a) = graph();
+/// let (b, _) = graph(); // the same shapes, another graph
+/// assert_eq!(sum_a.index(), 1);
+/// let x = RawTensor::from_vec(Dims::vector(2), vec![1.0, 2.0]).unwrap();
+/// let saved_b = RawSavedGraph::compile(&b, vec![x.clone()], ()).unwrap();
+/// let one = RawTensor::full(Dims::scalar(), 1.0);
+/// assert!(matches!(saved_b.backprop_from(sum_a, one.clone()), Err(Error::ForeignPosition { .. })));
+/// let saved_a = RawSavedGraph::compile(&a, vec![x], ()).unwrap();
+/// assert_eq!(saved_a.backprop_from(sum_a, one).unwrap()[0].data(), &[1.0, 1.0]);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct RawPosition {
+    graph: u64,
+    index: usize,
+}
+
+impl RawPosition {
+    pub(crate) fn new(graph: u64, index: usize) -> Self {
+        RawPosition { graph, index }
+    }
+
+    /// Id of the graph the handle belongs to.
+    pub(crate) fn graph_id(self) -> u64 {
+        self.graph
+    }
+
+    /// The position's index in its graph's context (inputs first, then nodes in creation order):
+    /// what op constructors take as parents.
+    pub fn index(self) -> usize {
+        self.index
+    }
+}
+
+/// The untyped handle of a typed one (for the raw API under a typed graph,
+/// [`SavedGraph::raw`](crate::SavedGraph::raw)).
+impl<S, Br> From<Position<S, Br>> for RawPosition {
+    fn from(p: Position<S, Br>) -> Self {
+        RawPosition::new(p.graph, p.index)
+    }
+}
+
 impl<S, Br> Clone for Position<S, Br> {
     fn clone(&self) -> Self {
         *self

@@ -173,7 +173,18 @@ fn run(desc: &Description, rng: &mut Rng) -> Reached {
             let mut s = RawSeeds::zeros(&dims);
             for _ in 0..rng.below(4) {
                 let q = rng.below(dims.len() + 1);
-                let _ = s.set(q, maybe_wrong(&mut rng, dims.get(q).copied().unwrap_or_else(Dims::scalar)));
+                let t = maybe_wrong(&mut rng, dims.get(q).copied().unwrap_or_else(Dims::scalar));
+                // Out of range: `position` refuses it; a handle of another graph: `set` does.
+                match g.position(q) {
+                    Ok(p) if rng.below(8) == 0 => {
+                        let other = RawGraph::<f64, Data>::new(dims.clone());
+                        let _ = other.position(p.index()).map(|f| s.set(f, t));
+                    }
+                    Ok(p) => {
+                        let _ = s.set(p, t);
+                    }
+                    Err(_) => {}
+                }
             }
             s
         };
@@ -188,14 +199,22 @@ fn run(desc: &Description, rng: &mut Rng) -> Reached {
         reached.passes_ok += ok.iter().filter(|&&b| b).count();
         let out = if rng.below(8) == 0 { dims.len() + rng.below(2) } else { rng.below(dims.len().max(1)) };
         let seed = maybe_wrong(rng, dims.get(out).copied().unwrap_or_else(Dims::scalar));
-        let _ = saved.reached_from(out);
-        if let Ok(grads) = saved.backprop_from(out, seed.clone()) {
+        // An output out of range has no handle (`position` refuses it); one of another graph of
+        // the same shapes is refused by the passes.
+        let Ok(mut at) = g.position(out) else { continue };
+        if rng.below(8) == 0 {
+            if let Ok(foreign) = RawGraph::<f64, Data>::new(dims.clone()).position(out) {
+                at = foreign;
+            }
+        }
+        let _ = saved.reached_from(at);
+        if let Ok(grads) = saved.backprop_from(at, seed.clone()) {
             reached.passes_ok += 1;
             for q in 0..=dims.len() {
                 let _ = grads.get(q);
             }
         }
-        reached.passes_ok += usize::from(saved.backprop_from_dense(out, seed).is_ok());
+        reached.passes_ok += usize::from(saved.backprop_from_dense(at, seed).is_ok());
     }
     reached
 }

@@ -1,0 +1,219 @@
+//! The VJP paths that do not go through [`vjp`](ProgramState::vjp) and
+//! [`accumulate`](ProgramState::accumulate): products computed straight into their gradient
+//! buffers, windows added in one pass, and nodes run through the graph's own node (opaque closures,
+//! user compact ops), which touch their whole prefix. Each makes the same additions in the same
+//! order as the general path.
+
+use core::ops::Range;
+
+use super::{apply_pending, apply_pending_scalar, ProgramState};
+use crate::error::Error;
+use crate::gradients::Slot;
+use crate::graph::{NodeData, Program as NodeProgram, RawGraph, SavedValues};
+use crate::guard::guarded;
+use crate::ops::window_vjp as window;
+use crate::ops::{ProductVjp, WindowVjp};
+use crate::scalar::Scalar;
+use crate::tensor::RawTensor;
+
+impl<A: Scalar> ProgramState<A> {
+    /// The VJP of a product node `k` (`matmul` of distinct operands, `matmul_data`; visit `visit`)
+    /// and its accumulation at its support `writes` (position, pending visits; support order):
+    /// where every written position still holds a uniform, each contribution is computed straight
+    /// into the position's gradient buffer, `stored +` fused into the GEMM's store
+    /// ([`ProductVjp`]); from the first position already written on, as [`vjp`](Self::vjp) and
+    /// [`accumulate`](Self::accumulate). The same additions in the same order either way.
+    ///
+    /// # Errors
+    /// [`Error::Vjp`] when a contribution does not fit its position or the op panics (caught at
+    /// the node, as in [`vjp`](Self::vjp)).
+    #[doc(hidden)]
+    pub fn vjp_product<D, Op: ProductVjp<A, D>>(
+        &mut self,
+        visit: usize,
+        k: usize,
+        op: &Op,
+        g: &RawTensor<A>,
+        data: &D,
+        writes: &[(usize, Range<usize>)],
+    ) -> Result<(), Error> {
+        let p = self.inputs + k;
+        self.uniforms[visit] = op.product_uniform();
+        for (i, (q, pending)) in writes.iter().enumerate() {
+            let (q, d) = (*q, self.dims[*q]);
+            let Slot::Full(v, _) = &mut self.slots[q] else {
+                // A position already written: the contributions, built once, for the rest.
+                let root = self.vjp(visit, k, op, g, data)?;
+                for (q, pending) in &writes[i..] {
+                    self.accumulate(k, op.name(), root, *q, pending.clone(), g)?;
+                }
+                return Ok(());
+            };
+            apply_pending_scalar(v, &self.uniforms[pending.clone()]);
+            let mut out =
+                self.gradient_buffer.get(q).map_or_else(Vec::new, |&b| core::mem::take(&mut self.gradient_pool[b]));
+            out.clear();
+            let saved = SavedValues { prefix: &self.values[..p], output: &self.values[p], data };
+            guarded("the VJP", || op.product_onto(&saved, g, i, v, &mut out))
+                .map_err(|m| super::sweep::vjp_error(k, op.name(), m))?;
+            if out.len() != d.numel() {
+                let message = format!(
+                    "its product at position {q} has {} elements, the position's shape {d} has {}",
+                    out.len(),
+                    d.numel()
+                );
+                return Err(Error::Vjp { node: k, op: op.name().to_owned(), message });
+            }
+            self.slots[q] = Slot::Dense(RawTensor::from_parts(d, out));
+        }
+        Ok(())
+    }
+
+    /// The VJP of a window node `k` (`slice`; visit `visit`) added at its one support position
+    /// `q` in one pass: `(slot_q + the uniforms of the pending visits) + t[e]`, `t` the cotangent
+    /// in the op's [`Window`](crate::ops::Window) of `q` and zeros around it — the additions of
+    /// [`vjp`](Self::vjp) and [`accumulate`](Self::accumulate), without building `t`.
+    ///
+    /// # Errors
+    /// [`Error::Vjp`] when the window does not fit the position or the cotangent.
+    #[doc(hidden)]
+    pub fn vjp_window<D, Op: WindowVjp<A, D>>(
+        &mut self,
+        visit: usize,
+        k: usize,
+        op: &Op,
+        g: &RawTensor<A>,
+        q: usize,
+        pending: Range<usize>,
+    ) -> Result<(), Error> {
+        self.uniforms[visit] = A::zero();
+        let d = self.dims[q];
+        let w = op.window(d);
+        if !w.fits(d.numel(), g.numel()) {
+            let message = format!(
+                "its window {w:?} does not fit position {q} of shape {d} and a cotangent of shape {}",
+                g.dims()
+            );
+            return Err(Error::Vjp { node: k, op: op.name().to_owned(), message });
+        }
+        let us = &self.uniforms[pending];
+        let us = if A::ZERO_ADD_IDEMPOTENT { &us[..us.len().min(1)] } else { us };
+        match &mut self.slots[q] {
+            Slot::Dense(t) => {
+                // All but the last pending uniform in their own passes (only for scalars whose
+                // zeros do not collapse), the last fused with the window's additions.
+                let (last, before) = us.split_last().map_or((None, us), |(l, b)| (Some(l), b));
+                apply_pending(t.data_mut(), before);
+                window::accumulate(t.data_mut(), last, g.data(), w);
+            }
+            Slot::Full(v, _) => {
+                apply_pending_scalar(v, us);
+                let mut out =
+                    self.gradient_buffer.get(q).map_or_else(Vec::new, |&b| core::mem::take(&mut self.gradient_pool[b]));
+                window::onto(v, g.data(), w, &mut out);
+                self.slots[q] = Slot::Dense(RawTensor::from_parts(d, out));
+            }
+        }
+        Ok(())
+    }
+
+    /// The VJP of node `k` (visit `visit`) through the graph's own node, which touches its whole
+    /// prefix: an opaque node adds its dense VJP to every position below it (SEMANTICS §6
+    /// `add_dense`); a user compact op adds its contributions at its support and its uniform
+    /// everywhere else. `pending[q]` are the pending visits of each position `q` below the node.
+    ///
+    /// # Errors
+    /// [`Error::Vjp`] for a VJP that does not fit the prefix or panics (caught at the node; the
+    /// state stays usable for the next run).
+    #[doc(hidden)]
+    #[allow(clippy::too_many_arguments)]
+    pub fn vjp_node<D: 'static>(
+        &mut self,
+        visit: usize,
+        k: usize,
+        graph: &RawGraph<A, D>,
+        g: &RawTensor<A>,
+        data: &D,
+        pending: &[Range<usize>],
+    ) -> Result<(), Error> {
+        let p = self.inputs + k;
+        let node: &NodeData<A, D> = &graph.nodes()[k];
+        let vjp_error = |message: String| Error::Vjp { node: k, op: node.name().to_owned(), message };
+        self.uniforms[visit] = A::zero();
+        match node.program() {
+            NodeProgram::Opaque { vjp, .. } => {
+                let out = guarded("the VJP", || vjp(&self.values[..p], data, g)).map_err(vjp_error)?;
+                if out.len() != p {
+                    return Err(vjp_error(format!("returned {} tensors for a prefix of {p}", out.len())));
+                }
+                if let Some((q, t)) = out.iter().enumerate().find(|(q, t)| t.dims() != self.dims[*q]) {
+                    return Err(vjp_error(format!(
+                        "returned shape {} at position {q}, which has shape {}",
+                        t.dims(),
+                        self.dims[q]
+                    )));
+                }
+                for (q, t) in out.iter().enumerate() {
+                    let slot = self.dense_slot(q, pending[q].clone());
+                    for (x, y) in slot.iter_mut().zip(t.data()) {
+                        *x = A::pinned_add(x.clone(), y.clone());
+                    }
+                }
+            }
+            NodeProgram::Compact(op) => {
+                self.contributions.clear();
+                let saved = SavedValues { prefix: &self.values[..p], output: &self.values[p], data };
+                let c = &mut self.contributions;
+                let root = guarded("the VJP", || op.contributions(&saved, g, c)).map_err(vjp_error)?;
+                if !c.is_handle(root) {
+                    return Err(vjp_error("returned a handle that is not one of its contributions".to_owned()));
+                }
+                let u = self.contributions.uniform(root);
+                let mut support = Vec::new();
+                self.contributions.support_into(root, &mut support);
+                if let Some(&q) = support.iter().find(|&&q| q >= p) {
+                    return Err(vjp_error(format!("contributes to position {q}, outside its prefix of {p}")));
+                }
+                for (q, pending) in pending.iter().enumerate().take(p) {
+                    if support.contains(&q) {
+                        self.accumulate(k, node.name(), root, q, pending.clone(), g)?;
+                    } else {
+                        // One more uniform, applied now: the position's pending run ends here.
+                        let us = &self.uniforms[pending.clone()];
+                        match &mut self.slots[q] {
+                            Slot::Dense(t) => {
+                                apply_pending(t.data_mut(), us);
+                                apply_pending(t.data_mut(), core::slice::from_ref(&u));
+                            }
+                            Slot::Full(v, _) => {
+                                apply_pending_scalar(v, us);
+                                *v = A::pinned_add(v.clone(), u.clone());
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The slot of `q` made dense, with its pending uniforms applied.
+    fn dense_slot(&mut self, q: usize, pending: Range<usize>) -> &mut [A] {
+        let us = &self.uniforms[pending];
+        if let Slot::Full(v, d) = &mut self.slots[q] {
+            apply_pending_scalar(v, us);
+            let mut buf =
+                self.gradient_buffer.get(q).map_or_else(Vec::new, |&i| core::mem::take(&mut self.gradient_pool[i]));
+            buf.clear();
+            buf.extend((0..d.numel()).map(|_| v.clone()));
+            let d = *d;
+            self.slots[q] = Slot::Dense(RawTensor::from_parts(d, buf));
+        } else if let Slot::Dense(t) = &mut self.slots[q] {
+            apply_pending(t.data_mut(), us);
+        }
+        match &mut self.slots[q] {
+            Slot::Dense(t) => t.data_mut(),
+            Slot::Full(..) => &mut [],
+        }
+    }
+}
