@@ -30,6 +30,14 @@ pub trait Storage {
     /// otherwise.
     fn storage_eq(&self, other: &Self) -> bool;
 
+    /// Whether the value is a NaN (a float's; `false` for every other type): the only values for
+    /// which [`pinned_add`](Self::pinned_add) can differ from a plain `+`. A sum whose plain result
+    /// is not a NaN had no NaN along the way, so it equals the pinned sum and needs no second pass.
+    #[inline]
+    fn is_nan(&self) -> bool {
+        false
+    }
+
     /// Whether adding zero settles after one step: `pinned_add(0, 0)` is storage-equal to `0`
     /// and, for every `x`, `pinned_add(pinned_add(x, 0), 0)` is storage-equal to
     /// `pinned_add(x, 0)` (`0` the scalar's zero). True for floats (`x + 0` only turns `-0` into
@@ -110,6 +118,10 @@ macro_rules! float_storage {
             #[inline]
             fn storage_eq(&self, other: &Self) -> bool {
                 self.to_bits() == other.to_bits()
+            }
+            #[inline]
+            fn is_nan(&self) -> bool {
+                <$t>::is_nan(*self)
             }
             #[inline]
             fn pinned_add(a: Self, b: Self) -> Self {

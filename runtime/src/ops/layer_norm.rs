@@ -21,7 +21,7 @@ use num_traits::{Float, FromPrimitive};
 
 use crate::contributions::{Contrib, Contributions};
 use crate::graph::{Compact, CompactOp, SavedValues};
-use crate::scalar::Scalar;
+use crate::scalar::{Scalar, Storage};
 use crate::shape::{Dims, Position, Shape};
 use crate::tensor::RawTensor;
 
@@ -39,17 +39,94 @@ impl<A> LayerNorm<A> {
     }
 }
 
+/// `a + b`: the engine's pinned addition when `P`, plain `+` otherwise (see [`pinned_if_nan`]).
+#[inline(always)]
+fn add<A: Scalar + Float, const P: bool>(a: A, b: A) -> A {
+    if P {
+        A::pinned_add(a, b)
+    } else {
+        a + b
+    }
+}
+
+/// `a * b` of two data values: pinned when `P`, plain otherwise.
+#[inline(always)]
+fn mul<A: Scalar + Float, const P: bool>(a: A, b: A) -> A {
+    if P {
+        A::pinned_mul(a, b)
+    } else {
+        a * b
+    }
+}
+
+/// Runs `f::<false>` (plain `+` and `*`, which vectorise and keep one add on each sum's
+/// dependency chain), and again as `f::<true>` (every `+`/`*` of two data values pinned) when its
+/// results hold a NaN. Every operation here carries a NaN operand into its result (no select, no
+/// comparison), so results without a NaN had no NaN along the way, where pinned and plain
+/// operations agree: the two runs give the same bits whenever the first is kept.
+fn pinned_if_nan<A: Scalar>(out: &mut Vec<A>, start: usize, mut f: impl FnMut(&mut Vec<A>, bool)) {
+    f(out, false);
+    if out[start..].iter().any(Storage::is_nan) {
+        out.truncate(start);
+        f(out, true);
+    }
+}
+
 /// Steps 1–5 for one row: `h` into `h` (cleared first); returns `r`.
-fn normalise<A: Scalar + Float>(row: &[A], n: A, eps: A, h: &mut Vec<A>) -> A {
-    let mu = row.iter().fold(<A as Scalar>::zero(), |acc, &v| A::pinned_add(acc, v)) / n;
+fn normalise<A: Scalar + Float, const P: bool>(row: &[A], n: A, eps: A, h: &mut Vec<A>) -> A {
+    let mu = row.iter().fold(<A as Scalar>::zero(), |acc, &v| add::<A, P>(acc, v)) / n;
     h.clear();
     h.extend(row.iter().map(|&v| v - mu));
-    let var = h.iter().fold(<A as Scalar>::zero(), |acc, &d| A::pinned_add(acc, d * d)) / n;
+    let var = h.iter().fold(<A as Scalar>::zero(), |acc, &d| add::<A, P>(acc, d * d)) / n;
     let r = A::one() / (var + eps).sqrt();
     for d in h.iter_mut() {
-        *d = A::pinned_mul(*d, r);
+        *d = mul::<A, P>(*d, r);
     }
     r
+}
+
+/// The forward of every row of `x` appended to `out`: `normalise`, then `h * g + b`.
+fn forward_rows<A: Scalar + Float, const P: bool>(x: &[A], gain: &[A], bias: &[A], nf: A, eps: A, out: &mut Vec<A>) {
+    let n = gain.len();
+    for row in x.chunks_exact(n.max(1)) {
+        // `normalise` written into `out`'s row, then `h * g + b` in place.
+        let mu = row.iter().fold(<A as Scalar>::zero(), |acc, &v| add::<A, P>(acc, v)) / nf;
+        let start = out.len();
+        out.extend(row.iter().map(|&v| v - mu));
+        let h = &mut out[start..];
+        let var = h.iter().fold(<A as Scalar>::zero(), |acc, &d| add::<A, P>(acc, d * d)) / nf;
+        let r = A::one() / (var + eps).sqrt();
+        for ((d, &g), &b) in h.iter_mut().zip(gain).zip(bias) {
+            *d = add::<A, P>(mul::<A, P>(mul::<A, P>(*d, r), g), b);
+        }
+    }
+}
+
+/// The VJP of every row: `gx` appended, `ggain` and `gbias` (zeros, `n` each) accumulated.
+#[allow(clippy::type_complexity)]
+fn vjp_rows<A: Scalar + Float, const P: bool>(
+    x: &[A],
+    g: &[A],
+    gain: &[A],
+    nf: A,
+    eps: A,
+    (h, q): (&mut Vec<A>, &mut Vec<A>),
+    (gx, ggain, gbias): (&mut Vec<A>, &mut Vec<A>, &mut Vec<A>),
+) {
+    let n = gain.len();
+    let zero = <A as Scalar>::zero();
+    for (row, dr) in x.chunks_exact(n.max(1)).zip(g.chunks_exact(n.max(1))) {
+        let r = normalise::<A, P>(row, nf, eps, h);
+        q.clear();
+        q.extend(dr.iter().zip(gain).map(|(&dv, &gv)| mul::<A, P>(dv, gv)));
+        let a = q.iter().fold(zero, |acc, &v| add::<A, P>(acc, v)) / nf;
+        let b = q.iter().zip(h.iter()).fold(zero, |acc, (&qv, &hv)| add::<A, P>(acc, mul::<A, P>(qv, hv))) / nf;
+        gx.extend(q.iter().zip(h.iter()).map(|(&qv, &hv)| mul::<A, P>((qv - a) - mul::<A, P>(b, hv), r)));
+        for j in 0..n {
+            ggain[j] = add::<A, P>(ggain[j], mul::<A, P>(dr[j], h[j]));
+            gbias[j] = add::<A, P>(gbias[j], dr[j]);
+        }
+    }
 }
 
 impl<A: Scalar + Float + FromPrimitive, D> CompactOp<A, D> for LayerNorm<A> {
@@ -78,18 +155,14 @@ impl<A: Scalar + Float + FromPrimitive, D> CompactOp<A, D> for LayerNorm<A> {
         let (gain, bias) = (ctx[self.parents[1]].data(), ctx[self.parents[2]].data());
         let n = gain.len();
         let nf = A::from_usize(n).unwrap_or_else(|| unreachable!("checked by output_dims"));
-        for row in x.data().chunks_exact(n) {
-            // `normalise` written into `out`'s row, then `h * g + b` in place.
-            let mu = row.iter().fold(<A as Scalar>::zero(), |acc, &v| A::pinned_add(acc, v)) / nf;
-            let start = out.len();
-            out.extend(row.iter().map(|&v| v - mu));
-            let h = &mut out[start..];
-            let var = h.iter().fold(<A as Scalar>::zero(), |acc, &d| A::pinned_add(acc, d * d)) / nf;
-            let r = A::one() / (var + self.eps).sqrt();
-            for ((d, &g), &b) in h.iter_mut().zip(gain).zip(bias) {
-                *d = A::pinned_add(A::pinned_mul(A::pinned_mul(*d, r), g), b);
+        let start = out.len();
+        pinned_if_nan(out, start, |out, pinned| {
+            if pinned {
+                forward_rows::<A, true>(x.data(), gain, bias, nf, self.eps, out);
+            } else {
+                forward_rows::<A, false>(x.data(), gain, bias, nf, self.eps, out);
             }
-        }
+        });
     }
     fn contributions(&self, saved: &SavedValues<'_, A, D>, g: &RawTensor<A>, c: &mut Contributions<A>) -> Contrib {
         let x = &saved.prefix[self.parents[0]];
@@ -106,17 +179,23 @@ impl<A: Scalar + Float + FromPrimitive, D> CompactOp<A, D> for LayerNorm<A> {
         ggain.resize(n, zero);
         let mut gbias = c.buffer_for(n);
         gbias.resize(n, zero);
-        for (row, dr) in x.data().chunks_exact(n).zip(g.data().chunks_exact(n)) {
-            let r = normalise(row, nf, self.eps, &mut h);
-            q.clear();
-            q.extend(dr.iter().zip(gain).map(|(&dv, &gv)| A::pinned_mul(dv, gv)));
-            let a = q.iter().fold(zero, |acc, &v| A::pinned_add(acc, v)) / nf;
-            let b = q.iter().zip(&h).fold(zero, |acc, (&qv, &hv)| A::pinned_add(acc, A::pinned_mul(qv, hv))) / nf;
-            gx.extend(q.iter().zip(&h).map(|(&qv, &hv)| A::pinned_mul((qv - a) - A::pinned_mul(b, hv), r)));
-            for j in 0..n {
-                ggain[j] = A::pinned_add(ggain[j], A::pinned_mul(dr[j], h[j]));
-                gbias[j] = A::pinned_add(gbias[j], dr[j]);
+        let mut rows = |pinned: bool, gx: &mut Vec<A>, ggain: &mut Vec<A>, gbias: &mut Vec<A>| {
+            let bufs = (&mut h, &mut q);
+            if pinned {
+                vjp_rows::<A, true>(x.data(), g.data(), gain, nf, self.eps, bufs, (gx, ggain, gbias));
+            } else {
+                vjp_rows::<A, false>(x.data(), g.data(), gain, nf, self.eps, bufs, (gx, ggain, gbias));
             }
+        };
+        // As `pinned_if_nan`, over the three results.
+        rows(false, &mut gx, &mut ggain, &mut gbias);
+        if gx.iter().chain(&ggain).chain(&gbias).any(Storage::is_nan) {
+            gx.clear();
+            ggain.clear();
+            ggain.resize(n, zero);
+            gbias.clear();
+            gbias.resize(n, zero);
+            rows(true, &mut gx, &mut ggain, &mut gbias);
         }
         c.recycle(h);
         c.recycle(q);

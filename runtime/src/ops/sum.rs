@@ -23,9 +23,22 @@ impl Sum {
     }
 }
 
-/// `((0 + x[0]) + x[1]) + …`.
+/// `((0 + x[0]) + x[1]) + …` with the engine's pinned additions.
 pub(crate) fn sum_in_order<A: Scalar>(x: &[A]) -> A {
-    x.iter().fold(A::zero(), |acc, v| A::pinned_add(acc, v.clone()))
+    pinned_sum(x.iter().cloned())
+}
+
+/// `((0 + x₀) + x₁) + …` with [`pinned_add`](crate::Storage::pinned_add): summed with plain `+`
+/// first (one add per element on the dependency chain, not an add and two selects), and again
+/// pinned only when that gives a NaN — before the first NaN the two sums are the same, and a sum
+/// without a NaN along the way ends without one.
+pub(crate) fn pinned_sum<A: Scalar>(xs: impl Iterator<Item = A> + Clone) -> A {
+    let plain = xs.clone().fold(A::zero(), |acc, v| acc + v);
+    if plain.is_nan() {
+        xs.fold(A::zero(), A::pinned_add)
+    } else {
+        plain
+    }
 }
 
 impl<A: Scalar, D> CompactOp<A, D> for Sum {
@@ -74,5 +87,30 @@ mod tests {
         // ((0 + 1e16) + 1) + -1e16 = 0 in f64: the order is fixed, not "exact".
         assert_eq!(forward(Sum::new(0), &[x]).data(), &[0.0]);
         gradcheck(Sum::new(0), &[sample(&[2, 2, 2], 13)], 1e-7);
+    }
+
+    fn special() -> impl proptest::strategy::Strategy<Value = f32> {
+        use proptest::prelude::*;
+        prop_oneof![
+            Just(0.0f32),
+            Just(-0.0),
+            Just(f32::INFINITY),
+            Just(f32::NEG_INFINITY),
+            Just(f32::MAX),
+            Just(f32::from_bits(0x7fa0_0001)),
+            Just(f32::from_bits(0xffc0_0002)),
+            Just(f32::from_bits(0x7fc0_0003)),
+            Just(f32::from_bits(1)),
+            (-4.0f32..4.0),
+        ]
+    }
+
+    proptest::proptest! {
+        /// The plain-then-pinned sum is the pinned sum, bit for bit (NaN payloads, `inf - inf`).
+        #[test]
+        fn pinned_sum_is_the_pinned_fold(xs in proptest::collection::vec(special(), 0..12)) {
+            let pinned = xs.iter().fold(0.0f32, |acc, &v| <f32 as crate::Storage>::pinned_add(acc, v));
+            proptest::prop_assert_eq!(pinned_sum(xs.iter().copied()).to_bits(), pinned.to_bits());
+        }
     }
 }

@@ -51,7 +51,7 @@ pub(crate) fn sums_along<A: Scalar>(x: &[A], d: Dims, axis: usize) -> Vec<A> {
     let mut out = Vec::with_capacity(outer * inner);
     for o in 0..outer {
         for i in 0..inner {
-            out.push((0..n).fold(A::zero(), |acc, j| A::pinned_add(acc, x[(o * n + j) * inner + i].clone())));
+            out.push(super::sum::pinned_sum((0..n).map(|j| x[(o * n + j) * inner + i].clone())));
         }
     }
     out

@@ -686,29 +686,22 @@ macro_rules! transposing_avx2 {
                 }
             }
 
-            /// `a[m + i, c · L .. c · L + L]` for `i < L`, one vector per row (addresses computed,
-            /// not loaded: a table of row slices in memory made the loads wait on the stores of
-            /// the accumulators).
-            #[inline]
-            #[target_feature(enable = "avx2")]
-            fn load_rows<A: 'static>(p: &Thin<'_, A>, m: usize, c: usize) -> [V; L] {
-                let (rs, t) = (p.a.row_stride, c * L);
-                let mut r = [zero(); L];
-                for (i, v) in r.iter_mut().enumerate() {
-                    let chunk = &p.a.data[(m + i) * rs + t..][..L];
-                    *v = set(core::array::from_fn(|q| lane(&chunk[q])));
-                }
-                r
-            }
-
             /// The products `a[m + i, c · L + t] · x[t]` (`x · a` when `B_LEFT`), transposed: vector
             /// `t` holds them for the rows `m..m + L`.
             #[inline]
             #[target_feature(enable = "avx2")]
             fn products<A: 'static, const B_LEFT: bool>(p: &Thin<'_, A>, m: usize, c: usize, x: V) -> [V; L] {
-                let mut r = load_rows(p, m, c);
-                for v in r.iter_mut() {
-                    *v = if B_LEFT { mul(x, *v) } else { mul(*v, x) };
+                // `a[m + i, c · L .. c · L + L]` for `i < L`, one vector per row, written out here
+                // rather than called: as an `#[inline]` function LLVM stopped inlining it (which
+                // halved the matrix–vector speed), and `#[inline(always)]` cannot go with
+                // `#[target_feature]`. Addresses are computed, not loaded: a table of row slices in
+                // memory made the loads wait on the stores of the accumulators.
+                let (rs, t) = (p.a.row_stride, c * L);
+                let mut r = [zero(); L];
+                for (i, v) in r.iter_mut().enumerate() {
+                    let chunk = &p.a.data[(m + i) * rs + t..][..L];
+                    let row = set(core::array::from_fn(|q| lane(&chunk[q])));
+                    *v = if B_LEFT { mul(x, row) } else { mul(row, x) };
                 }
                 transpose(r)
             }
@@ -807,7 +800,14 @@ macro_rules! transposing_avx2 {
                         }
                     }
                     for (blk, sb) in acc.iter_mut().enumerate() {
-                        let cols = transpose(load_rows(p, m0 + blk * L, c));
+                        // The rows, as in `products` (written out for the same reason).
+                        let (rs, t, m) = (p.a.row_stride, c * L, m0 + blk * L);
+                        let mut rows = [zero(); L];
+                        for (i, v) in rows.iter_mut().enumerate() {
+                            let chunk = &p.a.data[(m + i) * rs + t..][..L];
+                            *v = set(core::array::from_fn(|q| lane(&chunk[q])));
+                        }
+                        let cols = transpose(rows);
                         for (s, bg) in sb.iter_mut().zip(&bs) {
                             for (&ct, &bt) in cols.iter().zip(bg) {
                                 *s = add(*s, if B_LEFT { mul(bt, ct) } else { mul(ct, bt) });
