@@ -122,6 +122,15 @@ fn apply_pending_scalar<A: Scalar>(v: &mut A, us: &[A]) {
     }
 }
 
+/// Position `q`'s gradient buffer (its index in `pool` from `buffers`), taken from the pool and
+/// empty; a new one for a position without a planned buffer. A free function, so the steps can
+/// take a buffer while they hold another slot.
+fn take_buffer<A>(buffers: &[usize], pool: &mut [Vec<A>], q: usize) -> Vec<A> {
+    let mut b = buffers.get(q).map_or_else(Vec::new, |&i| core::mem::take(&mut pool[i]));
+    b.clear();
+    b
+}
+
 impl<A: Scalar> ProgramState<A> {
     /// The state for a graph whose positions have `dims`, the first `inputs` of them inputs,
     /// whose sweeps visit at most `visits` nodes, with the buffers of `plan` (allocated as the
@@ -169,9 +178,7 @@ impl<A: Scalar> ProgramState<A> {
 
     /// Position `q`'s gradient buffer, empty.
     fn take_buf(&mut self, q: usize) -> Vec<A> {
-        let mut b = self.gradient_buffer.get(q).map_or_else(Vec::new, |&i| core::mem::take(&mut self.gradient_pool[i]));
-        b.clear();
-        b
+        take_buffer(self.gradient_buffer, &mut self.gradient_pool, q)
     }
 
     /// Gives position `q`'s gradient buffer back to the pool.

@@ -6,7 +6,7 @@
 
 use core::ops::Range;
 
-use super::{apply_pending, apply_pending_scalar, ProgramState};
+use super::{apply_pending, apply_pending_scalar, take_buffer, ProgramState};
 use crate::error::Error;
 use crate::gradients::Slot;
 use crate::graph::{NodeData, Program as NodeProgram, RawGraph, SavedValues};
@@ -50,9 +50,7 @@ impl<A: Scalar> ProgramState<A> {
                 return Ok(());
             };
             apply_pending_scalar(v, &self.uniforms[pending.clone()]);
-            let mut out =
-                self.gradient_buffer.get(q).map_or_else(Vec::new, |&b| core::mem::take(&mut self.gradient_pool[b]));
-            out.clear();
+            let mut out = take_buffer(self.gradient_buffer, &mut self.gradient_pool, q);
             let saved = SavedValues { prefix: &self.values[..p], output: &self.values[p], data };
             guarded("the VJP", || op.product_onto(&saved, g, i, v, &mut out))
                 .map_err(|m| super::sweep::vjp_error(k, op.name(), m))?;
@@ -108,8 +106,7 @@ impl<A: Scalar> ProgramState<A> {
             }
             Slot::Full(v, _) => {
                 apply_pending_scalar(v, us);
-                let mut out =
-                    self.gradient_buffer.get(q).map_or_else(Vec::new, |&b| core::mem::take(&mut self.gradient_pool[b]));
+                let mut out = take_buffer(self.gradient_buffer, &mut self.gradient_pool, q);
                 window::onto(v, g.data(), w, &mut out);
                 self.slots[q] = Slot::Dense(RawTensor::from_parts(d, out));
             }
@@ -202,9 +199,7 @@ impl<A: Scalar> ProgramState<A> {
         let us = &self.uniforms[pending];
         if let Slot::Full(v, d) = &mut self.slots[q] {
             apply_pending_scalar(v, us);
-            let mut buf =
-                self.gradient_buffer.get(q).map_or_else(Vec::new, |&i| core::mem::take(&mut self.gradient_pool[i]));
-            buf.clear();
+            let mut buf = take_buffer(self.gradient_buffer, &mut self.gradient_pool, q);
             buf.extend((0..d.numel()).map(|_| v.clone()));
             let d = *d;
             self.slots[q] = Slot::Dense(RawTensor::from_parts(d, buf));

@@ -5,7 +5,7 @@
 
 use core::ops::Range;
 
-use super::{apply_pending, apply_pending_scalar, ProgramState};
+use super::{apply_pending, apply_pending_scalar, take_buffer, ProgramState};
 use crate::contributions::{Contrib, Sink};
 use crate::error::Error;
 use crate::gradients::Slot;
@@ -106,9 +106,7 @@ impl<A: Scalar> ProgramState<A> {
             }
             Slot::Full(v, d) => {
                 apply_pending_scalar(v, us);
-                let mut out =
-                    self.gradient_buffer.get(q).map_or_else(Vec::new, |&i| core::mem::take(&mut self.gradient_pool[i]));
-                out.clear();
+                let mut out = take_buffer(self.gradient_buffer, &mut self.gradient_pool, q);
                 c.read_into(root, q, g, Sink::OntoUniformInto(v, &mut out)).map_err(vjp_error)?;
                 let d = *d;
                 self.slots[q] = Slot::Dense(RawTensor::from_parts(d, out));
