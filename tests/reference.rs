@@ -19,7 +19,8 @@
 //! every addition, is compared with the reference in `tests/symbolic.rs`.
 //!
 //! 256 cases per property (a few seconds in debug). `cargo test --release --test reference --
-//! --ignored soak` runs `EXACTGRAD_SOAK_CASES` cases (default 1 000 000) per scalar.
+//! --ignored --nocapture soak` runs `EXACTGRAD_SOAK_CASES` cases (default 1 000 000) per scalar and
+//! prints its figures.
 #![allow(clippy::unwrap_used)]
 
 mod floats;
@@ -29,8 +30,10 @@ use exactgrad::typenum::{U2, U3};
 use exactgrad::{graph, Dims, Error, NodeData, RawGraph, RawSavedGraph, RawTensor, Seeds, Tensor};
 use floats::{adv, all_bits, TestFloat};
 use proptest::prelude::*;
+use proptest::strategy::ValueTree;
 use proptest::test_runner::{Config as ProptestConfig, TestRunner};
 use recipe::*;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 fn fail(graph: &str, message: String) -> TestCaseError {
     TestCaseError::fail(format!("{message}\ngraph:\n{graph}"))
@@ -45,6 +48,8 @@ fn check_against_reference<T: TestScalar>(r: &Recipe) -> Result<(), TestCaseErro
     let dims = case.graph.dims().to_vec();
     let seeds: Vec<RawTensor<T>> = dims.iter().map(|&d| draw.seed(d)).collect();
     let check = |what: &str, a: &[RawTensor<T>], b: &[RawTensor<T>]| {
+        CHECKS.fetch_add(1, Ordering::Relaxed);
+        ELEMENTS.fetch_add(a.iter().map(|t| t.data().len() as u64).sum(), Ordering::Relaxed);
         compare_bits(&format!("{what} (seeds {seeds:?})"), a, b).map_err(|m| fail(&graph, m))
     };
 
@@ -119,15 +124,75 @@ proptest! {
     }
 }
 
-/// The soak run: `EXACTGRAD_SOAK_CASES` recipes (default 10⁶) per scalar against the reference.
+/// Comparisons made by `check_against_reference` (one per pass result), for the soak's figures.
+static CHECKS: AtomicU64 = AtomicU64::new(0);
+/// Scalars compared bit for bit by those comparisons.
+static ELEMENTS: AtomicU64 = AtomicU64::new(0);
+
+/// What one scalar's soak saw.
+struct Tally {
+    cases: u64,
+    checks: u64,
+    elements: u64,
+    mismatches: u64,
+    panics: u64,
+}
+
+/// `cases` random recipes over `T`, each checked against the reference; unlike a proptest run it
+/// does not stop at the first failure, so the figures count every mismatch and every panic (the
+/// first of each is printed in full).
+fn soak_scalar<T: TestScalar>(cases: u64) -> Tally {
+    let config = ProptestConfig { failure_persistence: None, ..ProptestConfig::default() };
+    let mut runner = TestRunner::new(config);
+    let (checks, elements) = (CHECKS.load(Ordering::Relaxed), ELEMENTS.load(Ordering::Relaxed));
+    let (mut mismatches, mut panics) = (0, 0);
+    for _ in 0..cases {
+        let r = recipe().new_tree(&mut runner).expect("recipes always generate").current();
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| check_against_reference::<T>(&r))) {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => {
+                mismatches += 1;
+                if mismatches == 1 {
+                    eprintln!("first mismatch: {e}");
+                }
+            }
+            Err(_) => {
+                panics += 1;
+                if panics == 1 {
+                    eprintln!("first panic on recipe {r:?}");
+                }
+            }
+        }
+    }
+    Tally {
+        cases,
+        checks: CHECKS.load(Ordering::Relaxed) - checks,
+        elements: ELEMENTS.load(Ordering::Relaxed) - elements,
+        mismatches,
+        panics,
+    }
+}
+
+/// The soak run: `EXACTGRAD_SOAK_CASES` recipes (default 10⁶) per scalar against the reference;
+/// prints cases, comparisons, scalars compared, mismatches and panics per scalar (`--nocapture`).
 #[test]
-#[ignore = "long: run with `cargo test --release --test reference -- --ignored soak`"]
+#[ignore = "long: run with `cargo test --release --test reference -- --ignored --nocapture soak`"]
 fn soak() {
     let cases = std::env::var("EXACTGRAD_SOAK_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(1_000_000);
-    let config = ProptestConfig { cases, failure_persistence: None, ..ProptestConfig::default() };
-    TestRunner::new(config.clone()).run(&recipe(), |r| check_against_reference::<f64>(&r)).unwrap();
-    TestRunner::new(config.clone()).run(&recipe(), |r| check_against_reference::<f32>(&r)).unwrap();
-    TestRunner::new(config).run(&recipe(), |r| check_against_reference::<Int>(&r)).unwrap();
+    let start = std::time::Instant::now();
+    let tallies = [
+        ("f64", soak_scalar::<f64>(cases)),
+        ("f32", soak_scalar::<f32>(cases)),
+        ("Wrapping<i64>", soak_scalar::<Int>(cases)),
+    ];
+    for (name, t) in &tallies {
+        println!(
+            "soak {name}: {} cases, {} comparisons, {} scalars compared, {} mismatches, {} panics",
+            t.cases, t.checks, t.elements, t.mismatches, t.panics
+        );
+    }
+    println!("soak: {:.1} s", start.elapsed().as_secs_f64());
+    assert!(tallies.iter().all(|(_, t)| t.mismatches == 0 && t.panics == 0), "the soak found failures (above)");
 }
 
 // ---------------------------------------------------------------------------------------------
