@@ -29,9 +29,7 @@ mod mlp_gemms;
 use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion, Throughput};
 use exactgrad::ops::{Add, MatMul, Mul, Sum, Tanh};
 use exactgrad::typenum::{U128, U16, U64, U784};
-use exactgrad::{
-    graph, Dims, Init, NodeData, RawGraph, RawPosition, RawSavedGraph, RawSeeds, RawTensor, Seeds, Tensor,
-};
+use exactgrad::{graph, Dims, Init, RawGraph, RawNode, RawPosition, RawSavedGraph, RawSeeds, RawTensor, Seeds, Tensor};
 
 // ---------------------------------------------------------------------------------------------
 // W1: MLP training step.
@@ -124,11 +122,11 @@ fn w2_graph() -> (RawGraph<f32, ()>, Vec<RawTensor<f32>>, RawPosition) {
     let mut x = 0;
     for i in 0..LAYERS {
         let (a, b) = (1 + 2 * i, 2 + 2 * i);
-        let m = g.push(NodeData::compact(Mul::new(x, a))).expect("well-formed").index();
-        let s = g.push(NodeData::compact(Add::new(m, b))).expect("well-formed").index();
-        x = g.push(NodeData::compact(Tanh::new(s))).expect("well-formed").index();
+        let m = g.push(RawNode::compact(Mul::new(x, a))).expect("well-formed").index();
+        let s = g.push(RawNode::compact(Add::new(m, b))).expect("well-formed").index();
+        x = g.push(RawNode::compact(Tanh::new(s))).expect("well-formed").index();
     }
-    let loss = g.push(NodeData::compact(Sum::new(x))).expect("well-formed");
+    let loss = g.push(RawNode::compact(Sum::new(x))).expect("well-formed");
     (g, inputs, loss)
 }
 
@@ -210,9 +208,9 @@ fn w4_heads(c: &mut Criterion) {
     }
     let mut heads = Vec::with_capacity(HEADS);
     for k in 0..HEADS {
-        let h = g.push(NodeData::compact(MatMul::new(1 + k, 0))).expect("well-formed").index();
-        let t = g.push(NodeData::compact(Tanh::new(h))).expect("well-formed").index();
-        heads.push(g.push(NodeData::compact(Sum::new(t))).expect("well-formed"));
+        let h = g.push(RawNode::compact(MatMul::new(1 + k, 0))).expect("well-formed").index();
+        let t = g.push(RawNode::compact(Tanh::new(h))).expect("well-formed").index();
+        heads.push(g.push(RawNode::compact(Sum::new(t))).expect("well-formed"));
     }
     let head0 = heads[0];
     let saved = RawSavedGraph::compile(&g, inputs, ()).expect("heads compile");

@@ -20,7 +20,7 @@
 #![allow(clippy::unwrap_used)] // test helpers unwrap: a failure is a test failure
 
 use exactgrad::ops::{Add, Scale, Tanh};
-use exactgrad::{Dims, NodeData, RawGraph, RawSavedGraph, RawTensor};
+use exactgrad::{Dims, RawGraph, RawNode, RawSavedGraph, RawTensor};
 
 /// Nodes of the graphs every non-dense pass runs on.
 const NODES: usize = 100_000;
@@ -40,9 +40,9 @@ fn tanh_chain(nodes: usize) -> (RawGraph<f32, ()>, Vec<RawTensor<f32>>) {
     let mut x = 0;
     for k in 0..nodes {
         let node = match k % 3 {
-            0 => NodeData::compact(Tanh::new(x)),
-            1 => NodeData::compact(Scale::new(x, 0.9f32)),
-            _ => NodeData::compact(Add::new(x, 1)),
+            0 => RawNode::compact(Tanh::new(x)),
+            1 => RawNode::compact(Scale::new(x, 0.9f32)),
+            _ => RawNode::compact(Add::new(x, 1)),
         };
         x = g.push(node).unwrap().index();
     }
@@ -56,7 +56,7 @@ fn tanh_chain(nodes: usize) -> (RawGraph<f32, ()>, Vec<RawTensor<f32>>) {
 fn opaque_last(nodes: usize) -> (RawGraph<f32, ()>, Vec<RawTensor<f32>>) {
     let (mut g, inputs) = tanh_chain(nodes - 1);
     let prev = g.dims().len() - 1;
-    g.push(NodeData::opaque(
+    g.push(RawNode::opaque(
         "double",
         d(),
         vec![prev],
@@ -77,7 +77,7 @@ fn doubling_chain(nodes: usize) -> (RawGraph<f32, ()>, Vec<RawTensor<f32>>) {
     let mut g = RawGraph::new(vec![d()]);
     let mut x = 0;
     for _ in 0..nodes {
-        x = g.push(NodeData::compact(Add::new(x, x))).unwrap().index();
+        x = g.push(RawNode::compact(Add::new(x, x))).unwrap().index();
     }
     (g, vec![RawTensor::from_fn(d(), |i| f32::from_bits(1 + i as u32))])
 }

@@ -31,7 +31,7 @@
 //! uniform runs by bits (§5).
 #![allow(clippy::unwrap_used)]
 
-use exactgrad::{ops, Dims, NodeData, RawGraph, RawSavedGraph, RawSeeds, RawTensor};
+use exactgrad::{ops, Dims, RawGraph, RawNode, RawSavedGraph, RawSeeds, RawTensor};
 use proptest::prelude::*;
 use proptest::test_runner::Config as ProptestConfig;
 
@@ -170,7 +170,7 @@ fn bits_of(t: &RawTensor<f64>) -> Vec<u64> {
 #[test]
 fn x_plus_x_with_negative_zero_seed() {
     let mut graph = RawGraph::<f64, ()>::new(vec![Dims::vector(2)]);
-    let y = graph.push(NodeData::compact(ops::Add::new(0, 0))).unwrap();
+    let y = graph.push(RawNode::compact(ops::Add::new(0, 0))).unwrap();
     assert_eq!(y.index(), 1);
     let saved = RawSavedGraph::compile(&graph, vec![vector(&[1.0, 2.0])], ()).unwrap();
     let seeds = vec![vector(&[-0.0, 0.0]), vector(&[0.0, 0.0])];
@@ -193,8 +193,8 @@ fn x_plus_x_with_negative_zero_seed() {
 fn square_plus_x_adds_both_parent_terms_first() {
     let x = f64::powi(2.0, -53);
     let mut graph = RawGraph::<f64, ()>::new(vec![Dims::scalar()]);
-    let p1 = graph.push(NodeData::compact(ops::Mul::new(0, 0))).unwrap();
-    let p2 = graph.push(NodeData::compact(ops::Add::new(p1.index(), 0))).unwrap();
+    let p1 = graph.push(RawNode::compact(ops::Mul::new(0, 0))).unwrap();
+    let p2 = graph.push(RawNode::compact(ops::Add::new(p1.index(), 0))).unwrap();
     let scalar = |v: f64| RawTensor::full(Dims::scalar(), v);
     let saved = RawSavedGraph::compile(&graph, vec![scalar(x)], ()).unwrap();
     let seeds = vec![scalar(0.0), scalar(0.0), scalar(1.0)];
@@ -237,8 +237,8 @@ fn bit_comparison_distinguishes_zero_signs_and_nan_payloads() {
 #[test]
 fn uniform_runs_are_split_by_bits_not_by_value() {
     let mut graph = RawGraph::<f64, ()>::new(vec![Dims::vector(1), Dims::vector(1)]);
-    graph.push(NodeData::compact(ops::Relu::new(1))).unwrap();
-    graph.push(NodeData::compact(Uniforms { parents: [0, 0], variant: 0, u: [-0.0, 0.0] })).unwrap();
+    graph.push(RawNode::compact(ops::Relu::new(1))).unwrap();
+    graph.push(RawNode::compact(Uniforms { parents: [0, 0], variant: 0, u: [-0.0, 0.0] })).unwrap();
     let saved = RawSavedGraph::compile(&graph, vec![vector(&[1.0]), vector(&[2.0])], ()).unwrap();
     let seeds = vec![vector(&[-0.0]), vector(&[0.0]), vector(&[0.0]), vector(&[0.0])];
 

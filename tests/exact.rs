@@ -16,7 +16,7 @@ mod common;
 use core::num::Wrapping;
 
 use common::{plans, Kind, Plan, Rng, Step};
-use exactgrad::{ops, NodeData, RawGraph, RawSavedGraph, RawTensor};
+use exactgrad::{ops, RawGraph, RawNode, RawSavedGraph, RawTensor};
 use proptest::prelude::*;
 
 type W = Wrapping<i64>;
@@ -38,16 +38,16 @@ fn build(plan: &Plan) -> RawGraph<W, ()> {
     let mut g = RawGraph::new(plan.inputs.clone());
     for &step in &plan.steps {
         let node = match step {
-            Step::Add(a, b) => NodeData::compact(ops::Add::new(a, b)),
-            Step::Sub(a, b) => NodeData::compact(ops::Sub::new(a, b)),
-            Step::Mul(a, b) => NodeData::compact(ops::Mul::new(a, b)),
-            Step::Neg(a) => NodeData::compact(ops::Neg::new(a)),
-            Step::Scale(a, r) => NodeData::compact(ops::Scale::new(a, Wrapping(i64::from(r % 7) - 3))),
-            Step::MatMul(a, b) => NodeData::compact(ops::MatMul::new(a, b)),
-            Step::Transpose(a) => NodeData::compact(ops::Transpose::new(a)),
-            Step::Sum(a) => NodeData::compact(ops::Sum::new(a)),
-            Step::AddRow(a, b) => NodeData::compact(ops::AddRow::new(a, b)),
-            Step::Relu(a) => NodeData::compact(ops::Relu::new(a)),
+            Step::Add(a, b) => RawNode::compact(ops::Add::new(a, b)),
+            Step::Sub(a, b) => RawNode::compact(ops::Sub::new(a, b)),
+            Step::Mul(a, b) => RawNode::compact(ops::Mul::new(a, b)),
+            Step::Neg(a) => RawNode::compact(ops::Neg::new(a)),
+            Step::Scale(a, r) => RawNode::compact(ops::Scale::new(a, Wrapping(i64::from(r % 7) - 3))),
+            Step::MatMul(a, b) => RawNode::compact(ops::MatMul::new(a, b)),
+            Step::Transpose(a) => RawNode::compact(ops::Transpose::new(a)),
+            Step::Sum(a) => RawNode::compact(ops::Sum::new(a)),
+            Step::AddRow(a, b) => RawNode::compact(ops::AddRow::new(a, b)),
+            Step::Relu(a) => RawNode::compact(ops::Relu::new(a)),
             Step::Mean(_) | Step::Opaque { .. } => unreachable!("not planned here"),
         };
         let p = g.push(node).unwrap();
@@ -129,11 +129,11 @@ proptest! {
 fn worked_example() {
     let d = exactgrad::Dims::vector(4);
     let mut g = RawGraph::<W, ()>::new(vec![d]);
-    let sq = g.push(NodeData::compact(ops::Mul::new(0, 0))).unwrap().index();
-    let diff = g.push(NodeData::compact(ops::Sub::new(sq, 0))).unwrap().index();
-    let y = g.push(NodeData::compact(ops::Relu::new(diff))).unwrap().index();
-    let z = g.push(NodeData::compact(ops::Sum::new(y))).unwrap();
-    g.push(NodeData::compact(ops::Add::new(0, 0))).unwrap();
+    let sq = g.push(RawNode::compact(ops::Mul::new(0, 0))).unwrap().index();
+    let diff = g.push(RawNode::compact(ops::Sub::new(sq, 0))).unwrap().index();
+    let y = g.push(RawNode::compact(ops::Relu::new(diff))).unwrap().index();
+    let z = g.push(RawNode::compact(ops::Sum::new(y))).unwrap();
+    g.push(RawNode::compact(ops::Add::new(0, 0))).unwrap();
     let x = RawTensor::from_vec(d, [-1, 0, 2, 3].map(Wrapping).to_vec()).unwrap();
     let saved = RawSavedGraph::compile(&g, vec![x], ()).unwrap();
     let from = saved.backprop_from(z, RawTensor::full(exactgrad::Dims::scalar(), Wrapping(1))).unwrap();

@@ -1,5 +1,5 @@
 //! Finite-difference gradient checks: the gradient `backprop_from` returns through the **typed**
-//! API is the derivative of the forward, for every built-in op (add, sub, mul including `x * x`,
+//! API is the derivative of the forward, for the built-in ops add, sub, mul (including `x * x`),
 //! neg, scale, matmul including a square `matmul(x, x)`, transpose, sum, mean, add_row, relu away
 //! from its kink, tanh, exp), for an opaque node with a correct dense VJP, and for a small
 //! composite model.
@@ -13,7 +13,7 @@
 #![allow(clippy::unwrap_used)] // test helpers unwrap: a failure is a test failure
 
 use exactgrad::typenum::{U2, U3};
-use exactgrad::{ops, GradientsIter, GraphData, Pack, Position, RawTensor, SavedGraph, Shape, Snoc, Tensor};
+use exactgrad::{ops, GraphData, Pack, Position, RawPackIter, RawTensor, SavedGraph, Shape, Snoc, Tensor};
 
 const H: f64 = 1e-6;
 const TOL: f64 = 1e-6;
@@ -62,11 +62,11 @@ fn run<G, Ss>(saved: &SavedGraph<'_, f64, (), G, Ss>, loss: Position<()>, of: &[
     let value = saved.value(loss).unwrap().data()[0];
     let grads = saved.backprop_from(loss, Tensor::full(1.0)).unwrap();
     let dense = saved.backprop_from_dense(loss, Tensor::full(1.0)).unwrap();
-    let bits = |p: GradientsIter<'_, f64>| -> Vec<Vec<u64>> {
+    let bits = |p: RawPackIter<'_, f64>| -> Vec<Vec<u64>> {
         p.map(|t| t.data().iter().map(|x| x.to_bits()).collect()).collect()
     };
     assert_eq!(bits(grads.iter()), bits(dense.iter()), "backprop_from vs backprop_from_dense");
-    (value, of.iter().map(|&p| grads.gradients()[p].data().to_vec()).collect())
+    (value, of.iter().map(|&p| grads.raw()[p].data().to_vec()).collect())
 }
 
 /// Compares the analytic gradients of `f` at `inputs` with central differences of its value.

@@ -11,8 +11,8 @@ use core::num::Wrapping;
 use exactgrad::num_traits::Float;
 use exactgrad::typenum::{U2, U4294967296};
 use exactgrad::{
-    graph, ops, CompactOp, Contrib, Contributions, Dims, Error, FromParents, GraphData, Init, Nil, Node, NodeData,
-    Pack, Position, RawGraph, RawSavedGraph, RawTensor, SavedValues, Scalar, Seeds, Snoc, Tensor,
+    graph, ops, CompactOp, Contrib, Contributions, Dims, Error, FromParents, GraphData, Init, Nil, Node, Pack,
+    Position, RawGraph, RawNode, RawSavedGraph, RawTensor, SavedValues, Scalar, Seeds, Snoc, Tensor,
 };
 
 const BIG: usize = 1 << (usize::BITS - 1); // 2^63 on a 64-bit target
@@ -48,22 +48,21 @@ fn tensor_constructors_refuse_shapes_whose_count_overflows() {
 fn reshape_and_concat_to_shapes_whose_count_overflows_are_refused_at_push() {
     // reshape: a 0-element tensor once passed for [2^63, 2], whose count wraps to 0.
     let mut g = RawGraph::<f64, ()>::new(vec![Dims::vector(0)]);
-    let e = g.push(NodeData::compact(ops::Reshape::new(0, Dims::matrix(BIG, 2)))).unwrap_err();
+    let e = g.push(RawNode::compact(ops::Reshape::new(0, Dims::matrix(BIG, 2)))).unwrap_err();
     let Error::Node { node: 0, op, message, .. } = e else { panic!("a node error, got {e}") };
     assert_eq!(op, "reshape");
     assert!(message.contains("[9223372036854775808, 2]") && message.contains("overflows"), "{message}");
     // concat: each axis fits, the result's count does not.
     let half = Dims::matrix(BIG / 2, 2);
     let mut g = RawGraph::<f64, ()>::new(vec![half, half]);
-    let e = g.push(NodeData::compact(ops::Concat::new(0, 1, 0))).unwrap_err();
+    let e = g.push(RawNode::compact(ops::Concat::new(0, 1, 0))).unwrap_err();
     let Error::Node { op, message, parent_shapes, .. } = e else { panic!("a node error, got {e}") };
     assert_eq!((op.as_str(), parent_shapes), ("concat", vec![half, half]));
     assert_eq!(message, "its shape [9223372036854775808, 2] has more elements than fit in usize");
     assert_eq!(g.nodes().len(), 0, "the graph is unchanged");
     // An opaque node declared with such a shape.
     let mut g = RawGraph::<f64, ()>::new(vec![Dims::vector(1)]);
-    let node =
-        NodeData::opaque("wide", Dims::matrix(usize::MAX, 3), vec![0], |c, _| c[0].clone(), |c, _, _| c.to_vec());
+    let node = RawNode::opaque("wide", Dims::matrix(usize::MAX, 3), vec![0], |c, _| c[0].clone(), |c, _, _| c.to_vec());
     assert!(matches!(g.push(node), Err(Error::Node { op, .. }) if op == "wide"));
 }
 
@@ -252,7 +251,7 @@ fn a_vjp_returning_a_foreign_handle_is_an_error() {
         }
     }
     let mut g = RawGraph::<f64, ()>::new(vec![Dims::vector(2)]);
-    let y = g.push(NodeData::compact(Foreign([0]))).unwrap();
+    let y = g.push(RawNode::compact(Foreign([0]))).unwrap();
     let saved = RawSavedGraph::compile(&g, vec![RawTensor::zeros(Dims::vector(2))], ()).unwrap();
     for e in [
         saved.backprop_from(y, RawTensor::zeros(Dims::vector(2))).err(),
@@ -430,8 +429,8 @@ fn adding_tensors_of_different_shapes_is_an_error() {
 /// of graph A was in range for graph B and B's gradients came back as if nothing were wrong.
 fn twin() -> (RawGraph<f64, ()>, exactgrad::RawPosition) {
     let mut g = RawGraph::<f64, ()>::new(vec![Dims::vector(2)]);
-    let sq = g.push(NodeData::compact(ops::Mul::new(0, 0))).unwrap();
-    let s = g.push(NodeData::compact(ops::Sum::new(sq.index()))).unwrap();
+    let sq = g.push(RawNode::compact(ops::Mul::new(0, 0))).unwrap();
+    let s = g.push(RawNode::compact(ops::Sum::new(sq.index()))).unwrap();
     (g, s)
 }
 

@@ -21,7 +21,7 @@ use core::ops;
 
 use common::{plans, Kind, Plan, Rng, Step};
 use exactgrad::typenum::U2;
-use exactgrad::{Dims, Error, GraphData, NodeData, Pack, RawGraph, RawSavedGraph, RawTensor, Seeds, Storage, Tensor};
+use exactgrad::{Dims, Error, GraphData, Pack, RawGraph, RawNode, RawSavedGraph, RawTensor, Seeds, Storage, Tensor};
 use proptest::prelude::*;
 
 /// An `f64` that does not claim storage equality. `PartialEq`/`PartialOrd` are the numeric ones
@@ -165,8 +165,8 @@ const KINDS: &[Kind] = &[
 /// `y = tanh(a) * b`, VJP `a: (δ * (1 - t*t)) * b`, `b: δ * t` added to a zeros pack. An odd
 /// `variant` adds `0.25` (or, for `variant % 4 == 3`, a NaN with payload 3) to one position, so the
 /// VJP is non-zero at a zero cotangent.
-fn opaque(node: usize, a: usize, b: usize, variant: u32, dims: Dims) -> NodeData<F, ()> {
-    NodeData::opaque(
+fn opaque(node: usize, a: usize, b: usize, variant: u32, dims: Dims) -> RawNode<F, ()> {
+    RawNode::opaque(
         format!("tanh_mul{node}"),
         dims,
         vec![a, b],
@@ -199,19 +199,19 @@ fn build(plan: &Plan) -> RawGraph<F, ()> {
     let mut g = RawGraph::new(plan.inputs.clone());
     for (k, &step) in plan.steps.iter().enumerate() {
         let node = match step {
-            Step::Add(a, b) => NodeData::compact(o::Add::new(a, b)),
-            Step::Sub(a, b) => NodeData::compact(o::Sub::new(a, b)),
-            Step::Mul(a, b) => NodeData::compact(o::Mul::new(a, b)),
-            Step::Neg(a) => NodeData::compact(o::Neg::new(a)),
+            Step::Add(a, b) => RawNode::compact(o::Add::new(a, b)),
+            Step::Sub(a, b) => RawNode::compact(o::Sub::new(a, b)),
+            Step::Mul(a, b) => RawNode::compact(o::Mul::new(a, b)),
+            Step::Neg(a) => RawNode::compact(o::Neg::new(a)),
             Step::Scale(a, r) => {
-                NodeData::compact(o::Scale::new(a, [F(-0.5), F(3.0), F(-0.0), F(1e300)][r as usize % 4]))
+                RawNode::compact(o::Scale::new(a, [F(-0.5), F(3.0), F(-0.0), F(1e300)][r as usize % 4]))
             }
-            Step::MatMul(a, b) => NodeData::compact(o::MatMul::new(a, b)),
-            Step::Transpose(a) => NodeData::compact(o::Transpose::new(a)),
-            Step::Sum(a) => NodeData::compact(o::Sum::new(a)),
-            Step::Mean(a) => NodeData::compact(o::Mean::new(a)),
-            Step::AddRow(a, b) => NodeData::compact(o::AddRow::new(a, b)),
-            Step::Relu(a) => NodeData::compact(o::Relu::new(a)),
+            Step::MatMul(a, b) => RawNode::compact(o::MatMul::new(a, b)),
+            Step::Transpose(a) => RawNode::compact(o::Transpose::new(a)),
+            Step::Sum(a) => RawNode::compact(o::Sum::new(a)),
+            Step::Mean(a) => RawNode::compact(o::Mean::new(a)),
+            Step::AddRow(a, b) => RawNode::compact(o::AddRow::new(a, b)),
+            Step::Relu(a) => RawNode::compact(o::Relu::new(a)),
             Step::Opaque { a, b, variant } => opaque(k, a, b, variant, plan.dims[a]),
         };
         let p = g.push(node).unwrap();

@@ -8,13 +8,13 @@
 
 mod floats;
 
-use exactgrad::{graph, Gradients, RawTensor, Seeds, Tensor};
+use exactgrad::{graph, RawPack, RawTensor, Seeds, Tensor};
 use floats::{adv, all_bits, TestFloat};
 
 /// Inputs per model and scalar type.
 const SALTS: u64 = 100;
 
-fn inputs_of<A: TestFloat>(g: &Gradients<A>, n: usize) -> Vec<RawTensor<A>> {
+fn inputs_of<A: TestFloat>(g: &RawPack<A>, n: usize) -> Vec<RawTensor<A>> {
     (0..n).map(|k| g.get(k).unwrap().clone()).collect()
 }
 
@@ -41,7 +41,7 @@ macro_rules! corpus_case {
                     same(stringify!($f), "all inputs", salt, got.as_slice(), dense.as_slice());
                     let from = saved.backprop_from(h.output, s.clone()).unwrap();
                     let got = prog.gradients_from(h.output, &mut inputs, &(), &s).unwrap();
-                    same(stringify!($f), "from the output", salt, got.as_slice(), &inputs_of(from.gradients(), n));
+                    same(stringify!($f), "from the output", salt, got.as_slice(), &inputs_of(from.raw(), n));
                 }
             }
 
@@ -72,10 +72,10 @@ macro_rules! corpus_case {
                     same(stringify!($f), "all inputs", salt, got.as_slice(), dense.as_slice());
                     let from = saved.backprop_from(h.output0, s0.clone()).unwrap();
                     let got = prog.gradients_from(h.output0, &mut inputs, &(), &s0).unwrap();
-                    same(stringify!($f), "from output 0", salt, got.as_slice(), &inputs_of(from.gradients(), n));
+                    same(stringify!($f), "from output 0", salt, got.as_slice(), &inputs_of(from.raw(), n));
                     let from = saved.backprop_from(h.output1, s1.clone()).unwrap();
                     let got = prog.gradients_from(h.output1, &mut inputs, &(), &s1).unwrap();
-                    same(stringify!($f), "from output 1", salt, got.as_slice(), &inputs_of(from.gradients(), n));
+                    same(stringify!($f), "from output 1", salt, got.as_slice(), &inputs_of(from.raw(), n));
                 }
             }
 

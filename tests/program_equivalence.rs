@@ -53,7 +53,7 @@ fn same<A: Enc>(what: &str, got: &[RawTensor<A>], want: &[RawTensor<A>]) {
 }
 
 /// The input part (`0..n`) of a context pack's gradients.
-fn inputs_of<A: Enc>(g: &exactgrad::Gradients<A>, n: usize) -> Vec<RawTensor<A>> {
+fn inputs_of<A: Enc>(g: &exactgrad::RawPack<A>, n: usize) -> Vec<RawTensor<A>> {
     (0..n).map(|k| g.get(k).unwrap().clone()).collect()
 }
 
@@ -91,11 +91,11 @@ fn check_pointwise<A: TestFloat + Enc>(salt: u64) {
     let from = saved.backprop_from(h.output0, s0.clone()).unwrap();
     let from_dense = saved.backprop_from_dense(h.output0, s0.clone()).unwrap();
     let got = prog.gradients_from(h.output0, &mut inputs, &(), &s0).unwrap();
-    same("pointwise, from output 0", got.as_slice(), &inputs_of(from.gradients(), 3));
-    same("pointwise, from output 0 (dense)", got.as_slice(), &inputs_of(from_dense.gradients(), 3));
+    same("pointwise, from output 0", got.as_slice(), &inputs_of(from.raw(), 3));
+    same("pointwise, from output 0 (dense)", got.as_slice(), &inputs_of(from_dense.raw(), 3));
     let from = saved.backprop_from(h.output1, s1.clone()).unwrap();
     let got = prog.gradients_from(h.output1, &mut inputs, &(), &s1).unwrap();
-    same("pointwise, from output 1", got.as_slice(), &inputs_of(from.gradients(), 3));
+    same("pointwise, from output 1", got.as_slice(), &inputs_of(from.raw(), 3));
     // The values of the last run are the saved forward's.
     assert_eq!(enc(&[prog.value(h.output1).unwrap().clone()]), enc(&[saved.value(h.output1).unwrap().clone()]));
 }
@@ -126,7 +126,7 @@ fn check_structure<A: TestFloat + Enc>(salt: u64) {
     same("structure, all inputs", got.as_slice(), dense.as_slice());
     let from = saved.backprop_from(h.output, s0.clone()).unwrap();
     let got = prog.gradients_from(h.output, &mut inputs, &(), &s0).unwrap();
-    same("structure, from the output", got.as_slice(), &inputs_of(from.gradients(), 3));
+    same("structure, from the output", got.as_slice(), &inputs_of(from.raw(), 3));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -163,7 +163,7 @@ fn check_classifier<A: TestFloat + Enc>(salt: u64) {
     for (o, s) in [(h.output0, &s0), (h.output1, &s1)] {
         let from = saved.backprop_from(o, s.clone()).unwrap();
         let got = prog.gradients_from(o, &mut inputs, &data, s).unwrap();
-        same("classifier, one output", got.as_slice(), &inputs_of(from.gradients(), 6));
+        same("classifier, one output", got.as_slice(), &inputs_of(from.raw(), 6));
     }
     // A label out of range is the error `compile` gives, and the program stays usable.
     let bad = ClassifierData { labels: vec![7, 0], ..classifier_data(salt) };
@@ -247,7 +247,7 @@ fn check_repeated<A: TestFloat + Enc>(salt: u64) {
     for (o, s) in [(h.output0, &s0), (h.output1, &s1)] {
         let from = saved.backprop_from(o, s.clone()).unwrap();
         let got = prog.gradients_from(o, &mut inputs, &(), s).unwrap();
-        same("repeated, one output (opaque prefix reach)", got.as_slice(), &inputs_of(from.gradients(), 2));
+        same("repeated, one output (opaque prefix reach)", got.as_slice(), &inputs_of(from.raw(), 2));
     }
 
     let (g, h) = with_user_op::<A>();
@@ -266,7 +266,7 @@ fn check_repeated<A: TestFloat + Enc>(salt: u64) {
     for (o, s) in [(h.output0, &s0), (h.output1, &s1)] {
         let from = saved.backprop_from(o, s.clone()).unwrap();
         let got = prog.gradients_from(o, &mut inputs, &(), s).unwrap();
-        same("user op, one output", got.as_slice(), &inputs_of(from.gradients(), 2));
+        same("user op, one output", got.as_slice(), &inputs_of(from.raw(), 2));
     }
     assert_ne!(saved.visited_from(h.output0).unwrap(), saved.visited_from(h.output1).unwrap());
 }
@@ -326,10 +326,10 @@ fn check_exact<A: Enc + core::ops::Sub<Output = A> + core::ops::Mul<Output = A> 
     same("exact scalar, all inputs", got.as_slice(), dense.as_slice());
     let from = saved.backprop_from_dense(h.output0, s0.clone()).unwrap();
     let got = prog.gradients_from(h.output0, &mut inputs, &(), &s0).unwrap();
-    same("exact scalar, from output 0", got.as_slice(), &inputs_of(from.gradients(), 4));
+    same("exact scalar, from output 0", got.as_slice(), &inputs_of(from.raw(), 4));
     let from = saved.backprop_from_dense(h.output1, s1.clone()).unwrap();
     let got = prog.gradients_from(h.output1, &mut inputs, &(), &s1).unwrap();
-    same("exact scalar, from output 1", got.as_slice(), &inputs_of(from.gradients(), 4));
+    same("exact scalar, from output 1", got.as_slice(), &inputs_of(from.raw(), 4));
 }
 
 #[test]
@@ -419,8 +419,8 @@ fn passes_in_any_order_give_the_runtime_gradients() {
     seeds.set(h.output0, seed.clone()).unwrap();
     seeds.set(h.output1, seed.clone()).unwrap();
     let all = saved.backprop_inputs_dense(seeds).unwrap();
-    let from0 = inputs_of(saved.backprop_from(h.output0, seed.clone()).unwrap().gradients(), 3);
-    let from1 = inputs_of(saved.backprop_from(h.output1, seed.clone()).unwrap().gradients(), 3);
+    let from0 = inputs_of(saved.backprop_from(h.output0, seed.clone()).unwrap().raw(), 3);
+    let from1 = inputs_of(saved.backprop_from(h.output1, seed.clone()).unwrap().raw(), 3);
     let all = all.as_slice().to_vec();
     let mut prog = TwoHeads::program::<f64>();
     for pass in [0, 1, 0, 0, 2, 1, 1, 2, 0, 2, 2, 1, 0] {

@@ -27,7 +27,7 @@ mod floats;
 mod recipe;
 
 use exactgrad::typenum::{U2, U3};
-use exactgrad::{graph, Dims, Error, NodeData, RawGraph, RawSavedGraph, RawTensor, Seeds, Tensor};
+use exactgrad::{graph, Dims, Error, RawGraph, RawNode, RawSavedGraph, RawTensor, Seeds, Tensor};
 use floats::{adv, all_bits, TestFloat};
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
@@ -207,7 +207,7 @@ fn vector(v: &[f64]) -> RawTensor<f64> {
 #[test]
 fn the_reference_computes_the_worked_examples() {
     let mut graph = RawGraph::<f64, ()>::new(vec![Dims::vector(2)]);
-    graph.push(NodeData::compact(exactgrad::ops::Add::new(0, 0))).unwrap();
+    graph.push(RawNode::compact(exactgrad::ops::Add::new(0, 0))).unwrap();
     let inputs = [vector(&[1.0, 2.0])];
     let all = graph.backprop_all_ctx(&inputs, &(), vec![vector(&[-0.0, 0.0]), vector(&[0.0, 0.0])]).unwrap();
     assert_eq!(all[0].data().iter().map(|x| x.to_bits()).collect::<Vec<_>>(), [0, 0]);
@@ -216,8 +216,8 @@ fn the_reference_computes_the_worked_examples() {
 
     let x = f64::powi(2.0, -53);
     let mut graph = RawGraph::<f64, ()>::new(vec![Dims::scalar()]);
-    let p1 = graph.push(NodeData::compact(exactgrad::ops::Mul::new(0, 0))).unwrap();
-    let p2 = graph.push(NodeData::compact(exactgrad::ops::Add::new(p1.index(), 0))).unwrap();
+    let p1 = graph.push(RawNode::compact(exactgrad::ops::Mul::new(0, 0))).unwrap();
+    let p2 = graph.push(RawNode::compact(exactgrad::ops::Add::new(p1.index(), 0))).unwrap();
     let scalar = |v: f64| RawTensor::full(Dims::scalar(), v);
     let from = graph.backprop_from_ctx(&[scalar(x)], &(), p2, scalar(1.0)).unwrap();
     assert_eq!(from[0].data()[0].to_bits(), 0x3FF0_0000_0000_0001);
@@ -227,7 +227,7 @@ fn the_reference_computes_the_worked_examples() {
 #[test]
 fn the_reference_reports_bad_arguments() {
     let mut graph = RawGraph::<f64, ()>::new(vec![Dims::vector(2)]);
-    graph.push(NodeData::compact(exactgrad::ops::Sum::new(0))).unwrap();
+    graph.push(RawNode::compact(exactgrad::ops::Sum::new(0))).unwrap();
     let ok = [vector(&[1.0, 2.0])];
     let seeds = || vec![vector(&[0.0, 0.0]), RawTensor::full(Dims::scalar(), 1.0)];
     assert!(matches!(graph.backprop_all_ctx(&[vector(&[1.0])], &(), seeds()), Err(Error::PackShapes { .. })));
@@ -239,7 +239,7 @@ fn the_reference_reports_bad_arguments() {
         graph.backprop_from_ctx(&ok, &(), graph.position(1).unwrap(), vector(&[1.0])),
         Err(Error::ShapeMismatch { .. })
     ));
-    let wrong_vjp = NodeData::opaque(
+    let wrong_vjp = RawNode::opaque(
         "short",
         Dims::vector(2),
         vec![0],

@@ -22,7 +22,7 @@ mod common;
 mod sym;
 
 use common::{plans, Kind, Plan, Rng, Step};
-use exactgrad::{ops, Dims, NodeData, RawGraph, RawPosition, RawSavedGraph, RawTensor};
+use exactgrad::{ops, Dims, RawGraph, RawNode, RawPosition, RawSavedGraph, RawTensor};
 use proptest::prelude::*;
 use sym::{leaves, zero, Sym};
 
@@ -81,7 +81,7 @@ fn readable_x_plus_x() {
     Sym::reset();
     let d = Dims::vector(1);
     let mut g = RawGraph::<Sym, ()>::new(vec![d, d]);
-    let y = g.push(NodeData::compact(ops::Add::new(0, 0))).unwrap();
+    let y = g.push(RawNode::compact(ops::Add::new(0, 0))).unwrap();
     let saved = RawSavedGraph::compile(&g, vec![leaves(d, "x0_"), leaves(d, "x1_")], ()).unwrap();
     assert_eq!(saved.values()[y.index()].data()[0].render(9), "(x0_0 + x0_0)");
 
@@ -114,8 +114,8 @@ fn readable_chain() {
     Sym::reset();
     let d = Dims::vector(1);
     let mut g = RawGraph::<Sym, ()>::new(vec![d]);
-    let y = g.push(NodeData::compact(ops::Add::new(0, 0))).unwrap();
-    let z = g.push(NodeData::compact(ops::Add::new(y.index(), 0))).unwrap();
+    let y = g.push(RawNode::compact(ops::Add::new(0, 0))).unwrap();
+    let z = g.push(RawNode::compact(ops::Add::new(y.index(), 0))).unwrap();
     let saved = RawSavedGraph::compile(&g, vec![leaves(d, "x")], ()).unwrap();
     assert_eq!(saved.values()[z.index()].data()[0].render(9), "((x0 + x0) + x0)");
 
@@ -137,7 +137,7 @@ fn readable_opaque_constant_vjp() {
     Sym::reset();
     let d = Dims::vector(1);
     let mut g = RawGraph::<Sym, ()>::new(vec![d]);
-    let node = NodeData::opaque(
+    let node = RawNode::opaque(
         "k_plus",
         d,
         vec![0],
@@ -174,8 +174,8 @@ const KINDS: &[Kind] = &[
 /// An opaque elementwise node `y = a * b + a`, with the VJP `a: δ * b + δ`, `b: δ * a` (added to
 /// a zeros pack, `a` first). An odd `variant` also adds a constant leaf `k{node}` to every element
 /// of one position, so the VJP is non-zero at a zero cotangent.
-fn opaque(node: usize, a: usize, b: usize, variant: u32, dims: Dims) -> NodeData<Sym, ()> {
-    NodeData::opaque(
+fn opaque(node: usize, a: usize, b: usize, variant: u32, dims: Dims) -> RawNode<Sym, ()> {
+    RawNode::opaque(
         format!("opaque{node}"),
         dims,
         vec![a, b],
@@ -204,15 +204,15 @@ fn build(plan: &Plan) -> RawGraph<Sym, ()> {
     let mut g = RawGraph::new(plan.inputs.clone());
     for (k, &step) in plan.steps.iter().enumerate() {
         let node = match step {
-            Step::Add(a, b) => NodeData::compact(ops::Add::new(a, b)),
-            Step::Sub(a, b) => NodeData::compact(ops::Sub::new(a, b)),
-            Step::Mul(a, b) => NodeData::compact(ops::Mul::new(a, b)),
-            Step::Neg(a) => NodeData::compact(ops::Neg::new(a)),
-            Step::Scale(a, r) => NodeData::compact(ops::Scale::new(a, Sym::leaf(format!("c{}", r % 3)))),
-            Step::MatMul(a, b) => NodeData::compact(ops::MatMul::new(a, b)),
-            Step::Transpose(a) => NodeData::compact(ops::Transpose::new(a)),
-            Step::Sum(a) => NodeData::compact(ops::Sum::new(a)),
-            Step::AddRow(a, b) => NodeData::compact(ops::AddRow::new(a, b)),
+            Step::Add(a, b) => RawNode::compact(ops::Add::new(a, b)),
+            Step::Sub(a, b) => RawNode::compact(ops::Sub::new(a, b)),
+            Step::Mul(a, b) => RawNode::compact(ops::Mul::new(a, b)),
+            Step::Neg(a) => RawNode::compact(ops::Neg::new(a)),
+            Step::Scale(a, r) => RawNode::compact(ops::Scale::new(a, Sym::leaf(format!("c{}", r % 3)))),
+            Step::MatMul(a, b) => RawNode::compact(ops::MatMul::new(a, b)),
+            Step::Transpose(a) => RawNode::compact(ops::Transpose::new(a)),
+            Step::Sum(a) => RawNode::compact(ops::Sum::new(a)),
+            Step::AddRow(a, b) => RawNode::compact(ops::AddRow::new(a, b)),
             Step::Opaque { a, b, variant } => opaque(k, a, b, variant, plan.dims[a]),
             Step::Mean(_) | Step::Relu(_) => unreachable!("not planned for Sym"),
         };

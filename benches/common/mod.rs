@@ -1,7 +1,7 @@
 //! Shared graph builders for the benchmarks.
 
 use exactgrad::ops::{Add, Mul, Tanh};
-use exactgrad::{Dims, NodeData, RawGraph, RawTensor};
+use exactgrad::{Dims, RawGraph, RawNode, RawTensor};
 
 /// Elements per tensor in the chain benchmarks.
 pub(crate) const WIDTH: usize = 16;
@@ -15,9 +15,9 @@ pub(crate) fn tanh_chain(nodes: usize) -> (RawGraph<f32, ()>, Vec<RawTensor<f32>
     let mut x = 0;
     for k in 0..nodes {
         let node = match k % 3 {
-            0 => NodeData::compact(Mul::new(x, a)),
-            1 => NodeData::compact(Add::new(x, b)),
-            _ => NodeData::compact(Tanh::new(x)),
+            0 => RawNode::compact(Mul::new(x, a)),
+            1 => RawNode::compact(Add::new(x, b)),
+            _ => RawNode::compact(Tanh::new(x)),
         };
         x = g.push(node).expect("chain nodes are well-formed").index();
     }

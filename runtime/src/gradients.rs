@@ -7,37 +7,39 @@ use crate::scalar::Scalar;
 use crate::shape::Dims;
 use crate::tensor::RawTensor;
 
-/// One stored gradient: either a dense tensor or `full(dims, v)` kept as one scalar (seed packs
-/// are mostly zeros; a position nobody has written to costs no buffer until it is read).
+/// One position's stored tensor: a dense tensor, or `full(dims, v)` kept as the uniform `v` (seed
+/// packs are mostly zeros; a position nobody has written to costs no buffer until it is read).
 #[derive(Clone, Debug)]
-pub(crate) enum Slot<A> {
-    Full(A, Dims),
-    Dense(RawTensor<A>),
+pub(crate) enum Stored<A> {
+    Uniform(A, Dims),
+    Tensor(RawTensor<A>),
 }
 
-impl<A: Scalar> Slot<A> {
+impl<A> Stored<A> {
     pub(crate) fn dims(&self) -> Dims {
         match self {
-            Slot::Full(_, d) => *d,
-            Slot::Dense(t) => t.dims(),
+            Stored::Uniform(_, d) => *d,
+            Stored::Tensor(t) => t.dims(),
         }
     }
+}
 
+impl<A: Scalar> Stored<A> {
     pub(crate) fn into_tensor(self) -> RawTensor<A> {
         match self {
-            Slot::Full(v, d) => RawTensor::full(d, v),
-            Slot::Dense(t) => t,
+            Stored::Uniform(v, d) => RawTensor::full(d, v),
+            Stored::Tensor(t) => t,
         }
     }
 
     /// Makes the slot dense (filling a spare buffer when it was `Full`) and returns its elements.
     fn make_dense(&mut self, spare: &mut Vec<Vec<A>>) -> &mut [A] {
-        if let Slot::Full(v, d) = self {
-            *self = Slot::Dense(full_in(spare, *d, v));
+        if let Stored::Uniform(v, d) = self {
+            *self = Stored::Tensor(full_in(spare, *d, v));
         }
         match self {
-            Slot::Dense(t) => t.data_mut(),
-            Slot::Full(..) => unreachable!("made dense above"),
+            Stored::Tensor(t) => t.data_mut(),
+            Stored::Uniform(..) => unreachable!("made dense above"),
         }
     }
 }
@@ -56,7 +58,7 @@ fn full_in<A: Scalar>(spare: &mut Vec<Vec<A>>, dims: Dims, v: &A) -> RawTensor<A
 /// check that before building one.
 #[derive(Debug)]
 pub struct GradientContext<A> {
-    slots: Vec<Slot<A>>,
+    slots: Vec<Stored<A>>,
     epochs: Vec<usize>,
     history: History<A>,
     distinct: Vec<usize>,
@@ -67,10 +69,10 @@ pub struct GradientContext<A> {
 impl<A: Scalar> GradientContext<A> {
     /// `of_pack(seed)`: stored = seed, every epoch 0, clock 0, empty history.
     pub fn of_pack(seed: Vec<RawTensor<A>>) -> Self {
-        Self::of_slots(seed.into_iter().map(Slot::Dense).collect())
+        Self::of_stored(seed.into_iter().map(Stored::Tensor).collect())
     }
 
-    pub(crate) fn of_slots(slots: Vec<Slot<A>>) -> Self {
+    pub(crate) fn of_stored(slots: Vec<Stored<A>>) -> Self {
         let epochs = vec![0; slots.len()];
         GradientContext { slots, epochs, history: History::new(), distinct: Vec::new(), spare: Vec::new() }
     }
@@ -96,8 +98,8 @@ impl<A: Scalar> GradientContext<A> {
         let epoch = self.epochs[q];
         if epoch < self.history.clock() {
             match &mut self.slots[q] {
-                Slot::Full(v, _) => self.history.replay_scalar(v, epoch),
-                Slot::Dense(t) => self.history.replay(t.data_mut(), epoch),
+                Stored::Uniform(v, _) => self.history.replay_scalar(v, epoch),
+                Stored::Tensor(t) => self.history.replay(t.data_mut(), epoch),
             }
             self.epochs[q] = self.history.clock();
         }
@@ -159,13 +161,13 @@ impl<A: Scalar> GradientContext<A> {
             c.check_dims(root, q, cotangent, self.slots[q].dims())?;
             self.materialise(q);
             match &mut self.slots[q] {
-                Slot::Dense(t) => c.read_into(root, q, cotangent, Sink::Accumulate(t.data_mut()))?,
-                Slot::Full(v, d) => {
+                Stored::Tensor(t) => c.read_into(root, q, cotangent, Sink::Accumulate(t.data_mut()))?,
+                Stored::Uniform(v, d) => {
                     // `full(v) + read`, written once (no buffer filled with `v` first).
                     let mut out = self.spare.pop().unwrap_or_default();
                     out.clear();
                     c.read_into(root, q, cotangent, Sink::OntoUniform(v, &mut out))?;
-                    self.slots[q] = Slot::Dense(RawTensor::from_parts(*d, out));
+                    self.slots[q] = Stored::Tensor(RawTensor::from_parts(*d, out));
                 }
             }
         }
@@ -215,15 +217,15 @@ impl<A: Scalar> GradientContext<A> {
         self.materialise(q);
         self.epochs.pop();
         match self.slots.pop() {
-            Some(Slot::Full(v, d)) => full_in(&mut self.spare, d, &v),
-            Some(Slot::Dense(t)) => t,
+            Some(Stored::Uniform(v, d)) => full_in(&mut self.spare, d, &v),
+            Some(Stored::Tensor(t)) => t,
             None => unreachable!("checked non-empty above"),
         }
     }
 
     /// `pop()` without building a tensor: the last position's slot, up to date (a uniform stays
     /// one scalar).
-    pub(crate) fn pop_slot(&mut self) -> Slot<A> {
+    pub(crate) fn pop_stored(&mut self) -> Stored<A> {
         let q = self.slots.len() - 1;
         self.materialise(q);
         self.epochs.pop();
@@ -234,15 +236,15 @@ impl<A: Scalar> GradientContext<A> {
     }
 
     /// The tensor of a popped slot (a uniform filled into a recycled buffer).
-    pub(crate) fn build(&mut self, slot: Slot<A>) -> RawTensor<A> {
+    pub(crate) fn build(&mut self, slot: Stored<A>) -> RawTensor<A> {
         match slot {
-            Slot::Full(v, d) => full_in(&mut self.spare, d, &v),
-            Slot::Dense(t) => t,
+            Stored::Uniform(v, d) => full_in(&mut self.spare, d, &v),
+            Stored::Tensor(t) => t,
         }
     }
 
     /// Every position held, up to date, uniforms kept as one scalar.
-    pub(crate) fn into_slots(mut self) -> Vec<Slot<A>> {
+    pub(crate) fn into_stored(mut self) -> Vec<Stored<A>> {
         for q in 0..self.slots.len() {
             self.materialise(q);
         }
@@ -264,7 +266,7 @@ impl<A: Scalar> GradientContext<A> {
         for q in 0..self.slots.len() {
             self.materialise(q);
         }
-        self.slots.into_iter().map(Slot::into_tensor).collect()
+        self.slots.into_iter().map(Stored::into_tensor).collect()
     }
 }
 
@@ -305,7 +307,8 @@ mod tests {
 
     #[test]
     fn uniforms_reach_untouched_positions_lazily() {
-        let mut ctx = GradientContext::of_slots(vec![Slot::Full(-0.0, Dims::vector(2)), Slot::Dense(t(&[-0.0, 5.0]))]);
+        let mut ctx =
+            GradientContext::of_stored(vec![Stored::Uniform(-0.0, Dims::vector(2)), Stored::Tensor(t(&[-0.0, 5.0]))]);
         let mut c = Contributions::new();
         let root = c.fill(0.0);
         ctx.add_contributions(&mut c, root, &t(&[0.0])).unwrap();
@@ -354,7 +357,7 @@ mod tests {
                     .iter()
                     .map(|x| x.to_bits())
                     .collect();
-                let mut ctx = GradientContext::of_slots(vec![Slot::Full(stored, Dims::vector(4))]);
+                let mut ctx = GradientContext::of_stored(vec![Stored::Uniform(stored, Dims::vector(4))]);
                 ctx.add_contributions(&mut c, root, &g).unwrap();
                 let got: Vec<u64> = ctx.pop().data().iter().map(|x| x.to_bits()).collect();
                 assert_eq!(got, want, "stored {stored:?}");

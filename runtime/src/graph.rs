@@ -106,15 +106,15 @@ pub(crate) enum Program<A, D> {
 
 /// One untyped node: its program and output dims (plus an error found while building, reported by
 /// `compile`).
-pub struct NodeData<A, D> {
+pub struct RawNode<A, D> {
     program: Program<A, D>,
     dims: Dims,
 }
 
-impl<A: Scalar, D: 'static> NodeData<A, D> {
+impl<A: Scalar, D: 'static> RawNode<A, D> {
     /// A node running a compact op; the dims come from its shape rule when pushed.
     pub fn compact(op: impl CompactOp<A, D>) -> Self {
-        NodeData { program: Program::Compact(Box::new(op)), dims: Dims::scalar() }
+        RawNode { program: Program::Compact(Box::new(op)), dims: Dims::scalar() }
     }
 
     /// An opaque node of output dims `dims`: a forward closure and a dense VJP closure that returns
@@ -127,14 +127,14 @@ impl<A: Scalar, D: 'static> NodeData<A, D> {
         forward: impl Fn(&[RawTensor<A>], &D) -> RawTensor<A> + 'static,
         vjp: impl Fn(&[RawTensor<A>], &D, &RawTensor<A>) -> Vec<RawTensor<A>> + 'static,
     ) -> Self {
-        NodeData {
+        RawNode {
             program: Program::Opaque { name: name.into(), parents, forward: Box::new(forward), vjp: Box::new(vjp) },
             dims,
         }
     }
 }
 
-impl<A: 'static, D: 'static> NodeData<A, D> {
+impl<A: 'static, D: 'static> RawNode<A, D> {
     /// The op's name.
     pub fn name(&self) -> &str {
         match &self.program {
@@ -183,7 +183,7 @@ pub trait FromParents {
 
 /// A typed node of output shape `S`, ready to be pushed on a [`GraphData`].
 pub struct Node<A, D, S> {
-    data: NodeData<A, D>,
+    data: RawNode<A, D>,
     /// An error found while building the node, reported by `compile`.
     error: Option<String>,
     /// Graph ids of the handles the node was built from.
@@ -196,7 +196,7 @@ impl<A: Scalar, D: 'static, S: Shape> Node<A, D, S> {
     /// graph the node is pushed on).
     pub fn compact(op: impl CompactOp<A, D>, reads: &[&dyn ErasedPosition]) -> Self {
         Node {
-            data: NodeData::compact(op),
+            data: RawNode::compact(op),
             error: None,
             origins: reads.iter().map(|p| p.graph()).collect(),
             shape: PhantomData,
@@ -208,14 +208,14 @@ impl<A: Scalar, D: 'static, S: Shape> Node<A, D, S> {
     pub fn failed(name: &str, reads: &[&dyn ErasedPosition], message: &str) -> Self {
         let parents = reads.iter().map(|p| p.index()).collect();
         Node {
-            data: NodeData { program: failed_program(name.to_owned(), parents), dims: S::dims() },
+            data: RawNode { program: failed_program(name.to_owned(), parents), dims: S::dims() },
             error: Some(message.to_owned()),
             origins: reads.iter().map(|p| p.graph()).collect(),
             shape: PhantomData,
         }
     }
 
-    /// An opaque node (see [`NodeData::opaque`]), of output shape `S`.
+    /// An opaque node (see [`RawNode::opaque`]), of output shape `S`.
     pub fn opaque(
         name: impl Into<String>,
         reads: &[&dyn ErasedPosition],
@@ -224,7 +224,7 @@ impl<A: Scalar, D: 'static, S: Shape> Node<A, D, S> {
     ) -> Self {
         let parents = reads.iter().map(|p| p.index()).collect();
         Node {
-            data: NodeData::opaque(name, S::dims(), parents, forward, vjp),
+            data: RawNode::opaque(name, S::dims(), parents, forward, vjp),
             error: None,
             origins: reads.iter().map(|p| p.graph()).collect(),
             shape: PhantomData,
@@ -278,7 +278,7 @@ impl<A, D, S: Shape> IntoNode<A, D> for Node<A, D, S> {
 impl<Op: CompactOp<A, D>, A: Scalar, D: 'static, S: Shape> IntoNode<A, D> for Compact<Op, A, D, S> {
     type Shape = S;
     fn into_node(self) -> Node<A, D, S> {
-        Node { data: NodeData::compact(self.op), error: None, origins: self.origins, shape: PhantomData }
+        Node { data: RawNode::compact(self.op), error: None, origins: self.origins, shape: PhantomData }
     }
 }
 
@@ -352,7 +352,7 @@ pub struct RawGraph<A, D> {
     id: u64,
     dims: Vec<Dims>,
     inputs: usize,
-    nodes: Vec<NodeData<A, D>>,
+    nodes: Vec<RawNode<A, D>>,
 }
 
 fn next_graph_id() -> u64 {
@@ -373,9 +373,9 @@ impl<A: Scalar, D: 'static> RawGraph<A, D> {
     /// # Errors
     /// [`Error::Node`] when the node reads a position not below it, breaks its shape rule or has
     /// a shape whose element count overflows `usize`; the graph is unchanged.
-    pub fn push(&mut self, mut node: NodeData<A, D>) -> Result<RawPosition, Error> {
+    pub fn push(&mut self, mut node: RawNode<A, D>) -> Result<RawPosition, Error> {
         let p = self.dims.len();
-        let err = |node: &NodeData<A, D>, dims: &[Dims], message: String| Error::Node {
+        let err = |node: &RawNode<A, D>, dims: &[Dims], message: String| Error::Node {
             node: p - self.inputs,
             op: node.name().to_owned(),
             parent_shapes: node.parents().iter().filter_map(|&q| dims.get(q).copied()).collect(),
@@ -435,7 +435,7 @@ impl<A: 'static, D: 'static> RawGraph<A, D> {
     }
 
     /// The nodes in creation order.
-    pub fn nodes(&self) -> &[NodeData<A, D>] {
+    pub fn nodes(&self) -> &[RawNode<A, D>] {
         &self.nodes
     }
 
@@ -580,7 +580,7 @@ impl<A: Scalar, D: 'static, G, Ss, Br> GraphData<A, D, G, Ss, Br> {
                 self.raw.dims.push(S::dims());
                 // Parents at or above `p` are what made the push fail: keep only valid ones.
                 let parents = parents.into_iter().filter(|&q| q < p).collect();
-                self.raw.nodes.push(NodeData { program: failed_program(name, parents), dims: S::dims() });
+                self.raw.nodes.push(RawNode { program: failed_program(name, parents), dims: S::dims() });
             }
         }
         Position::new(self.raw.id, p)

@@ -64,13 +64,13 @@ pub use deferred::History;
 pub use error::Error;
 pub use gradients::GradientContext;
 pub use graph::{
-    Compact, CompactOp, ErasedPosition, FromParents, GraphData, IntoNode, KeepOp, Node, NodeData, OpaqueForward,
-    OpaqueVjp, RawGraph, SavedValues,
+    Compact, CompactOp, ErasedPosition, FromParents, GraphData, IntoNode, KeepOp, Node, OpaqueForward, OpaqueVjp,
+    RawGraph, RawNode, SavedValues,
 };
 pub use init::Init;
 pub use macro_builder::MacroBuilder;
 pub use optim::{Adam, InvalidHyperparameter, Optimizer, Sgd, Trainable};
-pub use pack::{ContextPack, Gradients, GradientsIter, Pack, RawSeeds, Seeds};
+pub use pack::{ContextPack, Pack, RawPack, RawPackIter, RawSeeds, Seeds};
 pub use program::{MemoryPlan, OutputSeeds, Pass, Program, ProgramState};
 pub use saved::{InputPack, PreparedNode, RawSavedGraph, SavedGraph};
 pub use scalar::{Scalar, Storage};

@@ -9,7 +9,7 @@ use core::marker::PhantomData;
 use std::sync::OnceLock;
 
 use crate::error::Error;
-use crate::gradients::Slot;
+use crate::gradients::Stored;
 use crate::graph::GraphData;
 use crate::scalar::Scalar;
 use crate::shape::{Dims, Nil, Position, RawPosition, Shape, Snoc};
@@ -132,7 +132,8 @@ impl<A: Clone, L> Clone for Pack<A, L> {
     }
 }
 
-/// The gradients of every position (Γ ++ ss) returned by a pass over the whole context.
+/// An untyped pack over a graph's whole context (Γ ++ ss): one tensor per input and per node, in
+/// context order — the gradients a pass returns, or the values of [`GraphData::eval`].
 ///
 /// A position the pass never wrote element by element — a node the single-output pass skipped, an
 /// input no reached node contributes to, a zero seed nobody added to — holds `full(dims, v)` as
@@ -142,14 +143,14 @@ impl<A: Clone, L> Clone for Pack<A, L> {
 /// differentiated.
 ///
 /// ```
-/// use exactgrad_runtime::{ops::{Mul, Sum}, Dims, NodeData, RawGraph, RawSavedGraph, RawTensor};
+/// use exactgrad_runtime::{ops::{Mul, Sum}, Dims, RawNode, RawGraph, RawSavedGraph, RawTensor};
 ///
 /// // Two heads `sum(a * a)` and `sum(b * b)`; differentiate the first only.
 /// let mut g = RawGraph::<f64, ()>::new(vec![Dims::vector(2), Dims::vector(2)]);
-/// let sq_a = g.push(NodeData::compact(Mul::new(0, 0))).unwrap();
-/// let head_a = g.push(NodeData::compact(Sum::new(sq_a.index()))).unwrap();
-/// let sq_b = g.push(NodeData::compact(Mul::new(1, 1))).unwrap();
-/// let _head_b = g.push(NodeData::compact(Sum::new(sq_b.index()))).unwrap();
+/// let sq_a = g.push(RawNode::compact(Mul::new(0, 0))).unwrap();
+/// let head_a = g.push(RawNode::compact(Sum::new(sq_a.index()))).unwrap();
+/// let sq_b = g.push(RawNode::compact(Mul::new(1, 1))).unwrap();
+/// let _head_b = g.push(RawNode::compact(Sum::new(sq_b.index()))).unwrap();
 /// let x = |v: [f64; 2]| RawTensor::from_vec(Dims::vector(2), v.to_vec()).unwrap();
 /// let saved = RawSavedGraph::compile(&g, vec![x([1.0, 2.0]), x([3.0, 4.0])], ()).unwrap();
 /// let grads = saved.backprop_from(head_a, RawTensor::full(Dims::scalar(), 1.0)).unwrap();
@@ -158,56 +159,31 @@ impl<A: Clone, L> Clone for Pack<A, L> {
 /// assert_eq!(grads[1].data(), &[0.0, 0.0]); // built on access
 /// ```
 #[derive(Clone, Debug)]
-pub struct Gradients<A> {
-    entries: Vec<Entry<A>>,
+pub struct RawPack<A> {
+    /// Per position, the stored tensor or uniform, and the tensor built from a uniform on first
+    /// read (never set for a stored tensor).
+    entries: Vec<(Stored<A>, OnceLock<RawTensor<A>>)>,
 }
 
-#[derive(Clone, Debug)]
-pub(crate) enum Entry<A> {
-    Tensor(RawTensor<A>),
-    Uniform { value: A, dims: Dims, built: OnceLock<RawTensor<A>> },
-}
-
-impl<A: Clone> Entry<A> {
-    fn tensor(&self) -> &RawTensor<A> {
-        match self {
-            Entry::Tensor(t) => t,
-            Entry::Uniform { value, dims, built } => built.get_or_init(|| RawTensor::full(*dims, value.clone())),
-        }
-    }
-
-    fn into_tensor(self) -> RawTensor<A> {
-        match self {
-            Entry::Tensor(t) => t,
-            Entry::Uniform { value, dims, built } => built.into_inner().unwrap_or_else(|| RawTensor::full(dims, value)),
-        }
+/// The tensor of one entry of a [`RawPack`], building a uniform's on first read.
+fn read<A: Clone>((stored, built): &(Stored<A>, OnceLock<RawTensor<A>>)) -> &RawTensor<A> {
+    match stored {
+        Stored::Tensor(t) => t,
+        Stored::Uniform(value, dims) => built.get_or_init(|| RawTensor::full(*dims, value.clone())),
     }
 }
 
-impl<A: Clone> Gradients<A> {
+impl<A: Clone> RawPack<A> {
     pub(crate) fn from_tensors(tensors: Vec<RawTensor<A>>) -> Self {
-        Gradients { entries: tensors.into_iter().map(Entry::Tensor).collect() }
+        Self::from_stored(tensors.into_iter().map(Stored::Tensor))
     }
 
-    pub(crate) fn from_slots(slots: impl IntoIterator<Item = Slot<A>>) -> Self {
-        let entries = slots
-            .into_iter()
-            .map(|s| match s {
-                Slot::Dense(t) => Entry::Tensor(t),
-                Slot::Full(value, dims) => Entry::Uniform { value, dims, built: OnceLock::new() },
-            })
-            .collect();
-        Gradients { entries }
+    pub(crate) fn from_stored(stored: impl IntoIterator<Item = Stored<A>>) -> Self {
+        RawPack { entries: stored.into_iter().map(|s| (s, OnceLock::new())).collect() }
     }
 
-    pub(crate) fn into_slots(self) -> Vec<Slot<A>> {
-        self.entries
-            .into_iter()
-            .map(|e| match e {
-                Entry::Tensor(t) => Slot::Dense(t),
-                Entry::Uniform { value, dims, .. } => Slot::Full(value, dims),
-            })
-            .collect()
+    pub(crate) fn into_stored(self) -> Vec<Stored<A>> {
+        self.entries.into_iter().map(|(s, _)| s).collect()
     }
 
     /// Number of positions.
@@ -223,67 +199,70 @@ impl<A: Clone> Gradients<A> {
     /// The gradient at position `i` (built on first access if it is a uniform), or `None` past
     /// the end.
     pub fn get(&self, i: usize) -> Option<&RawTensor<A>> {
-        self.entries.get(i).map(Entry::tensor)
+        self.entries.get(i).map(read)
     }
 
     /// `Some(v)` when the gradient at `i` is `full(v)` and was never written element by element
     /// (no tensor is built by asking); `None` otherwise or past the end.
     pub fn uniform(&self, i: usize) -> Option<&A> {
         match self.entries.get(i) {
-            Some(Entry::Uniform { value, .. }) => Some(value),
+            Some((Stored::Uniform(value, _), _)) => Some(value),
             _ => None,
         }
     }
 
     /// The shape of the gradient at `i`, without building it.
     pub fn dims(&self, i: usize) -> Option<Dims> {
-        self.entries.get(i).map(|e| match e {
-            Entry::Tensor(t) => t.dims(),
-            Entry::Uniform { dims, .. } => *dims,
-        })
+        self.entries.get(i).map(|(s, _)| s.dims())
     }
 
     /// The gradients in context order (uniform ones built as they are reached).
-    pub fn iter(&self) -> GradientsIter<'_, A> {
+    pub fn iter(&self) -> RawPackIter<'_, A> {
         self.into_iter()
     }
 
     /// Every gradient as a tensor, consuming the list.
     pub fn into_vec(self) -> Vec<RawTensor<A>> {
-        self.entries.into_iter().map(Entry::into_tensor).collect()
+        self.entries
+            .into_iter()
+            .map(|(stored, built)| match stored {
+                Stored::Tensor(t) => t,
+                Stored::Uniform(value, dims) => built.into_inner().unwrap_or_else(|| RawTensor::full(dims, value)),
+            })
+            .collect()
     }
 }
 
-impl<A: Clone> core::ops::Index<usize> for Gradients<A> {
+impl<A: Clone> core::ops::Index<usize> for RawPack<A> {
     type Output = RawTensor<A>;
 
     /// The gradient at `i`.
     ///
     /// # Panics
-    /// When `i` is out of range, as for a slice; [`Gradients::get`] returns `None` instead.
+    /// When `i` is out of range, as for a slice; [`RawPack::get`] returns `None` instead.
     fn index(&self, i: usize) -> &RawTensor<A> {
-        self.entries[i].tensor()
+        read(&self.entries[i])
     }
 }
 
-impl<'a, A: Clone> IntoIterator for &'a Gradients<A> {
+impl<'a, A: Clone> IntoIterator for &'a RawPack<A> {
     type Item = &'a RawTensor<A>;
-    type IntoIter = GradientsIter<'a, A>;
+    type IntoIter = RawPackIter<'a, A>;
 
-    fn into_iter(self) -> GradientsIter<'a, A> {
-        GradientsIter(self.entries.iter())
+    fn into_iter(self) -> RawPackIter<'a, A> {
+        RawPackIter(self.entries.iter())
     }
 }
 
-/// Iterator over the tensors of a [`Gradients`] (uniform positions built as they are reached).
+/// Iterator over the tensors of a [`RawPack`] (uniform positions built as they are reached).
 #[derive(Debug)]
-pub struct GradientsIter<'a, A>(core::slice::Iter<'a, Entry<A>>);
+pub struct RawPackIter<'a, A>(core::slice::Iter<'a, (Stored<A>, OnceLock<RawTensor<A>>)>);
 
-impl<'a, A: Clone> Iterator for GradientsIter<'a, A> {
+impl<'a, A: Clone> Iterator for RawPackIter<'a, A> {
     type Item = &'a RawTensor<A>;
 
     fn next(&mut self) -> Option<&'a RawTensor<A>> {
-        self.0.next().map(Entry::tensor)
+        self.0.next().map(read)
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
@@ -291,32 +270,32 @@ impl<'a, A: Clone> Iterator for GradientsIter<'a, A> {
     }
 }
 
-impl<A: Clone> ExactSizeIterator for GradientsIter<'_, A> {}
+impl<A: Clone> ExactSizeIterator for RawPackIter<'_, A> {}
 
 impl<'a, A: Clone, G, Ss, Br> IntoIterator for &'a ContextPack<A, G, Ss, Br> {
     type Item = &'a RawTensor<A>;
-    type IntoIter = GradientsIter<'a, A>;
+    type IntoIter = RawPackIter<'a, A>;
 
-    fn into_iter(self) -> GradientsIter<'a, A> {
+    fn into_iter(self) -> RawPackIter<'a, A> {
         self.tensors.into_iter()
     }
 }
 
 /// A pack over the whole context Γ ++ ss of a graph: one tensor per input and per node — values
-/// ([`GraphData::eval`]) or gradients (see [`Gradients`] for positions kept as a uniform until
+/// ([`GraphData::eval`]) or gradients (see [`RawPack`] for positions kept as a uniform until
 /// read).
 pub struct ContextPack<A, G, Ss, Br = ()> {
     graph: u64,
     /// Number of graph inputs (|Γ|).
     inputs: usize,
     /// One tensor per position: values ([`GraphData::eval`]) or gradients (the passes).
-    tensors: Gradients<A>,
+    tensors: RawPack<A>,
     marker: PhantomData<fn() -> (G, Ss, Br)>,
 }
 
 impl<A: Clone, G, Ss, Br> ContextPack<A, G, Ss, Br> {
-    pub(crate) fn from_gradients(graph: u64, inputs: usize, gradients: Gradients<A>) -> Self {
-        ContextPack { graph, inputs, tensors: gradients, marker: PhantomData }
+    pub(crate) fn from_raw(graph: u64, inputs: usize, tensors: RawPack<A>) -> Self {
+        ContextPack { graph, inputs, tensors, marker: PhantomData }
     }
 
     /// The tensor at `pos` (an input or a node).
@@ -335,13 +314,13 @@ impl<A: Clone, G, Ss, Br> ContextPack<A, G, Ss, Br> {
         Ok(t)
     }
 
-    /// The gradients, untyped, in context order.
-    pub fn gradients(&self) -> &Gradients<A> {
+    /// The tensors, untyped, in context order.
+    pub fn raw(&self) -> &RawPack<A> {
         &self.tensors
     }
 
     /// The tensors in context order (uniform positions built as they are reached).
-    pub fn iter(&self) -> GradientsIter<'_, A> {
+    pub fn iter(&self) -> RawPackIter<'_, A> {
         self.tensors.iter()
     }
 
@@ -350,8 +329,8 @@ impl<A: Clone, G, Ss, Br> ContextPack<A, G, Ss, Br> {
         self.tensors.into_vec()
     }
 
-    /// The untyped gradients, consuming the pack.
-    pub fn into_gradients(self) -> Gradients<A> {
+    /// The tensors, untyped, consuming the pack.
+    pub fn into_raw(self) -> RawPack<A> {
         self.tensors
     }
 
@@ -385,27 +364,27 @@ impl<A: Clone, G, Ss, Br> ContextPack<A, G, Ss, Br> {
 /// graph ([`Error::ForeignPosition`]), and every pass checks the shapes.
 ///
 /// ```
-/// use exactgrad_runtime::{ops::Sum, Dims, NodeData, RawGraph, RawSeeds, RawTensor};
+/// use exactgrad_runtime::{ops::Sum, Dims, RawNode, RawGraph, RawSeeds, RawTensor};
 /// let mut g = RawGraph::<f64, ()>::new(vec![Dims::vector(2)]);
-/// let s = g.push(NodeData::compact(Sum::new(0))).unwrap();
+/// let s = g.push(RawNode::compact(Sum::new(0))).unwrap();
 /// let mut seeds = RawSeeds::<f64>::zeros(g.dims());
 /// seeds.set(s, RawTensor::full(Dims::scalar(), 1.0)).unwrap();
 /// assert!(seeds.set(s, RawTensor::full(Dims::vector(3), 1.0)).is_err()); // wrong shape
 /// let mut other = RawGraph::<f64, ()>::new(vec![Dims::vector(2)]);
-/// let t = other.push(NodeData::compact(Sum::new(0))).unwrap();
+/// let t = other.push(RawNode::compact(Sum::new(0))).unwrap();
 /// assert!(seeds.set(t, RawTensor::full(Dims::scalar(), 1.0)).is_err()); // another graph
 /// ```
 #[derive(Clone, Debug)]
 pub struct RawSeeds<A> {
     /// The graph the pack belongs to, once known.
     graph: Option<u64>,
-    slots: Vec<Slot<A>>,
+    slots: Vec<Stored<A>>,
 }
 
 impl<A: Scalar> RawSeeds<A> {
     /// Zero seeds for positions of the given dims (a graph's [`dims`](crate::RawGraph::dims)).
     pub fn zeros(dims: &[Dims]) -> Self {
-        RawSeeds { graph: None, slots: dims.iter().map(|&d| Slot::Full(A::zero(), d)).collect() }
+        RawSeeds { graph: None, slots: dims.iter().map(|&d| Stored::Uniform(A::zero(), d)).collect() }
     }
 
     /// Zero seeds for `dims`, belonging to the graph of id `graph`.
@@ -428,7 +407,7 @@ impl<A: Scalar> RawSeeds<A> {
         if slot.dims() != t.dims() {
             return Err(Error::ShapeMismatch { expected: slot.dims(), actual: t.dims() });
         }
-        *slot = Slot::Dense(t);
+        *slot = Stored::Tensor(t);
         self.graph = Some(p.graph_id());
         Ok(())
     }
@@ -448,7 +427,7 @@ impl<A: Scalar> RawSeeds<A> {
     /// # Errors
     /// [`Error::ForeignPosition`] when the pack belongs to another graph (its shapes are checked
     /// by the pass).
-    pub(crate) fn into_slots_for(self, graph: u64) -> Result<Vec<Slot<A>>, Error> {
+    pub(crate) fn into_slots_for(self, graph: u64) -> Result<Vec<Stored<A>>, Error> {
         match self.graph {
             Some(g) if g != graph => Err(Error::ForeignPosition { index: 0, len: self.slots.len() }),
             _ => Ok(self.slots),
@@ -458,7 +437,7 @@ impl<A: Scalar> RawSeeds<A> {
 
 impl<A> From<Vec<RawTensor<A>>> for RawSeeds<A> {
     fn from(tensors: Vec<RawTensor<A>>) -> Self {
-        RawSeeds { graph: None, slots: tensors.into_iter().map(Slot::Dense).collect() }
+        RawSeeds { graph: None, slots: tensors.into_iter().map(Stored::Tensor).collect() }
     }
 }
 
@@ -473,7 +452,7 @@ impl<A> From<Vec<RawTensor<A>>> for RawSeeds<A> {
 /// ```
 pub struct Seeds<A, G, Ss, Br = ()> {
     graph: u64,
-    slots: Vec<Slot<A>>,
+    slots: Vec<Stored<A>>,
     marker: PhantomData<fn() -> (G, Ss, Br)>,
 }
 
@@ -483,7 +462,7 @@ impl<A: Scalar, G, Ss, Br> Seeds<A, G, Ss, Br> {
         let raw = graph.raw();
         Seeds {
             graph: raw.id(),
-            slots: raw.dims().iter().map(|&d| Slot::Full(A::zero(), d)).collect(),
+            slots: raw.dims().iter().map(|&d| Stored::Uniform(A::zero(), d)).collect(),
             marker: PhantomData,
         }
     }
@@ -514,20 +493,20 @@ impl<A: Scalar, G, Ss, Br> Seeds<A, G, Ss, Br> {
         if expected != S::dims() {
             return Err(Error::ShapeMismatch { expected, actual: S::dims() });
         }
-        self.slots[pos.index()] = Slot::Dense(t.into_raw());
+        self.slots[pos.index()] = Stored::Tensor(t.into_raw());
         Ok(())
     }
 
     /// Seeds from a dense pack over the context.
     pub fn from_context_pack(p: ContextPack<A, G, Ss, Br>) -> Self {
-        Seeds { graph: p.graph, slots: p.tensors.into_slots(), marker: PhantomData }
+        Seeds { graph: p.graph, slots: p.tensors.into_stored(), marker: PhantomData }
     }
 
     pub(crate) fn graph(&self) -> u64 {
         self.graph
     }
 
-    pub(crate) fn into_slots(self) -> Vec<Slot<A>> {
+    pub(crate) fn into_stored(self) -> Vec<Stored<A>> {
         self.slots
     }
 }

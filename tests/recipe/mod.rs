@@ -9,7 +9,7 @@ use core::fmt::Debug;
 use core::num::Wrapping;
 use core::ops::{Div, Mul, Neg, Sub};
 
-use exactgrad::{ops, CompactOp, Contrib, Contributions, Dims, NodeData, RawGraph, RawTensor, SavedValues, Scalar};
+use exactgrad::{ops, CompactOp, Contrib, Contributions, Dims, RawGraph, RawNode, RawTensor, SavedValues, Scalar};
 use num_traits::FromPrimitive;
 use proptest::prelude::*;
 
@@ -42,15 +42,15 @@ pub trait TestScalar:
     /// The NaN an opaque node puts in its VJP.
     fn nan_vjp() -> Self;
     /// `tanh(a)` (`exp(a)` when `exp`) for floats; a built-in op that fits for other scalars.
-    fn transcendental(exp: bool, a: usize) -> NodeData<Self, ()>;
+    fn transcendental(exp: bool, a: usize) -> RawNode<Self, ()>;
     /// For floats, one of `sigmoid`, `softplus`, `log`, `sqrt`, `gelu` (by `which`); a built-in op
     /// that fits for other scalars.
-    fn elementary(which: u8, a: usize) -> NodeData<Self, ()>;
+    fn elementary(which: u8, a: usize) -> RawNode<Self, ()>;
     /// `div(a, b)` for floats; `mul(a, b)` for integers (whose `/` panics on a zero divisor).
-    fn quotient(a: usize, b: usize) -> NodeData<Self, ()>;
+    fn quotient(a: usize, b: usize) -> RawNode<Self, ()>;
     /// For floats, one of `softmax`, `log_softmax`, `layer_norm` (by `which`) on positions whose
     /// shapes allow it; `None` when no position fits (and always for other scalars).
-    fn rowwise(which: u8, dims: &[Dims], a: usize, b: usize) -> Option<NodeData<Self, ()>>;
+    fn rowwise(which: u8, dims: &[Dims], a: usize, b: usize) -> Option<RawNode<Self, ()>>;
 }
 
 /// The row-wise float ops (over the last axis), by `which`, on positions that fit.
@@ -59,7 +59,7 @@ pub fn float_rowwise<T: TestScalar + num_traits::Float>(
     dims: &[Dims],
     a: usize,
     b: usize,
-) -> Option<NodeData<T, ()>> {
+) -> Option<RawNode<T, ()>> {
     let rows: Vec<usize> = (0..dims.len()).filter(|&q| dims[q].as_slice().last().is_some_and(|&n| n > 0)).collect();
     if which % 3 == 2 {
         // layer_norm(x, gain, bias): x is m×n, gain and bias have n elements (maybe one position).
@@ -75,25 +75,25 @@ pub fn float_rowwise<T: TestScalar + num_traits::Float>(
         }
         if !triples.is_empty() {
             let (x, g, bias) = triples[(a * 7 + b) % triples.len()];
-            return Some(NodeData::compact(ops::LayerNorm::new(x, g, bias, T::from_f64(1e-5)?)));
+            return Some(RawNode::compact(ops::LayerNorm::new(x, g, bias, T::from_f64(1e-5)?)));
         }
     }
     let x = *rows.get(a % rows.len().max(1))?;
     Some(if which % 3 == 1 {
-        NodeData::compact(ops::LogSoftmax::new(x))
+        RawNode::compact(ops::LogSoftmax::new(x))
     } else {
-        NodeData::compact(ops::Softmax::new(x))
+        RawNode::compact(ops::Softmax::new(x))
     })
 }
 
 /// The float ops without an integer counterpart, by `which`.
-pub fn float_elementary<T: TestScalar + num_traits::Float>(which: u8, a: usize) -> NodeData<T, ()> {
+pub fn float_elementary<T: TestScalar + num_traits::Float>(which: u8, a: usize) -> RawNode<T, ()> {
     match which % 5 {
-        0 => NodeData::compact(ops::Sigmoid::new(a)),
-        1 => NodeData::compact(ops::Softplus::new(a)),
-        2 => NodeData::compact(ops::Log::new(a)),
-        3 => NodeData::compact(ops::Sqrt::new(a)),
-        _ => NodeData::compact(ops::Gelu::new(a)),
+        0 => RawNode::compact(ops::Sigmoid::new(a)),
+        1 => RawNode::compact(ops::Softplus::new(a)),
+        2 => RawNode::compact(ops::Log::new(a)),
+        3 => RawNode::compact(ops::Sqrt::new(a)),
+        _ => RawNode::compact(ops::Gelu::new(a)),
     }
 }
 
@@ -137,20 +137,20 @@ impl TestScalar for f64 {
     fn nan_vjp() -> Self {
         f64::from_bits(0xfff8_0000_0000_0042)
     }
-    fn transcendental(exp: bool, a: usize) -> NodeData<Self, ()> {
+    fn transcendental(exp: bool, a: usize) -> RawNode<Self, ()> {
         if exp {
-            NodeData::compact(ops::Exp::new(a))
+            RawNode::compact(ops::Exp::new(a))
         } else {
-            NodeData::compact(ops::Tanh::new(a))
+            RawNode::compact(ops::Tanh::new(a))
         }
     }
-    fn elementary(which: u8, a: usize) -> NodeData<Self, ()> {
+    fn elementary(which: u8, a: usize) -> RawNode<Self, ()> {
         float_elementary(which, a)
     }
-    fn quotient(a: usize, b: usize) -> NodeData<Self, ()> {
-        NodeData::compact(ops::Div::new(a, b))
+    fn quotient(a: usize, b: usize) -> RawNode<Self, ()> {
+        RawNode::compact(ops::Div::new(a, b))
     }
-    fn rowwise(which: u8, dims: &[Dims], a: usize, b: usize) -> Option<NodeData<Self, ()>> {
+    fn rowwise(which: u8, dims: &[Dims], a: usize, b: usize) -> Option<RawNode<Self, ()>> {
         float_rowwise(which, dims, a, b)
     }
 }
@@ -194,20 +194,20 @@ impl TestScalar for f32 {
     fn nan_vjp() -> Self {
         f32::from_bits(0xffc0_0042)
     }
-    fn transcendental(exp: bool, a: usize) -> NodeData<Self, ()> {
+    fn transcendental(exp: bool, a: usize) -> RawNode<Self, ()> {
         if exp {
-            NodeData::compact(ops::Exp::new(a))
+            RawNode::compact(ops::Exp::new(a))
         } else {
-            NodeData::compact(ops::Tanh::new(a))
+            RawNode::compact(ops::Tanh::new(a))
         }
     }
-    fn elementary(which: u8, a: usize) -> NodeData<Self, ()> {
+    fn elementary(which: u8, a: usize) -> RawNode<Self, ()> {
         float_elementary(which, a)
     }
-    fn quotient(a: usize, b: usize) -> NodeData<Self, ()> {
-        NodeData::compact(ops::Div::new(a, b))
+    fn quotient(a: usize, b: usize) -> RawNode<Self, ()> {
+        RawNode::compact(ops::Div::new(a, b))
     }
-    fn rowwise(which: u8, dims: &[Dims], a: usize, b: usize) -> Option<NodeData<Self, ()>> {
+    fn rowwise(which: u8, dims: &[Dims], a: usize, b: usize) -> Option<RawNode<Self, ()>> {
         float_rowwise(which, dims, a, b)
     }
 }
@@ -234,20 +234,20 @@ impl TestScalar for Int {
     fn nan_vjp() -> Self {
         Wrapping(i64::MAX)
     }
-    fn transcendental(exp: bool, a: usize) -> NodeData<Self, ()> {
+    fn transcendental(exp: bool, a: usize) -> RawNode<Self, ()> {
         if exp {
-            NodeData::compact(ops::Relu::new(a))
+            RawNode::compact(ops::Relu::new(a))
         } else {
-            NodeData::compact(ops::Neg::new(a))
+            RawNode::compact(ops::Neg::new(a))
         }
     }
-    fn elementary(which: u8, a: usize) -> NodeData<Self, ()> {
+    fn elementary(which: u8, a: usize) -> RawNode<Self, ()> {
         Self::transcendental(which.is_multiple_of(2), a)
     }
-    fn quotient(a: usize, b: usize) -> NodeData<Self, ()> {
-        NodeData::compact(ops::Mul::new(a, b))
+    fn quotient(a: usize, b: usize) -> RawNode<Self, ()> {
+        RawNode::compact(ops::Mul::new(a, b))
     }
-    fn rowwise(_: u8, _: &[Dims], _: usize, _: usize) -> Option<NodeData<Self, ()>> {
+    fn rowwise(_: u8, _: &[Dims], _: usize, _: usize) -> Option<RawNode<Self, ()>> {
         None
     }
 }
@@ -491,7 +491,7 @@ impl<T: TestScalar> Case<T> {
                 for i in 0..=fills {
                     if graph.nodes().len() < r.nodes.len() {
                         let variant = if i == fills { op.variant } else { 0 };
-                        graph.push(NodeData::compact(Uniforms { variant, ..op.clone() })).unwrap();
+                        graph.push(RawNode::compact(Uniforms { variant, ..op.clone() })).unwrap();
                     }
                 }
             } else if graph.nodes().len() < r.nodes.len() {
@@ -509,18 +509,18 @@ impl<T: TestScalar> Case<T> {
         a: usize,
         b: usize,
         extra: u8,
-    ) -> NodeData<T, ()> {
+    ) -> RawNode<T, ()> {
         let dims = graph.dims();
         let len = dims.len();
         let pa = a % len;
         let same = || same_shape(dims, pa, b);
         let fallback = || T::transcendental(extra.is_multiple_of(2), pa);
         match kind {
-            0 => NodeData::compact(ops::Add::new(pa, same())),
-            1 => NodeData::compact(ops::Sub::new(pa, same())),
-            2 => NodeData::compact(ops::Mul::new(pa, same())),
-            3 => NodeData::compact(ops::Neg::new(pa)),
-            4 => NodeData::compact(ops::Scale::new(pa, draw.scalar())),
+            0 => RawNode::compact(ops::Add::new(pa, same())),
+            1 => RawNode::compact(ops::Sub::new(pa, same())),
+            2 => RawNode::compact(ops::Mul::new(pa, same())),
+            3 => RawNode::compact(ops::Neg::new(pa)),
+            4 => RawNode::compact(ops::Scale::new(pa, draw.scalar())),
             5 => {
                 // All pairs (x, y) with x: m×k, y: k×n; squares paired with themselves count twice.
                 let mut pairs = Vec::new();
@@ -539,17 +539,17 @@ impl<T: TestScalar> Case<T> {
                     return fallback();
                 }
                 let (x, y) = pairs[(a * 7 + b) % pairs.len()];
-                NodeData::compact(ops::MatMul::new(x, y))
+                RawNode::compact(ops::MatMul::new(x, y))
             }
             6 => {
                 let ms: Vec<usize> = (0..len).filter(|&q| matrix(dims[q]).is_some()).collect();
                 if ms.is_empty() {
                     return fallback();
                 }
-                NodeData::compact(ops::Transpose::new(ms[a % ms.len()]))
+                RawNode::compact(ops::Transpose::new(ms[a % ms.len()]))
             }
-            7 => NodeData::compact(ops::Sum::new(pa)),
-            8 => NodeData::compact(ops::Mean::new(pa)),
+            7 => RawNode::compact(ops::Sum::new(pa)),
+            8 => RawNode::compact(ops::Mean::new(pa)),
             9 => {
                 let mut pairs = Vec::new();
                 for (x, &dx) in dims.iter().enumerate() {
@@ -564,15 +564,15 @@ impl<T: TestScalar> Case<T> {
                     return fallback();
                 }
                 let (x, y) = pairs[(a * 7 + b) % pairs.len()];
-                NodeData::compact(ops::AddRow::new(x, y))
+                RawNode::compact(ops::AddRow::new(x, y))
             }
-            10 => NodeData::compact(ops::Relu::new(pa)),
+            10 => RawNode::compact(ops::Relu::new(pa)),
             11 => T::transcendental(false, pa),
             12 => T::transcendental(true, pa),
-            13 => NodeData::compact(ops::Square::new(pa)),
+            13 => RawNode::compact(ops::Square::new(pa)),
             14 => T::quotient(pa, same()),
-            15 => NodeData::compact(ops::Max::new(pa, same())),
-            16 => NodeData::compact(ops::Min::new(pa, same())),
+            15 => RawNode::compact(ops::Max::new(pa, same())),
+            16 => RawNode::compact(ops::Min::new(pa, same())),
             17 => T::elementary(extra, pa),
             18 | 19 => {
                 let rank = dims[pa].rank();
@@ -581,9 +581,9 @@ impl<T: TestScalar> Case<T> {
                 }
                 let axis = usize::from(extra) % rank;
                 if kind == 18 {
-                    NodeData::compact(ops::SumAxis::new(pa, axis))
+                    RawNode::compact(ops::SumAxis::new(pa, axis))
                 } else {
-                    NodeData::compact(ops::MeanAxis::new(pa, axis))
+                    RawNode::compact(ops::MeanAxis::new(pa, axis))
                 }
             }
             20 => T::rowwise(extra, dims, a, b).unwrap_or_else(fallback),
@@ -592,9 +592,9 @@ impl<T: TestScalar> Case<T> {
                 let n = dims[pa].numel();
                 let targets: Vec<Dims> =
                     SHAPES.iter().map(|s| dims_of(s)).filter(|d| d.numel() == n).chain([Dims::vector(n)]).collect();
-                NodeData::compact(ops::Reshape::new(pa, targets[usize::from(extra) % targets.len()]))
+                RawNode::compact(ops::Reshape::new(pa, targets[usize::from(extra) % targets.len()]))
             }
-            22 => NodeData::compact(ops::Permute::new(pa, &nth_permutation(dims[pa].rank(), usize::from(extra)))),
+            22 => RawNode::compact(ops::Permute::new(pa, &nth_permutation(dims[pa].rank(), usize::from(extra)))),
             23 => {
                 // concat(pa, y, axis) for every y (pa itself included) agreeing with pa off the axis.
                 let sa = dims[pa].as_slice();
@@ -614,7 +614,7 @@ impl<T: TestScalar> Case<T> {
                     return fallback();
                 }
                 let (y, axis) = pairs[(b * 7 + usize::from(extra)) % pairs.len()];
-                NodeData::compact(ops::Concat::new(pa, y, axis))
+                RawNode::compact(ops::Concat::new(pa, y, axis))
             }
             24 => {
                 // A non-empty range along one axis.
@@ -626,7 +626,7 @@ impl<T: TestScalar> Case<T> {
                 let n = s[axis];
                 let start = b % n;
                 let len = 1 + (usize::from(extra) / 4) % (n - start);
-                NodeData::compact(ops::Slice::new(pa, axis, start, len))
+                RawNode::compact(ops::Slice::new(pa, axis, start, len))
             }
             25 => {
                 // Tables with at least two rows (GATHER_IDS looks up rows 0 and 1).
@@ -635,7 +635,7 @@ impl<T: TestScalar> Case<T> {
                 if tables.is_empty() {
                     return fallback();
                 }
-                NodeData::compact(ops::GatherRows::new(tables[a % tables.len()], gather_ids, GATHER_IDS.len()))
+                RawNode::compact(ops::GatherRows::new(tables[a % tables.len()], gather_ids, GATHER_IDS.len()))
             }
             26 => Self::opaque_ordinary(dims, pa, extra),
             27 => Self::opaque_bias(dims, pa, b % len, extra),
@@ -644,10 +644,10 @@ impl<T: TestScalar> Case<T> {
     }
 
     /// `y[i] = 3 * x[i mod n]`, with its exact VJP (zeros at every other position).
-    pub fn opaque_ordinary(prefix: &[Dims], pa: usize, extra: u8) -> NodeData<T, ()> {
+    pub fn opaque_ordinary(prefix: &[Dims], pa: usize, extra: u8) -> RawNode<T, ()> {
         let out = dims_of(SHAPES[usize::from(extra) % SHAPES.len()]);
         let prefix = prefix.to_vec();
-        NodeData::opaque(
+        RawNode::opaque(
             "opaque_scale3",
             out,
             vec![pa],
@@ -665,10 +665,10 @@ impl<T: TestScalar> Case<T> {
     /// `y[i] = x[i mod n] + 1`; its VJP passes the cotangent through to `x`, puts `full(1)` at
     /// `target` whatever the cotangent (added to the pass-through when `target == x`), and `-0`
     /// everywhere else.
-    pub fn opaque_bias(prefix: &[Dims], pa: usize, target: usize, extra: u8) -> NodeData<T, ()> {
+    pub fn opaque_bias(prefix: &[Dims], pa: usize, target: usize, extra: u8) -> RawNode<T, ()> {
         let out = dims_of(SHAPES[usize::from(extra) % SHAPES.len()]);
         let prefix = prefix.to_vec();
-        NodeData::opaque(
+        RawNode::opaque(
             "opaque_bias",
             out,
             vec![pa],
@@ -690,10 +690,10 @@ impl<T: TestScalar> Case<T> {
 
     /// `y[i] = NaN` at even `i`, `x[i mod n]` at odd `i`; its VJP multiplies even cotangent
     /// elements by another NaN and puts `full(NaN)` at `target` (when it is not `x`).
-    pub fn opaque_nan(prefix: &[Dims], pa: usize, target: usize, extra: u8) -> NodeData<T, ()> {
+    pub fn opaque_nan(prefix: &[Dims], pa: usize, target: usize, extra: u8) -> RawNode<T, ()> {
         let out = dims_of(SHAPES[usize::from(extra) % SHAPES.len()]);
         let prefix = prefix.to_vec();
-        NodeData::opaque(
+        RawNode::opaque(
             "opaque_nan",
             out,
             vec![pa],

@@ -58,7 +58,7 @@ impl<A: Scalar, D> CompactOp<A, D> for AddRow {
                 *acc = A::pinned_add(acc.clone(), v.clone());
             }
         }
-        let s = RawTensor::from_vec(bd, s).unwrap_or_else(|_| unreachable!("{cols} elements pushed"));
+        let s = RawTensor::from_vec(bd, s).expect("one element per column pushed");
         let l = c.single_cotangent(self.parents[0]);
         let r = c.single(self.parents[1], s);
         c.add(l, r)

@@ -60,7 +60,7 @@ impl<D> CrossEntropy<D> {
 const EXP_CHUNK: usize = 64;
 
 fn rows<A: FromPrimitive>(m: usize) -> A {
-    A::from_usize(m).unwrap_or_else(|| unreachable!("checked by output_dims"))
+    A::from_usize(m).expect("output_dims checked that the element count is a scalar of A")
 }
 
 impl<A: Scalar + Float + FromPrimitive, D: 'static> CompactOp<A, D> for CrossEntropy<D> {
@@ -154,7 +154,7 @@ pub fn cross_entropy<A: Scalar + Float + FromPrimitive, D: 'static, S: LogitsSha
 mod tests {
     use super::*;
     use crate::error::Error;
-    use crate::graph::{NodeData, RawGraph};
+    use crate::graph::{RawGraph, RawNode};
     use crate::ops::testing::{bits, forward, gradcheck, sample, vjp};
     use crate::ops::{LogSoftmax, Softmax};
     use crate::saved::RawSavedGraph;
@@ -203,7 +203,7 @@ mod tests {
 
     fn compile_error(labels: Vec<usize>) -> Error {
         let mut graph = RawGraph::<f64, Vec<usize>>::new(vec![Dims::matrix(2, 3)]);
-        graph.push(NodeData::compact(CrossEntropy::new(0, owned))).unwrap();
+        graph.push(RawNode::compact(CrossEntropy::new(0, owned))).unwrap();
         match RawSavedGraph::compile(&graph, vec![sample(&[2, 3], 83)], labels) {
             Err(e) => e,
             Ok(_) => panic!("compile accepted bad labels"),
@@ -213,7 +213,7 @@ mod tests {
     #[test]
     fn bad_labels_are_compile_errors() {
         let mut graph = RawGraph::<f64, Vec<usize>>::new(vec![Dims::matrix(2, 3)]);
-        graph.push(NodeData::compact(CrossEntropy::new(0, owned))).unwrap();
+        graph.push(RawNode::compact(CrossEntropy::new(0, owned))).unwrap();
         assert!(RawSavedGraph::compile(&graph, vec![sample(&[2, 3], 83)], vec![2, 0]).is_ok());
         match compile_error(vec![1, 3]) {
             Error::Node { node, op, message, .. } => {

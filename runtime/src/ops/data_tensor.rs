@@ -112,7 +112,7 @@ pub fn data_tensor<A: Scalar, D: 'static, S: LeafShape<Output = S> + Shape>(
 mod tests {
     use super::*;
     use crate::error::Error;
-    use crate::graph::{NodeData, RawGraph};
+    use crate::graph::{RawGraph, RawNode};
     use crate::ops::testing::{bits, sample};
     use crate::ops::Mul;
     use crate::pack::RawSeeds;
@@ -132,7 +132,7 @@ mod tests {
     fn value_is_the_data_bit_for_bit_and_the_vjp_is_zero() {
         let x = special();
         let mut graph = RawGraph::<f64, RawTensor<f64>>::new(vec![Dims::vector(2)]);
-        let p = graph.push(NodeData::compact(DataTensor::new(owned, x.dims()))).unwrap();
+        let p = graph.push(RawNode::compact(DataTensor::new(owned, x.dims()))).unwrap();
         let saved = RawSavedGraph::compile(&graph, vec![sample(&[2], 40)], x.clone()).unwrap();
         assert_eq!(bits(&saved.values()[p.index()]), bits(&x));
         let node = saved.prepared_nodes().next().unwrap();
@@ -152,15 +152,15 @@ mod tests {
         let g = RawTensor::from_vec(Dims::matrix(2, 3), vec![-0.0, 1.0, f64::INFINITY, 0.5, -0.0, 2.0]).unwrap();
 
         let mut with_input = RawGraph::<f64, ()>::new(vec![x.dims(), w.dims()]);
-        let p = with_input.push(NodeData::compact(Mul::new(0, 1))).unwrap();
+        let p = with_input.push(RawNode::compact(Mul::new(0, 1))).unwrap();
         let saved = RawSavedGraph::compile(&with_input, vec![x.clone(), w.clone()], ()).unwrap();
         let mut seeds = RawSeeds::zeros(with_input.dims());
         seeds.set(p, g.clone()).unwrap();
         let reference = bits(&saved.backprop_all_dense(seeds).unwrap()[1]);
 
         let mut with_data = RawGraph::<f64, RawTensor<f64>>::new(vec![w.dims()]);
-        let leaf = with_data.push(NodeData::compact(DataTensor::new(owned, x.dims()))).unwrap();
-        let q = with_data.push(NodeData::compact(Mul::new(leaf.index(), 0))).unwrap();
+        let leaf = with_data.push(RawNode::compact(DataTensor::new(owned, x.dims()))).unwrap();
+        let q = with_data.push(RawNode::compact(Mul::new(leaf.index(), 0))).unwrap();
         let saved = RawSavedGraph::compile(&with_data, vec![w], x).unwrap();
         let mut seeds = RawSeeds::zeros(with_data.dims());
         seeds.set(q, g).unwrap();
@@ -173,7 +173,7 @@ mod tests {
     #[test]
     fn a_data_tensor_of_the_wrong_shape_is_a_compile_error_in_decimal() {
         let mut graph = RawGraph::<f64, RawTensor<f64>>::new(Vec::new());
-        graph.push(NodeData::compact(DataTensor::new(owned, Dims::matrix(12, 3)))).unwrap();
+        graph.push(RawNode::compact(DataTensor::new(owned, Dims::matrix(12, 3)))).unwrap();
         match RawSavedGraph::compile(&graph, Vec::new(), sample(&[3, 12], 41)) {
             Err(Error::Node { node, op, message, .. }) => {
                 assert_eq!((node, op.as_str()), (0, "data_tensor"));

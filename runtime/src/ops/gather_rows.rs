@@ -110,7 +110,7 @@ pub fn gather_rows<A: Scalar, D: 'static, S: GatherRowsShape<N, Output = O>, N: 
 mod tests {
     use super::*;
     use crate::error::Error;
-    use crate::graph::{NodeData, RawGraph};
+    use crate::graph::{RawGraph, RawNode};
     use crate::ops::testing::{bits, forward, gradcheck, sample, vjp};
     use crate::saved::RawSavedGraph;
 
@@ -158,7 +158,7 @@ mod tests {
 
     fn compile_error(ids: Vec<usize>) -> Error {
         let mut graph = RawGraph::<f64, Vec<usize>>::new(vec![Dims::matrix(3, 2)]);
-        graph.push(NodeData::compact(GatherRows::new(0, owned, 2))).unwrap();
+        graph.push(RawNode::compact(GatherRows::new(0, owned, 2))).unwrap();
         match RawSavedGraph::compile(&graph, vec![sample(&[3, 2], 366)], ids) {
             Err(e) => e,
             Ok(_) => panic!("compile accepted bad ids"),
@@ -168,7 +168,7 @@ mod tests {
     #[test]
     fn bad_ids_are_compile_errors() {
         let mut graph = RawGraph::<f64, Vec<usize>>::new(vec![Dims::matrix(3, 2)]);
-        graph.push(NodeData::compact(GatherRows::new(0, owned, 2))).unwrap();
+        graph.push(RawNode::compact(GatherRows::new(0, owned, 2))).unwrap();
         assert!(RawSavedGraph::compile(&graph, vec![sample(&[3, 2], 366)], vec![2, 2]).is_ok());
         match compile_error(vec![1, 3]) {
             Error::Node { node, op, message, .. } => {

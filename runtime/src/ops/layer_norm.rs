@@ -154,7 +154,7 @@ impl<A: Scalar + Float + FromPrimitive, D> CompactOp<A, D> for LayerNorm<A> {
         let x = &ctx[self.parents[0]];
         let (gain, bias) = (ctx[self.parents[1]].data(), ctx[self.parents[2]].data());
         let n = gain.len();
-        let nf = A::from_usize(n).unwrap_or_else(|| unreachable!("checked by output_dims"));
+        let nf = A::from_usize(n).expect("output_dims checked that the element count is a scalar of A");
         let start = out.len();
         pinned_if_nan(out, start, |out, pinned| {
             if pinned {
@@ -169,7 +169,7 @@ impl<A: Scalar + Float + FromPrimitive, D> CompactOp<A, D> for LayerNorm<A> {
         let (tg, tb) = (&saved.prefix[self.parents[1]], &saved.prefix[self.parents[2]]);
         let gain = tg.data();
         let n = gain.len();
-        let nf = A::from_usize(n).unwrap_or_else(|| unreachable!("checked by output_dims"));
+        let nf = A::from_usize(n).expect("output_dims checked that the element count is a scalar of A");
         let zero = <A as Scalar>::zero();
         // Scratch rows from the arena's recycled buffers (given back below): no allocation once
         // warm.

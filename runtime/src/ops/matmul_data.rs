@@ -140,7 +140,7 @@ mod tests {
 
     use super::*;
     use crate::error::Error;
-    use crate::graph::{NodeData, RawGraph};
+    use crate::graph::{RawGraph, RawNode};
     use crate::ops::testing::{bits, forward, gradcheck, sample};
     use crate::ops::MatMul;
     use crate::pack::RawSeeds;
@@ -191,7 +191,7 @@ mod tests {
         let as_bits = |t: &RawTensor<f32>| t.data().iter().map(|v| v.to_bits()).collect::<Vec<_>>();
 
         let mut with_input = RawGraph::<f32, ()>::new(vec![x.dims(), w.dims()]);
-        let p = with_input.push(NodeData::compact(MatMul::new(0, 1))).unwrap();
+        let p = with_input.push(RawNode::compact(MatMul::new(0, 1))).unwrap();
         let saved = RawSavedGraph::compile(&with_input, vec![x.clone(), w.clone()], ()).unwrap();
         let mut seeds = RawSeeds::zeros(with_input.dims());
         seeds.set(p, g.clone()).unwrap();
@@ -200,7 +200,7 @@ mod tests {
         let via_matmul = (as_bits(&array[1]), as_bits(&dense[1]));
 
         let mut with_data = RawGraph::<f32, RawTensor<f32>>::new(vec![w.dims()]);
-        let q = with_data.push(NodeData::compact(MatMulData::new(owned, m, 0))).unwrap();
+        let q = with_data.push(RawNode::compact(MatMulData::new(owned, m, 0))).unwrap();
         let saved_data = RawSavedGraph::compile(&with_data, vec![w], x).unwrap();
         assert_eq!(
             as_bits(&saved_data.values()[q.index()]),
@@ -228,7 +228,7 @@ mod tests {
 
     fn compile_error(x: RawTensor<f64>) -> Error {
         let mut graph = RawGraph::<f64, RawTensor<f64>>::new(vec![Dims::matrix(3, 2)]);
-        graph.push(NodeData::compact(MatMulData::new(owned, 4, 0))).unwrap();
+        graph.push(RawNode::compact(MatMulData::new(owned, 4, 0))).unwrap();
         match RawSavedGraph::compile(&graph, vec![sample(&[3, 2], 33)], x) {
             Err(e) => e,
             Ok(_) => panic!("compile accepted a data operand of shape {}", Dims::matrix(3, 2)),

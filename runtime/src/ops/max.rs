@@ -85,7 +85,7 @@ mod tests {
         let a = RawTensor::from_vec(Dims::vector(3), vec![1i64, 5, -2]).unwrap();
         let b = RawTensor::from_vec(Dims::vector(3), vec![3i64, 5, -7]).unwrap();
         let mut graph = crate::graph::RawGraph::<i64, ()>::new(vec![Dims::vector(3), Dims::vector(3)]);
-        let p = graph.push(crate::graph::NodeData::compact(Max::new(0, 1))).unwrap();
+        let p = graph.push(crate::graph::RawNode::compact(Max::new(0, 1))).unwrap();
         let saved = crate::saved::RawSavedGraph::compile(&graph, vec![a, b], ()).unwrap();
         assert_eq!(saved.values()[p.index()].data(), &[3, 5, -2]);
         let grads = saved.backprop_from(p, RawTensor::from_vec(Dims::vector(3), vec![10, 20, 30]).unwrap()).unwrap();

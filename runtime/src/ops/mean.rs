@@ -45,17 +45,17 @@ impl<A: Scalar + Div<Output = A> + FromPrimitive, D> CompactOp<A, D> for Mean {
     }
     fn forward(&self, ctx: &[RawTensor<A>], _: &D) -> RawTensor<A> {
         let x = ctx[self.parents[0]].data();
-        let n = count::<A>(x.len()).unwrap_or_else(|_| unreachable!("checked by output_dims"));
+        let n = count::<A>(x.len()).expect("output_dims checked that the element count is a scalar of A");
         RawTensor::full(Dims::scalar(), super::sum::sum_in_order(x) / n)
     }
     fn forward_into(&self, ctx: &[RawTensor<A>], _: &D, out: &mut Vec<A>) {
         let x = ctx[self.parents[0]].data();
-        let n = count::<A>(x.len()).unwrap_or_else(|_| unreachable!("checked by output_dims"));
+        let n = count::<A>(x.len()).expect("output_dims checked that the element count is a scalar of A");
         out.push(super::sum::sum_in_order(x) / n);
     }
     fn contributions(&self, saved: &SavedValues<'_, A, D>, g: &RawTensor<A>, c: &mut Contributions<A>) -> Contrib {
         let d = saved.prefix[self.parents[0]].dims();
-        let n = count::<A>(d.numel()).unwrap_or_else(|_| unreachable!("checked by output_dims"));
+        let n = count::<A>(d.numel()).expect("output_dims checked that the element count is a scalar of A");
         let v = g.data()[0].clone() / n;
         let t = c.tensor(d, |_| v.clone());
         c.single(self.parents[0], t)

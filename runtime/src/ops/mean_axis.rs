@@ -35,7 +35,7 @@ impl MeanAxis {
 }
 
 fn count<A: FromPrimitive>(n: usize) -> A {
-    A::from_usize(n).unwrap_or_else(|| unreachable!("checked by output_dims"))
+    A::from_usize(n).expect("output_dims checked that the element count is a scalar of A")
 }
 
 impl<A: Scalar + Div<Output = A> + FromPrimitive, D> CompactOp<A, D> for MeanAxis {
@@ -55,7 +55,7 @@ impl<A: Scalar + Div<Output = A> + FromPrimitive, D> CompactOp<A, D> for MeanAxi
     }
     fn forward(&self, ctx: &[RawTensor<A>], _: &D) -> RawTensor<A> {
         let x = &ctx[self.parents[0]];
-        let out = reduced_dims("mean_axis", x.dims(), self.axis).unwrap_or_else(|m| unreachable!("{m}"));
+        let out = reduced_dims("mean_axis", x.dims(), self.axis).expect("output_dims accepted these dims");
         let n: A = count(x.dims().as_slice()[self.axis]);
         let s = sums_along(x.data(), x.dims(), self.axis);
         RawTensor::from_parts(out, s.into_iter().map(|v| v / n.clone()).collect())

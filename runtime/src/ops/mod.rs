@@ -140,14 +140,14 @@ pub(crate) fn same_dims(op: &str, prefix: &[Dims], a: usize, b: usize) -> Result
 pub(crate) mod testing {
     //! Helpers for op tests: run one node's forward and dense VJP, and a finite-difference check.
     use crate::contributions::Contributions;
-    use crate::graph::{CompactOp, NodeData, RawGraph};
+    use crate::graph::{CompactOp, RawGraph, RawNode};
     use crate::saved::RawSavedGraph;
     use crate::tensor::RawTensor;
 
     /// The value of one `op` node on `inputs`.
     pub(crate) fn forward<O: CompactOp<f64, ()> + Clone>(op: O, inputs: &[RawTensor<f64>]) -> RawTensor<f64> {
         let mut graph = RawGraph::new(inputs.iter().map(RawTensor::dims).collect());
-        let p = graph.push(NodeData::compact(op)).unwrap();
+        let p = graph.push(RawNode::compact(op)).unwrap();
         let saved = RawSavedGraph::compile(&graph, inputs.to_vec(), ()).unwrap();
         saved.values()[p.index()].clone()
     }
@@ -159,7 +159,7 @@ pub(crate) mod testing {
         g: &RawTensor<f64>,
     ) -> Vec<RawTensor<f64>> {
         let mut graph = RawGraph::new(inputs.iter().map(RawTensor::dims).collect());
-        graph.push(NodeData::compact(op)).unwrap();
+        graph.push(RawNode::compact(op)).unwrap();
         let saved = RawSavedGraph::compile(&graph, inputs.to_vec(), ()).unwrap();
         let mut c = Contributions::new();
         let node = saved.prepared_nodes().next().unwrap();

@@ -28,7 +28,7 @@ impl Mse {
 }
 
 fn count<A: FromPrimitive>(n: usize) -> A {
-    A::from_usize(n).unwrap_or_else(|| unreachable!("checked by output_dims"))
+    A::from_usize(n).expect("output_dims checked that the element count is a scalar of A")
 }
 
 impl<A: Scalar + Float + FromPrimitive, D> CompactOp<A, D> for Mse {

@@ -54,7 +54,7 @@ fn permuted<'x, A: Clone>(x: &'x [A], d: Dims, perm: &[usize]) -> (Dims, impl Fn
         step[k] = strides[p];
     }
     let rank = perm.len();
-    let dims = Dims::new(&out[..rank]).unwrap_or_else(|| unreachable!("a permutation keeps the rank"));
+    let dims = Dims::new(&out[..rank]).expect("a permutation keeps the rank");
     let read = move |mut o: usize| {
         let mut j = 0;
         for k in (0..rank).rev() {

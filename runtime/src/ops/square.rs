@@ -114,17 +114,17 @@ mod tests {
     /// In a graph with another reader of `x`, every pass gives the bits of the `mul(x, x)` graph.
     #[test]
     fn every_pass_matches_the_mul_graph() {
-        use crate::graph::{NodeData, RawGraph};
+        use crate::graph::{RawGraph, RawNode};
         use crate::saved::RawSavedGraph;
         let x = RawTensor::from_vec(Dims::vector(4), vec![-0.0, f64::powi(2.0, -53), f64::NAN, -3.0]).unwrap();
         let build = |sq: bool| {
             let mut graph = RawGraph::<f64, ()>::new(vec![Dims::vector(4)]);
             let p = if sq {
-                graph.push(NodeData::compact(Square::new(0))).unwrap()
+                graph.push(RawNode::compact(Square::new(0))).unwrap()
             } else {
-                graph.push(NodeData::compact(Mul::new(0, 0))).unwrap()
+                graph.push(RawNode::compact(Mul::new(0, 0))).unwrap()
             };
-            graph.push(NodeData::compact(crate::ops::Add::new(p.index(), 0))).unwrap();
+            graph.push(RawNode::compact(crate::ops::Add::new(p.index(), 0))).unwrap();
             graph
         };
         let (gs, gm) = (build(true), build(false));

@@ -35,7 +35,7 @@
 
 use crate::contributions::Contributions;
 use crate::error::Error;
-use crate::gradients::Slot;
+use crate::gradients::Stored;
 use crate::graph::{CompactOp, Program as NodeProgram, RawGraph};
 use crate::guard::guarded;
 use crate::scalar::Scalar;
@@ -85,7 +85,7 @@ pub struct ProgramState<A> {
     values: Vec<RawTensor<A>>,
     /// The value buffers not in use.
     value_pool: Vec<Vec<A>>,
-    slots: Vec<Slot<A>>,
+    slots: Vec<Stored<A>>,
     /// The uniform of each visited node, by visit.
     uniforms: Vec<A>,
     /// The final input gradients of the last run.
@@ -144,7 +144,7 @@ impl<A: Scalar> ProgramState<A> {
             gradient_buffer: plan.gradients.first().copied().unwrap_or(&[]),
             values: dims.iter().map(|&d| RawTensor::vacant(d)).collect(),
             value_pool: (0..plan.value_buffers).map(|_| Vec::new()).collect(),
-            slots: dims.iter().map(|&d| Slot::Full(A::zero(), d)).collect(),
+            slots: dims.iter().map(|&d| Stored::Uniform(A::zero(), d)).collect(),
             uniforms: vec![A::zero(); visits],
             input_gradients: dims[..inputs].iter().map(|&d| RawTensor::zeros(d)).collect(),
             input_fills: vec![Some(A::zero()); inputs],
@@ -213,7 +213,7 @@ impl<A: Scalar> ProgramState<A> {
     pub(crate) fn reset(&mut self) {
         for q in 0..self.slots.len() {
             let d = self.dims[q];
-            if let Slot::Dense(t) = core::mem::replace(&mut self.slots[q], Slot::Full(A::zero(), d)) {
+            if let Stored::Tensor(t) = core::mem::replace(&mut self.slots[q], Stored::Uniform(A::zero(), d)) {
                 self.give_buf(q, t);
             }
         }
@@ -229,7 +229,7 @@ impl<A: Scalar> ProgramState<A> {
         }
         let mut buf = self.take_buf(p);
         buf.extend_from_slice(t.data());
-        self.slots[p] = Slot::Dense(RawTensor::from_parts(t.dims(), buf));
+        self.slots[p] = Stored::Tensor(RawTensor::from_parts(t.dims(), buf));
         Ok(())
     }
 

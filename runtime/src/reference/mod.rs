@@ -280,13 +280,9 @@ impl<A: Scalar, D: 'static, G, Ss, Br> GraphData<A, D, G, Ss, Br> {
         if seeds.graph() != self.raw().id() {
             return Err(Error::ForeignPosition { index: 0, len: self.raw().dims().len() });
         }
-        let seeds = seeds.into_slots().into_iter().map(|s| s.into_tensor()).collect();
+        let seeds = seeds.into_stored().into_iter().map(|s| s.into_tensor()).collect();
         let all = self.raw().backprop_all_ctx(inputs.as_slice(), data, seeds)?;
-        Ok(ContextPack::from_gradients(
-            self.raw().id(),
-            self.raw().num_inputs(),
-            crate::pack::Gradients::from_tensors(all),
-        ))
+        Ok(ContextPack::from_raw(self.raw().id(), self.raw().num_inputs(), crate::pack::RawPack::from_tensors(all)))
     }
 
     /// `backpropCtx` of the typed graph: the input gradients of

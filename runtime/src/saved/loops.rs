@@ -6,9 +6,9 @@
 use super::PreparedNode;
 use crate::contributions::Contributions;
 use crate::error::Error;
-use crate::gradients::{GradientContext, Slot};
-use crate::graph::{NodeData, RawGraph, SavedValues};
-use crate::pack::Gradients;
+use crate::gradients::{GradientContext, Stored};
+use crate::graph::{RawGraph, RawNode, SavedValues};
+use crate::pack::RawPack;
 use crate::scalar::Scalar;
 use crate::tensor::RawTensor;
 
@@ -33,7 +33,7 @@ impl<'v, A: Scalar, D: 'static> View<'v, A, D> {
         View { graph, values, data }
     }
 
-    pub(super) fn prepared(&self, k: usize, node: &'v NodeData<A, D>) -> PreparedNode<'v, A, D> {
+    pub(super) fn prepared(&self, k: usize, node: &'v RawNode<A, D>) -> PreparedNode<'v, A, D> {
         let p = self.graph.num_inputs() + k;
         PreparedNode {
             index: k,
@@ -43,13 +43,13 @@ impl<'v, A: Scalar, D: 'static> View<'v, A, D> {
         }
     }
 
-    pub(super) fn check_seeds(&self, seeds: &[Slot<A>]) -> Result<(), Error> {
+    pub(super) fn check_seeds(&self, seeds: &[Stored<A>]) -> Result<(), Error> {
         let dims = self.graph.dims();
         if seeds.len() != dims.len() || seeds.iter().zip(dims).any(|(s, d)| s.dims() != *d) {
             return Err(Error::PackShapes {
                 what: "seeds",
                 expected: dims.to_vec(),
-                actual: seeds.iter().map(Slot::dims).collect(),
+                actual: seeds.iter().map(Stored::dims).collect(),
             });
         }
         Ok(())
@@ -68,12 +68,12 @@ impl<'v, A: Scalar, D: 'static> View<'v, A, D> {
     /// returned.
     pub(super) fn dense_loop(
         &self,
-        seeds: Vec<Slot<A>>,
+        seeds: Vec<Stored<A>>,
         mut reached: Option<Reached>,
         keep: bool,
     ) -> Result<Vec<RawTensor<A>>, Error> {
         self.check_seeds(&seeds)?;
-        let mut acc: Vec<RawTensor<A>> = seeds.into_iter().map(Slot::into_tensor).collect();
+        let mut acc: Vec<RawTensor<A>> = seeds.into_iter().map(Stored::into_tensor).collect();
         let mut node_grads = Vec::with_capacity(if keep { self.graph.nodes().len() } else { 0 });
         let mut c = Contributions::new();
         let mut support = Vec::new();
@@ -102,23 +102,23 @@ impl<'v, A: Scalar, D: 'static> View<'v, A, D> {
     }
 
     /// The indexed loop (SEMANTICS §6–7) on a [`GradientContext`]. A position nobody wrote
-    /// element by element stays a uniform in the result ([`Gradients`]); a node whose VJP runs
+    /// element by element stays a uniform in the result ([`RawPack`]); a node whose VJP runs
     /// gets its gradient built first.
     pub(super) fn array_loop(
         &self,
-        seeds: Vec<Slot<A>>,
+        seeds: Vec<Stored<A>>,
         mut reached: Option<Reached>,
         keep: bool,
-    ) -> Result<Gradients<A>, Error> {
+    ) -> Result<RawPack<A>, Error> {
         Self::storage_check()?;
         self.check_seeds(&seeds)?;
-        let mut ctx = GradientContext::of_slots(seeds);
+        let mut ctx = GradientContext::of_stored(seeds);
         let mut node_grads = Vec::with_capacity(if keep { self.graph.nodes().len() } else { 0 });
         let mut c = Contributions::new();
         for (k, node) in self.graph.nodes().iter().enumerate().rev() {
             let prepared = self.prepared(k, node);
             let p = prepared.position();
-            let slot = ctx.pop_slot();
+            let slot = ctx.pop_stored();
             let slot = if reached.as_ref().is_none_or(|r| r.contains(p)) {
                 let g = ctx.build(slot);
                 let whole_prefix = prepared.accumulate(&mut ctx, &g, &mut c)?;
@@ -129,31 +129,31 @@ impl<'v, A: Scalar, D: 'static> View<'v, A, D> {
                         if whole_prefix { Touched::WholePrefix } else { Touched::Support(ctx.last_support()) };
                     r.record(p, touched);
                 }
-                Slot::Dense(g)
+                Stored::Tensor(g)
             } else {
                 slot
             };
             if keep {
                 node_grads.push(slot);
-            } else if let Slot::Dense(g) = slot {
+            } else if let Stored::Tensor(g) = slot {
                 ctx.recycle(g);
             }
         }
-        let mut out = ctx.into_slots();
+        let mut out = ctx.into_stored();
         node_grads.reverse();
         out.extend(node_grads);
-        Ok(Gradients::from_slots(out))
+        Ok(RawPack::from_stored(out))
     }
 
-    pub(super) fn all_stored(&self, seeds: Vec<Slot<A>>, keep: bool) -> Result<Gradients<A>, Error> {
+    pub(super) fn all_stored(&self, seeds: Vec<Stored<A>>, keep: bool) -> Result<RawPack<A>, Error> {
         if A::HAS_STORAGE_EQUALITY {
             self.array_loop(seeds, None, keep)
         } else {
-            Ok(Gradients::from_tensors(self.dense_loop(seeds, None, keep)?))
+            Ok(RawPack::from_tensors(self.dense_loop(seeds, None, keep)?))
         }
     }
 
-    pub(super) fn single_seed(&self, output: usize, seed: RawTensor<A>) -> Result<Vec<Slot<A>>, Error> {
+    pub(super) fn single_seed(&self, output: usize, seed: RawTensor<A>) -> Result<Vec<Stored<A>>, Error> {
         let dims = self.graph.dims();
         if output >= dims.len() {
             return Err(Error::ForeignPosition { index: output, len: dims.len() });
@@ -161,14 +161,14 @@ impl<'v, A: Scalar, D: 'static> View<'v, A, D> {
         if seed.dims() != dims[output] {
             return Err(Error::ShapeMismatch { expected: dims[output], actual: seed.dims() });
         }
-        let mut slots: Vec<Slot<A>> = dims.iter().map(|&d| Slot::Full(A::zero(), d)).collect();
-        slots[output] = Slot::Dense(seed);
+        let mut slots: Vec<Stored<A>> = dims.iter().map(|&d| Stored::Uniform(A::zero(), d)).collect();
+        slots[output] = Stored::Tensor(seed);
         Ok(slots)
     }
 
     /// §7 with storage equality: the indexed loop from `output` seeded by `slots`, visiting only
     /// what `output` reaches; the input gradients (node gradients freed as they finish).
-    pub(crate) fn inputs_from(&self, slots: Vec<Slot<A>>, output: usize) -> Result<Gradients<A>, Error> {
+    pub(crate) fn inputs_from(&self, slots: Vec<Stored<A>>, output: usize) -> Result<RawPack<A>, Error> {
         self.array_loop(slots, Some(Reached::new(self.graph.dims().len(), output)), false)
     }
 }
@@ -197,7 +197,7 @@ pub(super) enum Touched<'a> {
 impl<'a> Touched<'a> {
     /// What a node touches according to its declaration: its static support when compact, the
     /// whole prefix when opaque.
-    pub(super) fn declared<A: 'static, D: 'static>(node: &'a NodeData<A, D>) -> Self {
+    pub(super) fn declared<A: 'static, D: 'static>(node: &'a RawNode<A, D>) -> Self {
         match node.support() {
             Some(s) => Touched::Support(s),
             None => Touched::WholePrefix,

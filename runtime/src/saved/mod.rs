@@ -16,9 +16,9 @@
 use crate::contributions::{Contrib, Contributions};
 use crate::error::Error;
 use crate::gradients::GradientContext;
-use crate::graph::{CompactOp, NodeData, OpaqueVjp, Program, RawGraph, SavedValues};
+use crate::graph::{CompactOp, OpaqueVjp, Program, RawGraph, RawNode, SavedValues};
 use crate::guard::guarded;
-use crate::pack::{Gradients, RawSeeds};
+use crate::pack::{RawPack, RawSeeds};
 use crate::scalar::Scalar;
 use crate::shape::{Dims, RawPosition};
 use crate::tensor::RawTensor;
@@ -34,7 +34,7 @@ pub use typed::{InputPack, SavedGraph};
 /// everything its VJP needs, with no re-evaluation.
 pub struct PreparedNode<'s, A, D> {
     index: usize,
-    node: &'s NodeData<A, D>,
+    node: &'s RawNode<A, D>,
     saved: SavedValues<'s, A, D>,
     /// Dims of the prefix.
     dims: &'s [Dims],
@@ -52,7 +52,7 @@ impl<'s, A: Scalar, D: 'static> PreparedNode<'s, A, D> {
     }
 
     /// The node.
-    pub fn node(&self) -> &'s NodeData<A, D> {
+    pub fn node(&self) -> &'s RawNode<A, D> {
         self.node
     }
 
@@ -315,18 +315,18 @@ impl<'g, A: Scalar, D: 'static> RawSavedGraph<'g, A, D> {
     /// makes its whole prefix reachable). Without storage equality it is the dense all-seeds pass.
     ///
     /// The positions it never writes (skipped nodes, inputs no reached node contributes to) are
-    /// returned as uniforms, built only when read ([`Gradients`]).
+    /// returned as uniforms, built only when read ([`RawPack`]).
     ///
     /// # Errors
     /// [`Error::ForeignPosition`] for an `output` of another graph, [`Error::ShapeMismatch`] for a
     /// seed of another shape than the output, [`Error::Vjp`] for a malformed VJP.
-    pub fn backprop_from(&self, output: RawPosition, seed: RawTensor<A>) -> Result<Gradients<A>, Error> {
+    pub fn backprop_from(&self, output: RawPosition, seed: RawTensor<A>) -> Result<RawPack<A>, Error> {
         let output = self.graph.check_position(output)?;
         let slots = self.view().single_seed(output, seed)?;
         if A::HAS_STORAGE_EQUALITY {
             self.view().array_loop(slots, Some(Reached::new(self.graph.dims().len(), output)), true)
         } else {
-            Ok(Gradients::from_tensors(self.view().dense_loop(slots, None, true)?))
+            Ok(RawPack::from_tensors(self.view().dense_loop(slots, None, true)?))
         }
     }
 
@@ -335,10 +335,10 @@ impl<'g, A: Scalar, D: 'static> RawSavedGraph<'g, A, D> {
     ///
     /// # Errors
     /// As [`backprop_from`](Self::backprop_from).
-    pub fn backprop_from_dense(&self, output: RawPosition, seed: RawTensor<A>) -> Result<Gradients<A>, Error> {
+    pub fn backprop_from_dense(&self, output: RawPosition, seed: RawTensor<A>) -> Result<RawPack<A>, Error> {
         let output = self.graph.check_position(output)?;
         let slots = self.view().single_seed(output, seed)?;
-        Ok(Gradients::from_tensors(self.view().dense_loop(
+        Ok(RawPack::from_tensors(self.view().dense_loop(
             slots,
             Some(Reached::new(self.graph.dims().len(), output)),
             true,
@@ -352,7 +352,7 @@ impl<'g, A: Scalar, D: 'static> RawSavedGraph<'g, A, D> {
     ///
     /// The rule is the pass's own (§7, the same code): walking from the last node down, a reached
     /// compact node reaches its support, a reached opaque node its whole prefix. Node supports are
-    /// read from their declarations ([`NodeData::support`]) since no VJP runs here, while the
+    /// read from their declarations ([`RawNode::support`]) since no VJP runs here, while the
     /// pass follows the support of the contributions each visited VJP actually builds. For every
     /// built-in op the two are the same set, so the flags are exactly the pass's. For a user
     /// [`CompactOp`](crate::CompactOp) they can differ, and the flags then say what the pass

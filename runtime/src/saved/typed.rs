@@ -2,9 +2,9 @@
 
 use super::RawSavedGraph;
 use crate::error::Error;
-use crate::gradients::Slot;
+use crate::gradients::Stored;
 use crate::graph::GraphData;
-use crate::pack::{ContextPack, Gradients, Pack, Seeds};
+use crate::pack::{ContextPack, Pack, RawPack, Seeds};
 use crate::scalar::Scalar;
 use crate::shape::{Position, Shape};
 use crate::tensor::{RawTensor, Tensor};
@@ -54,10 +54,10 @@ impl<A: Scalar, D: 'static, G, Ss, Br> GraphData<A, D, G, Ss, Br> {
     /// As [`compile`](Self::compile).
     pub fn eval(&self, inputs: impl InputPack<A, G>, data: D) -> Result<ContextPack<A, G, Ss, Br>, Error> {
         let saved = self.compile(inputs, data)?;
-        Ok(ContextPack::from_gradients(
+        Ok(ContextPack::from_raw(
             self.raw().id(),
             self.raw().num_inputs(),
-            Gradients::from_tensors(saved.raw.into_values()),
+            RawPack::from_tensors(saved.raw.into_values()),
         ))
     }
 }
@@ -104,15 +104,15 @@ impl<'g, A: Scalar, D: 'static, G, Ss, Br> SavedGraph<'g, A, D, G, Ss, Br> {
         Ok(&self.raw.values[pos.index()])
     }
 
-    fn seeds(&self, seeds: Seeds<A, G, Ss, Br>) -> Result<Vec<Slot<A>>, Error> {
+    fn seeds(&self, seeds: Seeds<A, G, Ss, Br>) -> Result<Vec<Stored<A>>, Error> {
         if seeds.graph() != self.graph.raw().id() {
             return Err(Error::ForeignPosition { index: 0, len: self.raw.values.len() });
         }
-        Ok(seeds.into_slots())
+        Ok(seeds.into_stored())
     }
 
-    fn all(&self, v: Gradients<A>) -> ContextPack<A, G, Ss, Br> {
-        ContextPack::from_gradients(self.graph.raw().id(), self.graph.raw().num_inputs(), v)
+    fn all(&self, v: RawPack<A>) -> ContextPack<A, G, Ss, Br> {
+        ContextPack::from_raw(self.graph.raw().id(), self.graph.raw().num_inputs(), v)
     }
 
     fn inputs(&self, v: Vec<RawTensor<A>>) -> Pack<A, G> {
@@ -124,7 +124,7 @@ impl<'g, A: Scalar, D: 'static, G, Ss, Br> SavedGraph<'g, A, D, G, Ss, Br> {
     /// # Errors
     /// [`Error::Vjp`] for a malformed opaque VJP; [`Error::ForeignPosition`] for seeds of another graph.
     pub fn backprop_all_dense(&self, seeds: Seeds<A, G, Ss, Br>) -> Result<ContextPack<A, G, Ss, Br>, Error> {
-        Ok(self.all(Gradients::from_tensors(self.raw.view().dense_loop(self.seeds(seeds)?, None, true)?)))
+        Ok(self.all(RawPack::from_tensors(self.raw.view().dense_loop(self.seeds(seeds)?, None, true)?)))
     }
 
     /// §6 array pass, all seeds.

@@ -109,10 +109,10 @@ impl<S, Br> Position<S, Br> {
 /// ([`index`](Self::index)): a node's parents are checked when it is pushed.
 ///
 /// ```
-/// use exactgrad_runtime::{ops::Sum, Dims, Error, NodeData, RawGraph, RawSavedGraph, RawTensor};
+/// use exactgrad_runtime::{ops::Sum, Dims, Error, RawNode, RawGraph, RawSavedGraph, RawTensor};
 /// let graph = || {
 ///     let mut g = RawGraph::<f64, ()>::new(vec![Dims::vector(2)]);
-///     let s = g.push(NodeData::compact(Sum::new(0))).unwrap();
+///     let s = g.push(RawNode::compact(Sum::new(0))).unwrap();
 ///     (g, s)
 /// };
 /// let (a, sum_a) = graph();

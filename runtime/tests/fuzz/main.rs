@@ -1,5 +1,5 @@
 //! Fuzzing the runtime (issue 11, item 3): random graph descriptions ([`describe`]) are built
-//! through the untyped builder (`RawGraph::push` of `NodeData` made with the ops' raw
+//! through the untyped builder (`RawGraph::push` of `RawNode` made with the ops' raw
 //! constructors), compiled with random adversarial inputs and data, and every pass is run with
 //! random seeds — wrong-shaped seeds, seed packs of the wrong length, foreign output positions
 //! included. The property: every call returns `Ok` or a typed `Error`; nothing panics (caught,
@@ -18,7 +18,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::{Duration, Instant};
 
 use describe::{Description, Op, Opaque, Rng, VALUES};
-use exactgrad_runtime::{ops, Dims, NodeData, RawGraph, RawSavedGraph, RawSeeds, RawTensor};
+use exactgrad_runtime::{ops, Dims, RawGraph, RawNode, RawSavedGraph, RawSeeds, RawTensor};
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 
@@ -57,7 +57,7 @@ fn maybe_wrong(rng: &mut Rng, dims: Dims) -> RawTensor<f64> {
     tensor(rng, d)
 }
 
-fn opaque(dims: Dims, parents: Vec<usize>, kind: Opaque) -> NodeData<f64, Data> {
+fn opaque(dims: Dims, parents: Vec<usize>, kind: Opaque) -> RawNode<f64, Data> {
     let first = parents.first().copied();
     let forward = move |ctx: &[RawTensor<f64>], _: &Data| match kind {
         Opaque::PanicForward => panic!("a user forward panics"),
@@ -77,51 +77,51 @@ fn opaque(dims: Dims, parents: Vec<usize>, kind: Opaque) -> NodeData<f64, Data> 
             .map(|(q, t)| if Some(q) == first && t.dims() == g.dims() { g.clone() } else { RawTensor::zeros(t.dims()) })
             .collect(),
     };
-    NodeData::opaque("fuzzed", dims, parents, forward, vjp)
+    RawNode::opaque("fuzzed", dims, parents, forward, vjp)
 }
 
-fn node(op: &Op) -> NodeData<f64, Data> {
+fn node(op: &Op) -> RawNode<f64, Data> {
     match op.clone() {
         Op::Binary(k, a, b) => match k {
-            0 => NodeData::compact(ops::Add::new(a, b)),
-            1 => NodeData::compact(ops::Sub::new(a, b)),
-            2 => NodeData::compact(ops::Mul::new(a, b)),
-            3 => NodeData::compact(ops::Div::new(a, b)),
-            4 => NodeData::compact(ops::Max::new(a, b)),
-            5 => NodeData::compact(ops::Min::new(a, b)),
-            6 => NodeData::compact(ops::MatMul::new(a, b)),
-            _ => NodeData::compact(ops::Mse::new(a, b)),
+            0 => RawNode::compact(ops::Add::new(a, b)),
+            1 => RawNode::compact(ops::Sub::new(a, b)),
+            2 => RawNode::compact(ops::Mul::new(a, b)),
+            3 => RawNode::compact(ops::Div::new(a, b)),
+            4 => RawNode::compact(ops::Max::new(a, b)),
+            5 => RawNode::compact(ops::Min::new(a, b)),
+            6 => RawNode::compact(ops::MatMul::new(a, b)),
+            _ => RawNode::compact(ops::Mse::new(a, b)),
         },
         Op::Unary(k, a) => match k {
-            0 => NodeData::compact(ops::Neg::new(a)),
-            1 => NodeData::compact(ops::Relu::new(a)),
-            2 => NodeData::compact(ops::Exp::new(a)),
-            3 => NodeData::compact(ops::Log::new(a)),
-            4 => NodeData::compact(ops::Sqrt::new(a)),
-            5 => NodeData::compact(ops::Tanh::new(a)),
-            6 => NodeData::compact(ops::Sigmoid::new(a)),
-            7 => NodeData::compact(ops::Softplus::new(a)),
-            8 => NodeData::compact(ops::Gelu::new(a)),
-            9 => NodeData::compact(ops::Square::new(a)),
-            10 => NodeData::compact(ops::Transpose::new(a)),
-            11 => NodeData::compact(ops::Sum::new(a)),
-            12 => NodeData::compact(ops::Mean::new(a)),
-            13 => NodeData::compact(ops::Softmax::new(a)),
-            _ => NodeData::compact(ops::LogSoftmax::new(a)),
+            0 => RawNode::compact(ops::Neg::new(a)),
+            1 => RawNode::compact(ops::Relu::new(a)),
+            2 => RawNode::compact(ops::Exp::new(a)),
+            3 => RawNode::compact(ops::Log::new(a)),
+            4 => RawNode::compact(ops::Sqrt::new(a)),
+            5 => RawNode::compact(ops::Tanh::new(a)),
+            6 => RawNode::compact(ops::Sigmoid::new(a)),
+            7 => RawNode::compact(ops::Softplus::new(a)),
+            8 => RawNode::compact(ops::Gelu::new(a)),
+            9 => RawNode::compact(ops::Square::new(a)),
+            10 => RawNode::compact(ops::Transpose::new(a)),
+            11 => RawNode::compact(ops::Sum::new(a)),
+            12 => RawNode::compact(ops::Mean::new(a)),
+            13 => RawNode::compact(ops::Softmax::new(a)),
+            _ => RawNode::compact(ops::LogSoftmax::new(a)),
         },
-        Op::Scale(a, f) => NodeData::compact(ops::Scale::new(a, f)),
-        Op::AddRow(x, b) => NodeData::compact(ops::AddRow::new(x, b)),
-        Op::Axis(true, x, axis) => NodeData::compact(ops::SumAxis::new(x, axis)),
-        Op::Axis(false, x, axis) => NodeData::compact(ops::MeanAxis::new(x, axis)),
-        Op::Concat(a, b, axis) => NodeData::compact(ops::Concat::new(a, b, axis)),
-        Op::Slice(x, axis, start, len) => NodeData::compact(ops::Slice::new(x, axis, start, len)),
-        Op::Permute(x, perm) => NodeData::compact(ops::Permute::new(x, &perm)),
-        Op::Reshape(x, dims) => NodeData::compact(ops::Reshape::new(x, dims)),
-        Op::LayerNorm(x, g, b, eps) => NodeData::compact(ops::LayerNorm::new(x, g, b, eps)),
-        Op::CrossEntropy(x) => NodeData::compact(ops::CrossEntropy::new(x, labels)),
-        Op::GatherRows(table, count) => NodeData::compact(ops::GatherRows::new(table, labels, count)),
-        Op::DataTensor(dims) => NodeData::compact(ops::DataTensor::new(data_x, dims)),
-        Op::MatMulData(rows, w) => NodeData::compact(ops::MatMulData::new(data_x, rows, w)),
+        Op::Scale(a, f) => RawNode::compact(ops::Scale::new(a, f)),
+        Op::AddRow(x, b) => RawNode::compact(ops::AddRow::new(x, b)),
+        Op::Axis(true, x, axis) => RawNode::compact(ops::SumAxis::new(x, axis)),
+        Op::Axis(false, x, axis) => RawNode::compact(ops::MeanAxis::new(x, axis)),
+        Op::Concat(a, b, axis) => RawNode::compact(ops::Concat::new(a, b, axis)),
+        Op::Slice(x, axis, start, len) => RawNode::compact(ops::Slice::new(x, axis, start, len)),
+        Op::Permute(x, perm) => RawNode::compact(ops::Permute::new(x, &perm)),
+        Op::Reshape(x, dims) => RawNode::compact(ops::Reshape::new(x, dims)),
+        Op::LayerNorm(x, g, b, eps) => RawNode::compact(ops::LayerNorm::new(x, g, b, eps)),
+        Op::CrossEntropy(x) => RawNode::compact(ops::CrossEntropy::new(x, labels)),
+        Op::GatherRows(table, count) => RawNode::compact(ops::GatherRows::new(table, labels, count)),
+        Op::DataTensor(dims) => RawNode::compact(ops::DataTensor::new(data_x, dims)),
+        Op::MatMulData(rows, w) => RawNode::compact(ops::MatMulData::new(data_x, rows, w)),
         Op::Opaque(dims, parents, kind) => opaque(dims, parents, kind),
     }
 }

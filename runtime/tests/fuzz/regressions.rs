@@ -1,7 +1,7 @@
 //! Inputs the fuzzer found to crash the runtime, each a test named after the mistake (each
 //! aborted before its fix).
 
-use exactgrad_runtime::{ops, Dims, NodeData, RawGraph, RawSavedGraph, RawTensor};
+use exactgrad_runtime::{ops, Dims, RawGraph, RawNode, RawSavedGraph, RawTensor};
 
 /// `[0, 2^32]`: no element, and a last axis whose row buffer would take 32 GiB.
 fn empty_wide() -> Dims {
@@ -12,7 +12,7 @@ fn empty_wide() -> Dims {
 fn log_softmax_of_an_empty_tensor_with_a_huge_last_axis_allocates_no_row() {
     // The forward reserved a row buffer of the last axis's length: an allocation failure, an abort.
     let mut g = RawGraph::<f64, ()>::new(vec![empty_wide()]);
-    g.push(NodeData::compact(ops::LogSoftmax::new(0))).unwrap();
+    g.push(RawNode::compact(ops::LogSoftmax::new(0))).unwrap();
     let saved = RawSavedGraph::compile(&g, vec![RawTensor::zeros(empty_wide())], ()).unwrap();
     assert_eq!(saved.values()[1].dims(), empty_wide());
     let grads = saved.backprop_from(g.position(1).unwrap(), RawTensor::zeros(empty_wide())).unwrap();
@@ -32,10 +32,10 @@ fn axis_ops_on_many_empty_rows_finish_at_once() {
     for op in 0..4 {
         let mut g = RawGraph::<f64, ()>::new(vec![many_empty_rows(), many_empty_rows()]);
         let node = match op {
-            0 => NodeData::compact(ops::MeanAxis::new(0, 1)),
-            1 => NodeData::compact(ops::SumAxis::new(0, 1)),
-            2 => NodeData::compact(ops::Slice::new(0, 1, 1, 2)),
-            _ => NodeData::compact(ops::Concat::new(0, 1, 1)),
+            0 => RawNode::compact(ops::MeanAxis::new(0, 1)),
+            1 => RawNode::compact(ops::SumAxis::new(0, 1)),
+            2 => RawNode::compact(ops::Slice::new(0, 1, 1, 2)),
+            _ => RawNode::compact(ops::Concat::new(0, 1, 1)),
         };
         let y = g.push(node).unwrap();
         let x = || RawTensor::zeros(many_empty_rows());

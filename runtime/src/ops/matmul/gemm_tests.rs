@@ -13,13 +13,13 @@ use proptest::prelude::*;
 
 /// A logical `rows × cols` matrix stored with some layout: `data[r * rs + c * cs]`.
 #[derive(Clone, Debug)]
-pub(super) struct Stored<T> {
+pub(super) struct StridedMatrix<T> {
     pub(super) data: Vec<T>,
     pub(super) rs: usize,
     pub(super) cs: usize,
 }
 
-impl<T> Stored<T> {
+impl<T> StridedMatrix<T> {
     pub(super) fn view(&self) -> MatrixView<'_, T> {
         MatrixView { data: &self.data, row_stride: self.rs, col_stride: self.cs }
     }
@@ -67,9 +67,9 @@ macro_rules! float_tests {
                 ]
             }
 
-            pub(in crate::ops::matmul) fn matrix(rows: usize, cols: usize) -> impl Strategy<Value = Stored<$t>> {
+            pub(in crate::ops::matmul) fn matrix(rows: usize, cols: usize) -> impl Strategy<Value = StridedMatrix<$t>> {
                 layout(rows, cols).prop_flat_map(|(rs, cs, len)| {
-                    prop::collection::vec(value(), len).prop_map(move |data| Stored { data, rs, cs })
+                    prop::collection::vec(value(), len).prop_map(move |data| StridedMatrix { data, rs, cs })
                 })
             }
 
@@ -78,7 +78,7 @@ macro_rules! float_tests {
                 rows: impl Strategy<Value = usize>,
                 inner: impl Strategy<Value = usize>,
                 cols: impl Strategy<Value = usize>,
-            ) -> impl Strategy<Value = (usize, usize, usize, Stored<$t>, Stored<$t>, Vec<$t>)> {
+            ) -> impl Strategy<Value = (usize, usize, usize, StridedMatrix<$t>, StridedMatrix<$t>, Vec<$t>)> {
                 (rows, inner, cols).prop_flat_map(|(m, k, n)| {
                     (Just(m), Just(k), Just(n), matrix(m, k), matrix(k, n), prop::collection::vec(value(), 0..3))
                 })
@@ -107,8 +107,8 @@ macro_rules! float_tests {
                 m: usize,
                 k: usize,
                 n: usize,
-                a: &Stored<$t>,
-                b: &Stored<$t>,
+                a: &StridedMatrix<$t>,
+                b: &StridedMatrix<$t>,
                 prefix: &[$t],
             ) -> Vec<$t> {
                 let mut v = prefix.to_vec();
@@ -131,8 +131,8 @@ macro_rules! float_tests {
                 m: usize,
                 k: usize,
                 n: usize,
-                a: &Stored<$t>,
-                b: &Stored<$t>,
+                a: &StridedMatrix<$t>,
+                b: &StridedMatrix<$t>,
                 prefix: &[$t],
             ) -> Result<(), TestCaseError> {
                 let (av, bv) = (a.view(), b.view());

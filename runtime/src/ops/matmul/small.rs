@@ -188,7 +188,7 @@ fn panel<A: Scalar, T: Lane, const MR: usize, const W: usize, const RHS_LEFT: bo
             tile::<A, T, MR, W, RHS_LEFT>(
                 inner,
                 |t| {
-                    let s: &[A; MR] = a[t * step..][..MR].try_into().unwrap_or_else(|_| unreachable!());
+                    let s: &[A; MR] = a[t * step..][..MR].try_into().expect("a slice of exactly the array length");
                     core::array::from_fn(|i| lane(&s[i]))
                 },
                 b,
@@ -196,7 +196,8 @@ fn panel<A: Scalar, T: Lane, const MR: usize, const W: usize, const RHS_LEFT: bo
             )
         };
         for (i, row) in acc.iter().enumerate() {
-            let dst: &mut [T; W] = (&mut out[(r + i) * cols + c0..][..W]).try_into().unwrap_or_else(|_| unreachable!());
+            let dst: &mut [T; W] =
+                (&mut out[(r + i) * cols + c0..][..W]).try_into().expect("a slice of exactly the array length");
             match onto {
                 Some(stored) => {
                     for (d, &x) in dst.iter_mut().zip(row) {
@@ -243,7 +244,7 @@ fn tile<A: 'static, T: Lane, const MR: usize, const W: usize, const RHS_LEFT: bo
 ) -> [[T; W]; MR] {
     let mut c = [[T::ZERO; W]; MR];
     for t in 0..inner {
-        let bt: &[A; W] = b[t * b_step..][..W].try_into().unwrap_or_else(|_| unreachable!());
+        let bt: &[A; W] = b[t * b_step..][..W].try_into().expect("a slice of exactly the array length");
         let bv: [T; W] = core::array::from_fn(|j| lane(&bt[j]));
         let av = a(t);
         for (ci, &ai) in c.iter_mut().zip(&av) {

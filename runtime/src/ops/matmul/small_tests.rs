@@ -10,7 +10,7 @@
 //! definition, then `pinned_add(stored, element)` for `gemm_onto`.
 
 use super::fast::{pin_nans, Isa};
-use super::gemm_tests::{layout, Stored};
+use super::gemm_tests::{layout, StridedMatrix};
 use super::small::{small_gemm_on, SMALL};
 use super::{gemm, gemm_onto, MatrixView};
 use proptest::prelude::*;
@@ -26,8 +26,8 @@ fn half(isa: Isa, bytes: usize) -> usize {
 }
 
 /// Whether the small kernel must take this product.
-fn taken<T>(isa: Isa, m: usize, k: usize, n: usize, a: &Stored<T>, b: &Stored<T>) -> bool {
-    let unit = |s: &Stored<T>| s.rs == 1 || s.cs == 1;
+fn taken<T>(isa: Isa, m: usize, k: usize, n: usize, a: &StridedMatrix<T>, b: &StridedMatrix<T>) -> bool {
+    let unit = |s: &StridedMatrix<T>| s.rs == 1 || s.cs == 1;
     m >= 4 && n >= half(isa, core::mem::size_of::<T>()) && k > 0 && unit(a) && unit(b) && m * k + k * n <= SMALL
 }
 
@@ -50,7 +50,7 @@ macro_rules! small_tests {
             use super::*;
             use crate::ops::matmul::gemm_tests::$m::{bits, matrix, strict, strict_gemm, value};
 
-            type Case = (usize, usize, usize, Stored<$t>, Stored<$t>, Vec<$t>);
+            type Case = (usize, usize, usize, StridedMatrix<$t>, StridedMatrix<$t>, Vec<$t>);
 
             fn case(shape: impl Strategy<Value = (usize, usize, usize)>) -> impl Strategy<Value = Case> {
                 shape.prop_flat_map(|(m, k, n)| {
@@ -81,7 +81,7 @@ macro_rules! small_tests {
             fn finite_case(shape: impl Strategy<Value = (usize, usize, usize)>, adversarial: u32) -> impl Strategy<Value = Case> {
                 let matrix = move |rows: usize, cols: usize| {
                     layout(rows, cols).prop_flat_map(move |(rs, cs, len)| {
-                        prop::collection::vec(finite(adversarial), len).prop_map(move |data| Stored { data, rs, cs })
+                        prop::collection::vec(finite(adversarial), len).prop_map(move |data| StridedMatrix { data, rs, cs })
                     })
                 };
                 shape.prop_flat_map(move |(m, k, n)| {
@@ -218,8 +218,8 @@ macro_rules! small_tests {
                             b[k * n / 2] = <$t>::INFINITY;
                             a[m * k - 1] = -0.0;
                         }
-                        let row_major = |data: &Vec<$t>, cols: usize| Stored { data: data.clone(), rs: cols, cs: 1 };
-                        let transposed = |data: &Vec<$t>, cols: usize| Stored { data: data.clone(), rs: 1, cs: cols };
+                        let row_major = |data: &Vec<$t>, cols: usize| StridedMatrix { data: data.clone(), rs: cols, cs: 1 };
+                        let transposed = |data: &Vec<$t>, cols: usize| StridedMatrix { data: data.clone(), rs: 1, cs: cols };
                         // (rows, inner, cols, lhs, rhs, RHS_LEFT)
                         let products = [
                             (m, k, n, row_major(&a, k), row_major(&b, n), false),
@@ -272,7 +272,7 @@ macro_rules! small_tests {
                 let (a, b) = (spread(m * k, 7), spread(k * n, 8));
                 let mut out = Vec::new();
                 gemm::<$t, false>(m, k, n, MatrixView::row_major(&a, k), MatrixView::row_major(&b, n), &mut out);
-                let c: Case = (m, k, n, Stored { data: a, rs: k, cs: 1 }, Stored { data: b, rs: n, cs: 1 }, Vec::new());
+                let c: Case = (m, k, n, StridedMatrix { data: a, rs: k, cs: 1 }, StridedMatrix { data: b, rs: n, cs: 1 }, Vec::new());
                 assert_eq!(bits(&out), definition::<false>(&c, None));
             }
         }

@@ -416,7 +416,7 @@ fn block<A: 'static, T: Lane, const W: usize, const NJ: usize, const B_LEFT: boo
     for t in 0..p.k {
         let base = m0 + t * p.a.col_stride;
         let av: [T; W] = if live == W {
-            let src: &[A; W] = (&p.a.data[base..base + W]).try_into().unwrap_or_else(|_| unreachable!());
+            let src: &[A; W] = (&p.a.data[base..base + W]).try_into().expect("a slice of exactly the array length");
             core::array::from_fn(|i| lane(&src[i]))
         } else {
             let src = &p.a.data[base..base + live];

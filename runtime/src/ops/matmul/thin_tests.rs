@@ -10,7 +10,7 @@
 //! every operation, then `pinned_add(stored, element)` for `gemm_onto`.
 
 use super::fast::{fast_gemm_on, pin_nans, Isa};
-use super::gemm_tests::{layout, Stored};
+use super::gemm_tests::{layout, StridedMatrix};
 use super::thin::thin_gemm_on;
 use super::{gemm, gemm_onto, gemm_portable, MatrixView};
 use crate::scalar::Storage;
@@ -46,7 +46,7 @@ macro_rules! thin_tests {
             use super::*;
             use crate::ops::matmul::gemm_tests::$m::{bits, matrix, strict, strict_gemm, value};
 
-            type Case = (usize, usize, usize, Stored<$t>, Stored<$t>, Vec<$t>);
+            type Case = (usize, usize, usize, StridedMatrix<$t>, StridedMatrix<$t>, Vec<$t>);
 
             fn case(shape: impl Strategy<Value = (usize, usize, usize)>) -> impl Strategy<Value = Case> {
                 shape.prop_flat_map(|(m, k, n)| {
@@ -80,7 +80,7 @@ macro_rules! thin_tests {
             fn finite_case(shape: impl Strategy<Value = (usize, usize, usize)>, adversarial: u32) -> impl Strategy<Value = Case> {
                 let matrix = move |rows: usize, cols: usize| {
                     layout(rows, cols).prop_flat_map(move |(rs, cs, len)| {
-                        prop::collection::vec(finite(adversarial), len).prop_map(move |data| Stored { data, rs, cs })
+                        prop::collection::vec(finite(adversarial), len).prop_map(move |data| StridedMatrix { data, rs, cs })
                     })
                 };
                 shape.prop_flat_map(move |(m, k, n)| {
@@ -236,8 +236,8 @@ macro_rules! thin_tests {
             }
 
             fn head_products(w: &Vec<$t>, x: &Vec<$t>) {
-                let stored = |rs, cs, data: &Vec<$t>| Stored { data: data.clone(), rs, cs };
-                let cases: [(usize, usize, usize, Stored<$t>, Stored<$t>, bool); 5] = [
+                let stored = |rs, cs, data: &Vec<$t>| StridedMatrix { data: data.clone(), rs, cs };
+                let cases: [(usize, usize, usize, StridedMatrix<$t>, StridedMatrix<$t>, bool); 5] = [
                     // W · x, W row-major (transposing kernel).
                     (64, 64, 1, stored(64, 1, w), stored(1, 1, x), false),
                     // Wᵀ · δ, RHS_LEFT (direct kernel).

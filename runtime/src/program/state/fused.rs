@@ -8,8 +8,8 @@ use core::ops::Range;
 
 use super::{apply_pending, apply_pending_scalar, take_buffer, ProgramState};
 use crate::error::Error;
-use crate::gradients::Slot;
-use crate::graph::{NodeData, Program as NodeProgram, RawGraph, SavedValues};
+use crate::gradients::Stored;
+use crate::graph::{Program as NodeProgram, RawGraph, RawNode, SavedValues};
 use crate::guard::guarded;
 use crate::ops::window_vjp as window;
 use crate::ops::{ProductVjp, WindowVjp};
@@ -41,7 +41,7 @@ impl<A: Scalar> ProgramState<A> {
         self.uniforms[visit] = op.product_uniform();
         for (i, (q, pending)) in writes.iter().enumerate() {
             let (q, d) = (*q, self.dims[*q]);
-            let Slot::Full(v, _) = &mut self.slots[q] else {
+            let Stored::Uniform(v, _) = &mut self.slots[q] else {
                 // A position already written: the contributions, built once, for the rest.
                 let root = self.vjp(visit, k, op, g, data)?;
                 for (q, pending) in &writes[i..] {
@@ -62,7 +62,7 @@ impl<A: Scalar> ProgramState<A> {
                 );
                 return Err(Error::Vjp { node: k, op: op.name().to_owned(), message });
             }
-            self.slots[q] = Slot::Dense(RawTensor::from_parts(d, out));
+            self.slots[q] = Stored::Tensor(RawTensor::from_parts(d, out));
         }
         Ok(())
     }
@@ -97,18 +97,18 @@ impl<A: Scalar> ProgramState<A> {
         let us = &self.uniforms[pending];
         let us = if A::ZERO_ADD_IDEMPOTENT { &us[..us.len().min(1)] } else { us };
         match &mut self.slots[q] {
-            Slot::Dense(t) => {
+            Stored::Tensor(t) => {
                 // All but the last pending uniform in their own passes (only for scalars whose
                 // zeros do not collapse), the last fused with the window's additions.
                 let (last, before) = us.split_last().map_or((None, us), |(l, b)| (Some(l), b));
                 apply_pending(t.data_mut(), before);
                 window::accumulate(t.data_mut(), last, g.data(), w);
             }
-            Slot::Full(v, _) => {
+            Stored::Uniform(v, _) => {
                 apply_pending_scalar(v, us);
                 let mut out = take_buffer(self.gradient_buffer, &mut self.gradient_pool, q);
                 window::onto(v, g.data(), w, &mut out);
-                self.slots[q] = Slot::Dense(RawTensor::from_parts(d, out));
+                self.slots[q] = Stored::Tensor(RawTensor::from_parts(d, out));
             }
         }
         Ok(())
@@ -134,7 +134,7 @@ impl<A: Scalar> ProgramState<A> {
         pending: &[Range<usize>],
     ) -> Result<(), Error> {
         let p = self.inputs + k;
-        let node: &NodeData<A, D> = &graph.nodes()[k];
+        let node: &RawNode<A, D> = &graph.nodes()[k];
         let vjp_error = |message: String| Error::Vjp { node: k, op: node.name().to_owned(), message };
         self.uniforms[visit] = A::zero();
         match node.program() {
@@ -178,11 +178,11 @@ impl<A: Scalar> ProgramState<A> {
                         // One more uniform, applied now: the position's pending run ends here.
                         let us = &self.uniforms[pending.clone()];
                         match &mut self.slots[q] {
-                            Slot::Dense(t) => {
+                            Stored::Tensor(t) => {
                                 apply_pending(t.data_mut(), us);
                                 apply_pending(t.data_mut(), core::slice::from_ref(&u));
                             }
-                            Slot::Full(v, _) => {
+                            Stored::Uniform(v, _) => {
                                 apply_pending_scalar(v, us);
                                 *v = A::pinned_add(v.clone(), u.clone());
                             }
@@ -197,18 +197,18 @@ impl<A: Scalar> ProgramState<A> {
     /// The slot of `q` made dense, with its pending uniforms applied.
     fn dense_slot(&mut self, q: usize, pending: Range<usize>) -> &mut [A] {
         let us = &self.uniforms[pending];
-        if let Slot::Full(v, d) = &mut self.slots[q] {
+        if let Stored::Uniform(v, d) = &mut self.slots[q] {
             apply_pending_scalar(v, us);
             let mut buf = take_buffer(self.gradient_buffer, &mut self.gradient_pool, q);
             buf.extend((0..d.numel()).map(|_| v.clone()));
             let d = *d;
-            self.slots[q] = Slot::Dense(RawTensor::from_parts(d, buf));
-        } else if let Slot::Dense(t) = &mut self.slots[q] {
+            self.slots[q] = Stored::Tensor(RawTensor::from_parts(d, buf));
+        } else if let Stored::Tensor(t) = &mut self.slots[q] {
             apply_pending(t.data_mut(), us);
         }
         match &mut self.slots[q] {
-            Slot::Dense(t) => t.data_mut(),
-            Slot::Full(..) => &mut [],
+            Stored::Tensor(t) => t.data_mut(),
+            Stored::Uniform(..) => &mut [],
         }
     }
 }

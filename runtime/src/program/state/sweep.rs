@@ -8,7 +8,7 @@ use core::ops::Range;
 use super::{apply_pending, apply_pending_scalar, take_buffer, ProgramState};
 use crate::contributions::{Contrib, Sink};
 use crate::error::Error;
-use crate::gradients::Slot;
+use crate::gradients::Stored;
 use crate::graph::{CompactOp, RawGraph, SavedValues};
 use crate::guard::guarded;
 use crate::saved::View;
@@ -26,14 +26,14 @@ impl<A: Scalar> ProgramState<A> {
     /// applied, as a tensor (a uniform slot is filled into a reused buffer).
     #[doc(hidden)]
     pub fn cotangent(&mut self, p: usize, pending: Range<usize>) -> RawTensor<A> {
-        let slot = core::mem::replace(&mut self.slots[p], Slot::Full(A::zero(), self.dims[p]));
+        let slot = core::mem::replace(&mut self.slots[p], Stored::Uniform(A::zero(), self.dims[p]));
         let us = &self.uniforms[pending];
         match slot {
-            Slot::Dense(mut t) => {
+            Stored::Tensor(mut t) => {
                 apply_pending(t.data_mut(), us);
                 t
             }
-            Slot::Full(mut v, d) => {
+            Stored::Uniform(mut v, d) => {
                 apply_pending_scalar(&mut v, us);
                 let mut buf = self.take_buf(p);
                 buf.extend((0..d.numel()).map(|_| v.clone()));
@@ -100,16 +100,16 @@ impl<A: Scalar> ProgramState<A> {
         c.check_dims(root, q, g, self.dims[q]).map_err(vjp_error)?;
         let us = &self.uniforms[pending];
         match &mut self.slots[q] {
-            Slot::Dense(t) => {
+            Stored::Tensor(t) => {
                 apply_pending(t.data_mut(), us);
                 c.read_into(root, q, g, Sink::Accumulate(t.data_mut())).map_err(vjp_error)?;
             }
-            Slot::Full(v, d) => {
+            Stored::Uniform(v, d) => {
                 apply_pending_scalar(v, us);
                 let mut out = take_buffer(self.gradient_buffer, &mut self.gradient_pool, q);
                 c.read_into(root, q, g, Sink::OntoUniformInto(v, &mut out)).map_err(vjp_error)?;
                 let d = *d;
-                self.slots[q] = Slot::Dense(RawTensor::from_parts(d, out));
+                self.slots[q] = Stored::Tensor(RawTensor::from_parts(d, out));
             }
         }
         Ok(())
@@ -121,14 +121,14 @@ impl<A: Scalar> ProgramState<A> {
     #[doc(hidden)]
     pub fn input_gradient(&mut self, q: usize, pending: Range<usize>) {
         let d = self.dims[q];
-        match core::mem::replace(&mut self.slots[q], Slot::Full(A::zero(), d)) {
-            Slot::Dense(mut t) => {
+        match core::mem::replace(&mut self.slots[q], Stored::Uniform(A::zero(), d)) {
+            Stored::Tensor(mut t) => {
                 apply_pending(t.data_mut(), &self.uniforms[pending]);
                 let old = core::mem::replace(&mut self.input_gradients[q], t);
                 self.give_buf(q, old);
                 self.input_fills[q] = None;
             }
-            Slot::Full(mut v, _) => {
+            Stored::Uniform(mut v, _) => {
                 apply_pending_scalar(&mut v, &self.uniforms[pending]);
                 let holds = A::HAS_STORAGE_EQUALITY && self.input_fills[q].as_ref().is_some_and(|u| u.storage_eq(&v));
                 if !holds {
@@ -157,11 +157,11 @@ impl<A: Scalar> ProgramState<A> {
         data: &D,
         output: usize,
     ) -> Result<(), Error> {
-        let slots: Vec<Slot<A>> = self
+        let slots: Vec<Stored<A>> = self
             .slots
             .iter_mut()
             .zip(&self.dims)
-            .map(|(s, &d)| core::mem::replace(s, Slot::Full(A::zero(), d)))
+            .map(|(s, &d)| core::mem::replace(s, Stored::Uniform(A::zero(), d)))
             .collect();
         let gradients = View::new(graph, &self.values, data).inputs_from(slots, output)?;
         for (q, t) in gradients.into_vec().into_iter().enumerate().take(self.inputs) {
