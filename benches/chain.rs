@@ -20,21 +20,21 @@ fn passes(c: &mut Criterion) {
         let last = g.dims().len() - 1;
         group.throughput(Throughput::Elements(n as u64));
         group.bench_with_input(BenchmarkId::new("array", n), &n, |b, _| {
-            b.iter_batched(|| last_seed(&g), |s| saved.backprop_all_array(s), BatchSize::LargeInput)
+            b.iter_batched(|| last_seed(&g), |s| saved.backprop_all_array(s), BatchSize::LargeInput);
         });
         group.bench_with_input(BenchmarkId::new("inputs_array", n), &n, |b, _| {
-            b.iter_batched(|| last_seed(&g), |s| saved.backprop_inputs_array(s), BatchSize::LargeInput)
+            b.iter_batched(|| last_seed(&g), |s| saved.backprop_inputs_array(s), BatchSize::LargeInput);
         });
         group.bench_with_input(BenchmarkId::new("from", n), &n, |b, _| {
             b.iter_batched(
                 || exactgrad::RawTensor::full(g.dims()[last], 1.0f32),
                 |s| saved.backprop_from(g.position(last).expect("the output exists"), s),
                 BatchSize::SmallInput,
-            )
+            );
         });
         if n <= 2_000 {
             group.bench_with_input(BenchmarkId::new("dense", n), &n, |b, _| {
-                b.iter_batched(|| last_seed(&g), |s| saved.backprop_all_dense(s), BatchSize::LargeInput)
+                b.iter_batched(|| last_seed(&g), |s| saved.backprop_all_dense(s), BatchSize::LargeInput);
             });
         }
     }
@@ -47,7 +47,7 @@ fn passes(c: &mut Criterion) {
     let (g, inputs) = tanh_chain(10_000);
     let saved = RawSavedGraph::compile(&g, inputs, ()).expect("chain compiles");
     slow.bench_function("dense/10000", |b| {
-        b.iter_batched(|| last_seed(&g), |s| saved.backprop_all_dense(s), BatchSize::LargeInput)
+        b.iter_batched(|| last_seed(&g), |s| saved.backprop_all_dense(s), BatchSize::LargeInput);
     });
     slow.finish();
 }
@@ -58,7 +58,7 @@ fn forward(c: &mut Criterion) {
         let (g, inputs) = tanh_chain(n);
         group.throughput(Throughput::Elements(n as u64));
         group.bench_with_input(BenchmarkId::new("compile", n), &n, |b, _| {
-            b.iter_batched(|| inputs.clone(), |i| RawSavedGraph::compile(&g, i, ()), BatchSize::LargeInput)
+            b.iter_batched(|| inputs.clone(), |i| RawSavedGraph::compile(&g, i, ()), BatchSize::LargeInput);
         });
     }
     group.finish();

@@ -186,7 +186,7 @@ fn bench(c: &mut Criterion) {
         run(&p, &plhs, &prhs, &mut portable);
         assert!(fast.iter().zip(&portable).all(|(x, y)| x.to_bits() == y.0.to_bits()), "{}", p.name);
         group.bench_function(BenchmarkId::new("portable", &p.name), |bch| {
-            bch.iter(|| run(&p, &plhs, &prhs, &mut portable))
+            bch.iter(|| run(&p, &plhs, &prhs, &mut portable));
         });
         group.bench_function(BenchmarkId::new("fast", &p.name), |bch| bch.iter(|| run(&p, lhs, rhs, &mut fast)));
     }
@@ -212,16 +212,16 @@ fn onto(c: &mut Criterion) {
         b.iter(|| {
             fused.clear();
             gemm_onto::<f32, true>(m, k, n, xt, d, &0.0, &mut fused);
-        })
+        });
     });
     group.bench_function("gemm+pass/W1_xT.d1/784x64x256", |b| {
         b.iter(|| {
             pass.clear();
             gemm::<f32, true>(m, k, n, xt, d, &mut pass);
-            for g in pass.iter_mut() {
+            for g in &mut pass {
                 *g = f32::pinned_add(0.0, *g);
             }
-        })
+        });
     });
     group.finish();
 }

@@ -32,13 +32,13 @@ fn tanh(c: &mut Criterion) {
                 *o = v.tanh();
             }
             black_box(&o32);
-        })
+        });
     });
     group.bench_function(BenchmarkId::new("f32", "math"), |b| {
         b.iter(|| {
             math::tanh_f32_slice(black_box(&x32), &mut o32);
             black_box(&o32);
-        })
+        });
     });
     group.bench_function(BenchmarkId::new("f64", "libm"), |b| {
         b.iter(|| {
@@ -46,13 +46,13 @@ fn tanh(c: &mut Criterion) {
                 *o = v.tanh();
             }
             black_box(&o64);
-        })
+        });
     });
     group.bench_function(BenchmarkId::new("f64", "math"), |b| {
         b.iter(|| {
             math::tanh_f64_slice(black_box(&x64), &mut o64);
             black_box(&o64);
-        })
+        });
     });
     // The op's forward loop (`PointwiseFn::forward` per element into a reused buffer).
     let op = ops::Tanh::new(0);
@@ -63,7 +63,7 @@ fn tanh(c: &mut Criterion) {
             out.clear();
             CompactOp::<f32, ()>::forward_into(&op, black_box(&ctx), &(), &mut out);
             black_box(&out);
-        })
+        });
     });
     group.finish();
 }
@@ -82,13 +82,13 @@ fn exp(c: &mut Criterion) {
                 *o = v.exp();
             }
             black_box(&o32);
-        })
+        });
     });
     group.bench_function(BenchmarkId::new("f32", "math"), |b| {
         b.iter(|| {
             math::exp_f32_slice(black_box(&x32), &mut o32);
             black_box(&o32);
-        })
+        });
     });
     group.bench_function(BenchmarkId::new("f64", "libm"), |b| {
         b.iter(|| {
@@ -96,13 +96,13 @@ fn exp(c: &mut Criterion) {
                 *o = v.exp();
             }
             black_box(&o64);
-        })
+        });
     });
     group.bench_function(BenchmarkId::new("f64", "math"), |b| {
         b.iter(|| {
             math::exp_f64_slice(black_box(&x64), &mut o64);
             black_box(&o64);
-        })
+        });
     });
     let op = ops::Exp::new(0);
     let ctx = [RawTensor::from_vec(Dims::vector(N), x32.clone()).expect("4096 values")];
@@ -112,7 +112,7 @@ fn exp(c: &mut Criterion) {
             out.clear();
             CompactOp::<f32, ()>::forward_into(&op, black_box(&ctx), &(), &mut out);
             black_box(&out);
-        })
+        });
     });
     // Softmax over 64 rows of 64: the op, and the same steps with libm's `exp` per element.
     let rows = [RawTensor::from_vec(Dims::matrix(64, 64), x32.clone()).expect("4096 values")];
@@ -122,7 +122,7 @@ fn exp(c: &mut Criterion) {
             out.clear();
             CompactOp::<f32, ()>::forward_into(&softmax, black_box(&rows), &(), &mut out);
             black_box(&out);
-        })
+        });
     });
     group.bench_function(BenchmarkId::new("f32", "softmax_libm"), |b| {
         b.iter(|| {
@@ -137,7 +137,7 @@ fn exp(c: &mut Criterion) {
                 }
             }
             black_box(&out);
-        })
+        });
     });
     group.finish();
 }
@@ -155,14 +155,14 @@ fn gelu(c: &mut Criterion) {
             out.clear();
             ops::pointwise::forward_into::<f32, ops::GeluFn>(black_box(&x32), &mut out);
             black_box(&out);
-        })
+        });
     });
     group.bench_function(BenchmarkId::new("f32", "op_derivative"), |b| {
         b.iter(|| {
             out.clear();
             ops::pointwise::derivative_into::<f32, ops::GeluFn>(black_box(&g32), black_box(&x32), &x32, &mut out);
             black_box(&out);
-        })
+        });
     });
     group.finish();
 }

@@ -44,10 +44,10 @@ fn main() {
     let (dense_seed_pack, _) = peak(|| last_seed(&g));
 
     println!("peak heap during the pass, {n}-node chain of 16 x f32 (values saved beforehand):");
-    println!("  backprop_all_array     {:>10} bytes", all_array);
-    println!("  backprop_inputs_array  {:>10} bytes", inputs_array);
-    println!("  backprop_inputs_dense  {:>10} bytes", inputs_dense);
-    println!("  backprop_from          {:>10} bytes", from);
+    println!("  backprop_all_array     {all_array:>10} bytes");
+    println!("  backprop_inputs_array  {inputs_array:>10} bytes");
+    println!("  backprop_inputs_dense  {inputs_dense:>10} bytes");
+    println!("  backprop_from          {from:>10} bytes");
     println!("  (a dense seed pack alone: {dense_seed_pack} bytes)");
     println!("  inputs_array / all_array = {:.3}", inputs_array as f64 / all_array as f64);
 }

@@ -11,7 +11,7 @@
 //! * **one head of 64**: `x [64, 1]` and 64 matrices `W_k [64, 64]`, all trainable,
 //!   `h_k = sum(tanh(W_k·x))` for every `k`, then the gradient of `h_0` only, w.r.t. `x` and `W_0`
 //!   (all 64 forwards included). Target ≤ 0.03 ms.
-//! * **MLP step** 784-256-128-10, batch 64, ReLU, softmax cross-entropy (images and labels are
+//! * **MLP step** 784-256-128-10, batch 64, `ReLU`, softmax cross-entropy (images and labels are
 //!   data): the step against its GEMMs alone (`benches/workloads.rs`'s `gemm_only`). Target ≤ 1.15×.
 //!
 //! `cargo bench --bench programs -- --warm-up-time 2 --measurement-time 5`
@@ -84,12 +84,12 @@ fn attention_bench(c: &mut Criterion) {
     }
     let mut group = c.benchmark_group("attention_block");
     group.sample_size(30);
-    group.bench_function("program", |b| b.iter(|| prog.gradients(&mut params, &data, &seed).map(|g| g.len())));
+    group.bench_function("program", |b| b.iter(|| prog.gradients(&mut params, &data, &seed).map(exactgrad::Pack::len)));
     group.bench_function("runtime_array", |b| {
         b.iter(|| {
             let saved = g.compile(params.clone(), AttentionData { x: x.clone() }).expect("compiles");
             saved.backprop_inputs_array(Seeds::single(&g, h.output, seed.clone()).expect("seed")).expect("array")
-        })
+        });
     });
     // The products the step needs, alone (`benches/attention_gemms`).
     let mut gemms = attention_gemms::AttentionGemms::new();
@@ -98,7 +98,7 @@ fn attention_bench(c: &mut Criterion) {
         b.iter(|| {
             let saved = g.compile(params.clone(), AttentionData { x: x.clone() }).expect("compiles");
             saved.backprop_inputs_dense(Seeds::single(&g, h.output, seed.clone()).expect("seed")).expect("dense")
-        })
+        });
     });
     group.finish();
 }
@@ -191,19 +191,19 @@ fn one_head_bench(c: &mut Criterion) {
     let mut group = c.benchmark_group("one_head_of_64");
     group.sample_size(30);
     group.bench_function("program", |b| {
-        b.iter(|| prog.gradients_from(h.output0, &mut params, &(), &seed).map(|g| g.len()))
+        b.iter(|| prog.gradients_from(h.output0, &mut params, &(), &seed).map(exactgrad::Pack::len));
     });
     group.bench_function("runtime_from", |b| {
         b.iter(|| {
             let saved = g.compile(params.clone(), ()).expect("compiles");
             saved.backprop_from(h.output0, seed.clone()).expect("from")
-        })
+        });
     });
     group.bench_function("runtime_from_dense", |b| {
         b.iter(|| {
             let saved = g.compile(params.clone(), ()).expect("compiles");
             saved.backprop_from_dense(h.output0, seed.clone()).expect("from")
-        })
+        });
     });
     group.finish();
 }
@@ -246,7 +246,7 @@ fn mlp_bench(c: &mut Criterion) {
     }
     let mut group = c.benchmark_group("mlp_step");
     group.sample_size(20);
-    group.bench_function("program", |b| b.iter(|| prog.gradients(&mut params, &data, &seed).map(|g| g.len())));
+    group.bench_function("program", |b| b.iter(|| prog.gradients(&mut params, &data, &seed).map(exactgrad::Pack::len)));
     // The runtime's step as a training loop runs it: parameters and batch moved into `compile`
     // and taken back (no copies).
     let mut state = Some((params.clone(), MlpData { x: x.clone(), labels: labels.clone() }));
@@ -258,7 +258,7 @@ fn mlp_bench(c: &mut Criterion) {
             let grads = saved.backprop_inputs_array(seeds.clone()).expect("array");
             state = Some(saved.into_inputs_and_data());
             grads
-        })
+        });
     });
     // The GEMMs the step needs, alone (`benches/mlp_gemms`).
     let mut gemms = mlp_gemms::MlpGemms::new(x.data());

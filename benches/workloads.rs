@@ -8,7 +8,7 @@
 //!   (`; x: [64, 784]`) and the labels are data, so the first layer lowers to `ops::MatMulData`
 //!   and no gradient of `x` is computed. Compared with `gemm_only`: the GEMMs that step needs
 //!   (3 forward products, 5 VJP products: `xᵀ·δ1`, `r1ᵀ·δ2`, `δ2·w2ᵀ`, `r2ᵀ·δ3`, `δ3·w3ᵀ`), run
-//!   with the same kernel on same-sized buffers. Target: step / gemm_only ≤ 1.3.
+//!   with the same kernel on same-sized buffers. Target: step / `gemm_only` ≤ 1.3.
 //! * **W2** — 2 000 layers `x = tanh(x * a_i + b_i)` on 16 elements (`a_i`, `b_i` distinct inputs
 //!   per layer), loss `sum(x)`: forward + array pass (all seeds, seeded with 1 at the loss) per
 //!   graph node (throughput elements = nodes; also with the inputs-only array pass, and the array
@@ -87,14 +87,14 @@ fn w1_mlp(c: &mut Criterion) {
             let grads = saved.backprop_inputs_array(seeds.clone()).expect("array pass");
             state = Some(saved.into_inputs_and_data());
             grads
-        })
+        });
     });
     let saved = g.compile(inputs.clone(), data()).expect("the MLP compiles");
     group.bench_function("backprop_inputs_array", |b| {
-        b.iter_batched(|| seeds.clone(), |s| saved.backprop_inputs_array(s), BatchSize::LargeInput)
+        b.iter_batched(|| seeds.clone(), |s| saved.backprop_inputs_array(s), BatchSize::LargeInput);
     });
     group.bench_function("compile", |b| {
-        b.iter_batched(|| (inputs.clone(), data()), |(i, d)| g.compile(i, d).is_ok(), BatchSize::LargeInput)
+        b.iter_batched(|| (inputs.clone(), data()), |(i, d)| g.compile(i, d).is_ok(), BatchSize::LargeInput);
     });
 
     // The GEMMs alone: same shapes, same kernel, same views and operand order as the pass
@@ -151,7 +151,7 @@ fn w2_chain(c: &mut Criterion) {
                 saved.backprop_all_array(s).expect("array pass")
             },
             BatchSize::LargeInput,
-        )
+        );
     });
     group.bench_with_input(BenchmarkId::new("compile+inputs_array", nodes), &nodes, |b, _| {
         b.iter_batched(
@@ -161,11 +161,11 @@ fn w2_chain(c: &mut Criterion) {
                 saved.backprop_inputs_array(s).expect("array pass")
             },
             BatchSize::LargeInput,
-        )
+        );
     });
     let saved = RawSavedGraph::compile(&g, inputs.clone(), ()).expect("chain compiles");
     group.bench_with_input(BenchmarkId::new("array", nodes), &nodes, |b, _| {
-        b.iter_batched(|| seeds.clone(), |s| saved.backprop_all_array(s), BatchSize::LargeInput)
+        b.iter_batched(|| seeds.clone(), |s| saved.backprop_all_array(s), BatchSize::LargeInput);
     });
     group.finish();
 
@@ -181,7 +181,7 @@ fn w2_chain(c: &mut Criterion) {
         slow.sample_size(10);
         slow.throughput(Throughput::Elements(nodes as u64));
         slow.bench_with_input(BenchmarkId::new("dense", nodes), &nodes, |b, _| {
-            b.iter_batched(|| seeds.clone(), |s| saved.backprop_all_dense(s), BatchSize::LargeInput)
+            b.iter_batched(|| seeds.clone(), |s| saved.backprop_all_dense(s), BatchSize::LargeInput);
         });
         slow.finish();
     } else {
@@ -228,10 +228,10 @@ fn w4_heads(c: &mut Criterion) {
     let mut group = c.benchmark_group("W4_64_heads");
     group.sample_size(20);
     group.bench_function("backprop_from_head0", |b| {
-        b.iter_batched(|| one.clone(), |s| saved.backprop_from(head0, s), BatchSize::SmallInput)
+        b.iter_batched(|| one.clone(), |s| saved.backprop_from(head0, s), BatchSize::SmallInput);
     });
     group.bench_function("all_seeds_array_at_head0", |b| {
-        b.iter_batched(|| seeds.clone(), |s| saved.backprop_all_array(s), BatchSize::LargeInput)
+        b.iter_batched(|| seeds.clone(), |s| saved.backprop_all_array(s), BatchSize::LargeInput);
     });
     group.finish();
 }
@@ -262,7 +262,7 @@ fn w3_attention(c: &mut Criterion) {
         b.iter(|| {
             let saved = g.compile(inputs.clone(), ()).expect("compiles");
             saved.backprop_from(h.output, Tensor::full(1.0)).expect("runs")
-        })
+        });
     });
     group.finish();
 }

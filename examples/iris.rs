@@ -12,7 +12,7 @@
 //!   The inputs do not mention the batch dim, so the training and test graphs take the same
 //!   parameter pack; only their data (features and labels) differ;
 //! * `plot_losses` draws the train and test loss curves as a PNG with a title, axis labels, tick
-//!   numbers and a legend, in the DejaVu Sans font bundled in `examples/data/fonts/` (so no system
+//!   numbers and a legend, in the `DejaVu` Sans font bundled in `examples/data/fonts/` (so no system
 //!   font is needed).
 //!
 //! `cargo run --release --example iris` (writes `target/iris_loss.png`, or
@@ -178,7 +178,7 @@ pub(crate) fn parse(text: &str) -> Result<Dataset, DataError> {
     Ok(data)
 }
 
-/// SplitMix64: a small, fully specified generator for the shuffles (the same sequence on every
+/// `SplitMix64`: a small, fully specified generator for the shuffles (the same sequence on every
 /// platform and every version).
 struct SplitMix64(u64);
 
@@ -359,7 +359,7 @@ pub(crate) fn train(
     })
 }
 
-/// The DejaVu Sans font of the plot's text, bundled so that the example needs no system font
+/// The `DejaVu` Sans font of the plot's text, bundled so that the example needs no system font
 /// (`examples/data/fonts/`, with its licence).
 const PLOT_FONT: &[u8] = include_bytes!("data/fonts/DejaVuSans.ttf");
 
@@ -396,7 +396,7 @@ impl Ranged for GridAxis {
 /// Draws the training (blue) and test (orange) loss per epoch into a PNG at `path`, on a light
 /// grid: vertical lines every 100 epochs (every 10 below 100 epochs), horizontal lines every 0.1
 /// of loss, the y axis from 0. The text (title, axis labels, tick numbers at the grid lines and a
-/// legend) is set in the bundled DejaVu Sans, registered here as `sans-serif`, so the plot looks
+/// legend) is set in the bundled `DejaVu` Sans, registered here as `sans-serif`, so the plot looks
 /// the same on a machine without any font installed.
 pub(crate) fn plot_losses(path: &Path, train: &[f64], test: &[f64]) -> Result<(), Box<dyn Error>> {
     plotters::style::register_font("sans-serif", FontStyle::Normal, PLOT_FONT)

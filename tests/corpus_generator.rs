@@ -11,7 +11,7 @@ const MODELS: usize = 120;
 /// The corpus seed.
 const SEED: u64 = 0x5EED_C0DE_2026_1203;
 
-/// SplitMix64.
+/// `SplitMix64`.
 struct Rng(u64);
 impl Rng {
     fn next(&mut self) -> u64 {

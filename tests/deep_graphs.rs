@@ -60,8 +60,8 @@ fn opaque_last(nodes: usize) -> (RawGraph<f32, ()>, Vec<RawTensor<f32>>) {
         "double",
         d(),
         vec![prev],
-        move |ctx: &[RawTensor<f32>], _: &()| ctx[prev].map(|&v| v + v),
-        move |ctx: &[RawTensor<f32>], _: &(), g: &RawTensor<f32>| {
+        move |ctx: &[RawTensor<f32>], (): &()| ctx[prev].map(|&v| v + v),
+        move |ctx: &[RawTensor<f32>], (): &(), g: &RawTensor<f32>| {
             let mut out: Vec<RawTensor<f32>> = ctx.iter().map(|t| RawTensor::full(t.dims(), -0.0)).collect();
             out[prev] = g.map(|&v| v + v);
             out[0] = RawTensor::full(d(), 0.5);
@@ -173,7 +173,7 @@ fn tanh_chain_fast_passes() {
     // `-0.0` seeds the all-seeds pass keeps and `backprop_from` replaces by `+0.0`; both then add
     // the same non-zero contributions.
     assert_bits("from vs array (nodes)", &from[2..], &array[2..]);
-    assert!(array.iter().flat_map(|t| t.data()).all(|v| v.is_finite()));
+    assert!(array.iter().flat_map(exactgrad::RawTensor::data).all(|v| v.is_finite()));
     assert!(array[0].data().iter().any(|&v| v != 0.0), "the gradient reaches x0");
 }
 

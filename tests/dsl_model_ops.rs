@@ -1,5 +1,5 @@
-//! The model ops in `graph!` (softmax, log_softmax, layer_norm, sum_axis, mean_axis, mse,
-//! cross_entropy with labels from the data): the same graph built by hand with the runtime
+//! The model ops in `graph!` (softmax, `log_softmax`, `layer_norm`, `sum_axis`, `mean_axis`, mse,
+//! `cross_entropy` with labels from the data): the same graph built by hand with the runtime
 //! builder gives bit-identical values and gradients, and a bad label is a typed error from
 //! `compile`.
 #![allow(clippy::unwrap_used)]

@@ -7,7 +7,7 @@
 //! at every position (inputs and nodes). The skipped nodes would only have added exact zeros:
 //! every built-in VJP maps a zero cotangent to zero contributions with a zero uniform, and `x + 0
 //! == x` holds in the ring. Graphs are random (1–30 nodes) over add, sub, mul, neg, scale, matmul,
-//! transpose, sum, add_row and relu, with small random integer inputs and seeds (products wrap,
+//! transpose, sum, `add_row` and relu, with small random integer inputs and seeds (products wrap,
 //! which keeps the ring laws). The all-seeds fast passes are also checked against the dense one.
 #![allow(clippy::unwrap_used)] // test helpers unwrap: a failure is a test failure
 

@@ -1,6 +1,6 @@
 //! Finite-difference gradient checks: the gradient `backprop_from` returns through the **typed**
 //! API is the derivative of the forward, for the built-in ops add, sub, mul (including `x * x`),
-//! neg, scale, matmul including a square `matmul(x, x)`, transpose, sum, mean, add_row, relu away
+//! neg, scale, matmul including a square `matmul(x, x)`, transpose, sum, mean, `add_row`, relu away
 //! from its kink, tanh, exp), for an opaque node with a correct dense VJP, and for a small
 //! composite model.
 //!
@@ -306,11 +306,11 @@ fn opaque_with_a_correct_vjp() {
         let node = ops::opaque::<f64, (), M23>(
             "sin_mul",
             &[&a, &b],
-            move |ctx: &[RawTensor<f64>], _: &()| {
+            move |ctx: &[RawTensor<f64>], (): &()| {
                 let (p, q) = (ctx[ia].data(), ctx[ib].data());
                 RawTensor::from_fn(ctx[ia].dims(), |i| p[i].sin() * q[i])
             },
-            move |ctx: &[RawTensor<f64>], _: &(), g: &RawTensor<f64>| {
+            move |ctx: &[RawTensor<f64>], (): &(), g: &RawTensor<f64>| {
                 let (p, q, d) = (ctx[ia].data(), ctx[ib].data(), g.data());
                 let mut out: Vec<RawTensor<f64>> = ctx.iter().map(|t| RawTensor::zeros(t.dims())).collect();
                 out[ia] = RawTensor::from_fn(g.dims(), |i| d[i] * p[i].cos() * q[i]);
@@ -363,11 +363,11 @@ fn checker_catches_a_wrong_vjp() {
         let node = ops::opaque::<f64, (), M23>(
             "sin_mul_wrong",
             &[&a, &b],
-            move |ctx: &[RawTensor<f64>], _: &()| {
+            move |ctx: &[RawTensor<f64>], (): &()| {
                 let (p, q) = (ctx[ia].data(), ctx[ib].data());
                 RawTensor::from_fn(ctx[ia].dims(), |i| p[i].sin() * q[i])
             },
-            move |ctx: &[RawTensor<f64>], _: &(), g: &RawTensor<f64>| {
+            move |ctx: &[RawTensor<f64>], (): &(), g: &RawTensor<f64>| {
                 let (p, d) = (ctx[ia].data(), g.data());
                 let mut out: Vec<RawTensor<f64>> = ctx.iter().map(|t| RawTensor::zeros(t.dims())).collect();
                 out[ia] = RawTensor::from_fn(g.dims(), |i| d[i] * p[i].cos());

@@ -11,7 +11,7 @@
 //!
 //! [`F`] wraps an `f64` and compares the inner bits, so signed zeros, NaN payloads, infinities and
 //! subnormals in inputs, seeds and opaque VJPs are all checked exactly. Graphs are random (1–30
-//! nodes) over add, sub, mul, neg, scale, matmul, transpose, sum, mean, add_row, relu and opaque
+//! nodes) over add, sub, mul, neg, scale, matmul, transpose, sum, mean, `add_row`, relu and opaque
 //! nodes (some with a VJP that is non-zero at a zero cotangent).
 #![allow(clippy::unwrap_used)] // test helpers unwrap: a failure is a test failure
 
@@ -110,7 +110,7 @@ fn assert_no_storage_equality(r: Result<Vec<RawTensor<F>>, Error>) {
     let name = core::any::type_name::<F>();
     assert_eq!(e, Error::NoStorageEquality { scalar: name });
     let msg = e.to_string();
-    assert!(msg.contains(name) && name.ends_with("F"), "message does not name the type: {msg}");
+    assert!(msg.contains(name) && name.ends_with('F'), "message does not name the type: {msg}");
     assert!(msg.contains("storage equality"), "{msg}");
 }
 
@@ -170,11 +170,11 @@ fn opaque(node: usize, a: usize, b: usize, variant: u32, dims: Dims) -> RawNode<
         format!("tanh_mul{node}"),
         dims,
         vec![a, b],
-        move |ctx: &[RawTensor<F>], _: &()| {
+        move |ctx: &[RawTensor<F>], (): &()| {
             let (x, y) = (ctx[a].data(), ctx[b].data());
             RawTensor::from_fn(ctx[a].dims(), |i| F(x[i].0.tanh()) * y[i])
         },
-        move |ctx: &[RawTensor<F>], _: &(), g: &RawTensor<F>| {
+        move |ctx: &[RawTensor<F>], (): &(), g: &RawTensor<F>| {
             let mut out: Vec<RawTensor<F>> = ctx.iter().map(|t| RawTensor::zeros(t.dims())).collect();
             let (x, y, d) = (ctx[a].data(), ctx[b].data(), g.data());
             let ga = RawTensor::from_fn(g.dims(), |i| {

@@ -1,4 +1,4 @@
-//! The `ofGraph_*` theorems of the TorchLean algebra as tests: every saved pass equals the
+//! The `ofGraph_*` theorems of the `TorchLean` algebra as tests: every saved pass equals the
 //! graph-level reference (`RawGraph::backprop_all_ctx`, `backprop_ctx`, `backprop_from_ctx`,
 //! `runtime/src/reference/`), bit for bit, for arbitrary seed packs.
 //!
@@ -243,8 +243,8 @@ fn the_reference_reports_bad_arguments() {
         "short",
         Dims::vector(2),
         vec![0],
-        |c: &[RawTensor<f64>], _: &()| c[0].clone(),
-        |_, _, _| vec![],
+        |c: &[RawTensor<f64>], (): &()| c[0].clone(),
+        |_, (), _| vec![],
     );
     graph.push(wrong_vjp).unwrap();
     let seeds3 = vec![vector(&[0.0, 0.0]), RawTensor::full(Dims::scalar(), 1.0), vector(&[1.0, 1.0])];

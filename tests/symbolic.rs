@@ -11,7 +11,7 @@
 //! * `readable_*` tests spell out, by hand from SEMANTICS, the gradient trees of `x + x` and of a
 //!   small chain, and check every pass against them;
 //! * `random_graphs_*` builds random graphs (1–30 nodes) of add, sub, mul, neg, scale, matmul,
-//!   transpose, sum, add_row and opaque nodes written with `Sym` operations (half of them with a
+//!   transpose, sum, `add_row` and opaque nodes written with `Sym` operations (half of them with a
 //!   VJP that is non-zero at a zero cotangent), with distinct symbolic leaves as inputs and seeds
 //!   (and some zero leaves), and asserts that the array, stored and inputs-only passes give the
 //!   same interned trees as the dense all-seeds passes, and `backprop_from` the same as
@@ -141,8 +141,8 @@ fn readable_opaque_constant_vjp() {
         "k_plus",
         d,
         vec![0],
-        |ctx: &[RawTensor<Sym>], _: &()| ctx[0].clone(),
-        |_: &[RawTensor<Sym>], _: &(), g: &RawTensor<Sym>| vec![g.map(|&v| v + Sym::leaf("k"))],
+        |ctx: &[RawTensor<Sym>], (): &()| ctx[0].clone(),
+        |_: &[RawTensor<Sym>], (): &(), g: &RawTensor<Sym>| vec![g.map(|&v| v + Sym::leaf("k"))],
     );
     let y = g.push(node).unwrap();
     let saved = RawSavedGraph::compile(&g, vec![leaves(d, "x")], ()).unwrap();
@@ -179,11 +179,11 @@ fn opaque(node: usize, a: usize, b: usize, variant: u32, dims: Dims) -> RawNode<
         format!("opaque{node}"),
         dims,
         vec![a, b],
-        move |ctx: &[RawTensor<Sym>], _: &()| {
+        move |ctx: &[RawTensor<Sym>], (): &()| {
             let (x, y) = (ctx[a].data(), ctx[b].data());
             RawTensor::from_fn(ctx[a].dims(), |i| x[i] * y[i] + x[i])
         },
-        move |ctx: &[RawTensor<Sym>], _: &(), g: &RawTensor<Sym>| {
+        move |ctx: &[RawTensor<Sym>], (): &(), g: &RawTensor<Sym>| {
             let mut pack: Vec<RawTensor<Sym>> = ctx.iter().map(|t| RawTensor::zeros(t.dims())).collect();
             let (x, y, d) = (ctx[a].data(), ctx[b].data(), g.data());
             let ga = RawTensor::from_fn(g.dims(), |i| d[i] * y[i] + d[i]);

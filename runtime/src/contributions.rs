@@ -113,6 +113,7 @@ impl<A: Scalar> Default for Contributions<A> {
 
 impl<A: Scalar> Contributions<A> {
     /// An empty arena.
+    #[must_use]
     pub fn new() -> Self {
         Contributions {
             descriptions: Vec::new(),
@@ -411,7 +412,7 @@ impl<A: Scalar> Contributions<A> {
                 if let (Sink::OntoUniform(stored, out), Leaf::Owned(i)) = (&mut sink, leaf) {
                     let mut buf = self.adopt(i, n)?;
                     let stored: A = (**stored).clone();
-                    for x in buf.iter_mut() {
+                    for x in &mut buf {
                         *x = A::pinned_add(stored.clone(), x.clone());
                     }
                     core::mem::swap(&mut **out, &mut buf);
@@ -437,11 +438,11 @@ impl<A: Scalar> Contributions<A> {
                         let mut buf = self.adopt(i, n)?;
                         let stored: A = (**stored).clone();
                         if uniform_left {
-                            for x in buf.iter_mut() {
+                            for x in &mut buf {
                                 *x = A::pinned_add(stored.clone(), A::pinned_add(u.clone(), x.clone()));
                             }
                         } else {
-                            for x in buf.iter_mut() {
+                            for x in &mut buf {
                                 *x = A::pinned_add(stored.clone(), A::pinned_add(x.clone(), u.clone()));
                             }
                         }
@@ -605,7 +606,7 @@ mod tests {
     }
 
     /// The definition of §4: dense(fill v) = full(v); dense(single(p, t)) = t at p, zeros elsewhere;
-    /// dense(add(l, r)) = pack_add(dense(l), dense(r)).
+    /// dense(add(l, r)) = `pack_add(dense(l)`, dense(r)).
     fn definition(t: &Tree, g: &[f64]) -> Vec<Vec<f64>> {
         match t {
             Tree::Fill(v) => vec![vec![*v; WIDTH]; PREFIX],

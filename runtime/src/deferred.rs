@@ -39,16 +39,19 @@ impl<A: Scalar> Default for History<A> {
 
 impl<A: Scalar> History<A> {
     /// An empty history at clock 0.
+    #[must_use]
     pub fn new() -> Self {
         History { runs: Vec::new(), clock: 0 }
     }
 
     /// Number of uniforms pushed so far.
+    #[must_use]
     pub fn clock(&self) -> usize {
         self.clock
     }
 
     /// Number of runs (a measure of memory, not of meaning).
+    #[must_use]
     pub fn runs(&self) -> usize {
         self.runs.len()
     }

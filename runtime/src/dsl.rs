@@ -70,6 +70,7 @@ fn as_fraction(literal: &str) -> Option<String> {
 /// assert_eq!(constant_f64::<f32>(1e39), None);
 /// assert_eq!(constant_f64::<f64>(1.0 / 0.0), None);
 /// ```
+#[must_use]
 pub fn constant_f64<A: Num + Clone>(v: f64) -> Option<A> {
     if !v.is_finite() {
         None

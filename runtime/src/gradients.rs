@@ -78,16 +78,19 @@ impl<A: Scalar> GradientContext<A> {
     }
 
     /// Number of positions still held.
+    #[must_use]
     pub fn len(&self) -> usize {
         self.slots.len()
     }
 
     /// `true` when no position is held.
+    #[must_use]
     pub fn is_empty(&self) -> bool {
         self.slots.is_empty()
     }
 
     /// The clock: number of uniforms pushed since the last reset.
+    #[must_use]
     pub fn clock(&self) -> usize {
         self.history.clock()
     }

@@ -136,6 +136,7 @@ impl<A: Scalar, D: 'static> RawNode<A, D> {
 
 impl<A: 'static, D: 'static> RawNode<A, D> {
     /// The op's name.
+    #[must_use]
     pub fn name(&self) -> &str {
         match &self.program {
             Program::Compact(op) => op.name(),
@@ -144,6 +145,7 @@ impl<A: 'static, D: 'static> RawNode<A, D> {
     }
 
     /// Positions the node reads (for an opaque node: the ones it declared).
+    #[must_use]
     pub fn parents(&self) -> &[usize] {
         match &self.program {
             Program::Compact(op) => op.parents(),
@@ -152,6 +154,7 @@ impl<A: 'static, D: 'static> RawNode<A, D> {
     }
 
     /// Static support for a compact node; `None` for an opaque node (its whole prefix).
+    #[must_use]
     pub fn support(&self) -> Option<&[usize]> {
         match &self.program {
             Program::Compact(op) => Some(op.support()),
@@ -160,11 +163,13 @@ impl<A: 'static, D: 'static> RawNode<A, D> {
     }
 
     /// `true` for a node without a compact program.
+    #[must_use]
     pub fn is_opaque(&self) -> bool {
         matches!(self.program, Program::Opaque { .. })
     }
 
     /// Output dims.
+    #[must_use]
     pub fn dims(&self) -> Dims {
         self.dims
     }
@@ -198,7 +203,7 @@ impl<A: Scalar, D: 'static, S: Shape> Node<A, D, S> {
         Node {
             data: RawNode::compact(op),
             error: None,
-            origins: reads.iter().map(|p| p.graph()).collect(),
+            origins: reads.iter().map(ErasedPosition::graph).collect(),
             shape: PhantomData,
         }
     }
@@ -206,11 +211,11 @@ impl<A: Scalar, D: 'static, S: Shape> Node<A, D, S> {
     /// A node that could not be built (e.g. a constant not representable in the scalar type):
     /// pushing it works, and `compile` reports `message` with the node index and `name`.
     pub fn failed(name: &str, reads: &[&dyn ErasedPosition], message: &str) -> Self {
-        let parents = reads.iter().map(|p| p.index()).collect();
+        let parents = reads.iter().map(ErasedPosition::index).collect();
         Node {
             data: RawNode { program: failed_program(name.to_owned(), parents), dims: S::dims() },
             error: Some(message.to_owned()),
-            origins: reads.iter().map(|p| p.graph()).collect(),
+            origins: reads.iter().map(ErasedPosition::graph).collect(),
             shape: PhantomData,
         }
     }
@@ -222,11 +227,11 @@ impl<A: Scalar, D: 'static, S: Shape> Node<A, D, S> {
         forward: impl Fn(&[RawTensor<A>], &D) -> RawTensor<A> + 'static,
         vjp: impl Fn(&[RawTensor<A>], &D, &RawTensor<A>) -> Vec<RawTensor<A>> + 'static,
     ) -> Self {
-        let parents = reads.iter().map(|p| p.index()).collect();
+        let parents = reads.iter().map(ErasedPosition::index).collect();
         Node {
             data: RawNode::opaque(name, S::dims(), parents, forward, vjp),
             error: None,
-            origins: reads.iter().map(|p| p.graph()).collect(),
+            origins: reads.iter().map(ErasedPosition::graph).collect(),
             shape: PhantomData,
         }
     }
@@ -246,7 +251,7 @@ impl<Op: CompactOp<A, D>, A: Scalar, D: 'static, S: Shape> Compact<Op, A, D, S> 
     /// The node running `op`, built from the handles `reads` (used to check they belong to the
     /// graph the node is pushed on).
     pub fn new(op: Op, reads: &[&dyn ErasedPosition]) -> Self {
-        Compact { op, origins: reads.iter().map(|p| p.graph()).collect(), marker: PhantomData }
+        Compact { op, origins: reads.iter().map(ErasedPosition::graph).collect(), marker: PhantomData }
     }
 
     /// The op.
@@ -362,6 +367,7 @@ fn next_graph_id() -> u64 {
 
 impl<A: Scalar, D: 'static> RawGraph<A, D> {
     /// A graph with inputs of the given dims and no node.
+    #[must_use]
     pub fn new(inputs: Vec<Dims>) -> Self {
         RawGraph { id: next_graph_id(), inputs: inputs.len(), dims: inputs, nodes: Vec::new() }
     }
@@ -430,16 +436,19 @@ impl<A: 'static, D: 'static> RawGraph<A, D> {
     }
 
     /// Number of inputs (|Γ|).
+    #[must_use]
     pub fn num_inputs(&self) -> usize {
         self.inputs
     }
 
     /// The nodes in creation order.
+    #[must_use]
     pub fn nodes(&self) -> &[RawNode<A, D>] {
         &self.nodes
     }
 
     /// Dims of every position (Γ ++ ss).
+    #[must_use]
     pub fn dims(&self) -> &[Dims] {
         &self.dims
     }
@@ -450,6 +459,7 @@ impl<A: 'static, D: 'static> RawGraph<A, D> {
 
     /// A listing of the graph: one line per input and node with op, parents, shape, support and
     /// opaque marker. Same as the `Display` output.
+    #[must_use]
     pub fn describe(&self) -> String {
         self.to_string()
     }
@@ -501,6 +511,7 @@ pub struct GraphData<A, D, G = Nil, Ss = Nil, Br = ()> {
 
 impl<A: Scalar, D: 'static> GraphData<A, D, Nil, Nil> {
     /// A graph with no input and no node.
+    #[must_use]
     pub fn new() -> Self {
         GraphData { raw: RawGraph::new(Vec::new()), input_error: None, build_errors: Vec::new(), marker: PhantomData }
     }
@@ -509,6 +520,7 @@ impl<A: Scalar, D: 'static> GraphData<A, D, Nil, Nil> {
 impl<A: Scalar, D: 'static, Br> GraphData<A, D, Nil, Nil, Br> {
     /// A graph with no input and no node whose handles carry the brand `Br`: handles of graphs
     /// with other brands are rejected by the compiler. `graph!` gives every graph a brand.
+    #[must_use]
     pub fn branded() -> Self {
         GraphData { raw: RawGraph::new(Vec::new()), input_error: None, build_errors: Vec::new(), marker: PhantomData }
     }
@@ -524,6 +536,7 @@ impl<A: Scalar, D: 'static, G, Br> GraphData<A, D, G, Nil, Br> {
     /// Declares the next input, of shape `S` (inputs come before any node). Never fails here: a
     /// shape whose element count overflows `usize` is reported by [`compile`](Self::compile) as
     /// [`Error::ShapeOverflow`].
+    #[must_use]
     pub fn input<S: Shape>(mut self) -> (GraphData<A, D, Snoc<G, S>, Nil, Br>, Position<S, Br>) {
         let pos = self.input_in_place::<S>();
         (self.retype(), pos)
@@ -594,6 +607,7 @@ impl<A: Scalar, D: 'static, G, Ss, Br> GraphData<A, D, G, Ss, Br> {
     }
 
     /// The untyped graph.
+    #[must_use]
     pub fn raw(&self) -> &RawGraph<A, D> {
         &self.raw
     }
@@ -624,6 +638,7 @@ impl<A: Scalar, D: 'static, G, Ss, Br> GraphData<A, D, G, Ss, Br> {
     }
 
     /// A listing of the graph (see [`RawGraph::describe`]).
+    #[must_use]
     pub fn describe(&self) -> String {
         self.raw.describe()
     }

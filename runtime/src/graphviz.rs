@@ -58,6 +58,7 @@ impl<A: 'static, D: 'static> RawGraph<A, D> {
     /// assert!(dot.contains("p0 -> p1 [label=\"×2\"];"));
     /// assert!(dot.contains("p1 -> p2;"));
     /// ```
+    #[must_use]
     pub fn to_dot(&self) -> String {
         let mut out = String::new();
         // Writing to a `String` cannot fail.
@@ -118,6 +119,7 @@ impl<A: 'static, D: 'static> RawGraph<A, D> {
 
 impl<A: Scalar, D: 'static, G, Ss, Br> GraphData<A, D, G, Ss, Br> {
     /// The graph as a Graphviz DOT document (see [`RawGraph::to_dot`]).
+    #[must_use]
     pub fn to_dot(&self) -> String {
         self.raw().to_dot()
     }
@@ -140,7 +142,7 @@ mod tests {
     }
 
     impl CompactOp<f64, ()> for Odd {
-        fn name(&self) -> &str {
+        fn name(&self) -> &'static str {
             "odd"
         }
         fn parents(&self) -> &[usize] {
@@ -152,7 +154,7 @@ mod tests {
         fn output_dims(&self, prefix: &[Dims]) -> Result<Dims, String> {
             Ok(prefix[self.parents[0]])
         }
-        fn forward(&self, ctx: &[RawTensor<f64>], _: &()) -> RawTensor<f64> {
+        fn forward(&self, ctx: &[RawTensor<f64>], (): &()) -> RawTensor<f64> {
             ctx[self.parents[0]].clone()
         }
         fn contributions(
@@ -233,8 +235,8 @@ mod tests {
         let (g, o) = g.push(ops::opaque::<f64, (), (U2,)>(
             "say \"hi\" \\ back\nslash",
             &[&x],
-            |ctx, _| ctx[0].clone(),
-            |_, _, g| vec![g.clone()],
+            |ctx, ()| ctx[0].clone(),
+            |_, (), g| vec![g.clone()],
         ));
         let (g, _s) = g.push(ops::sum(o));
         let dot = g.to_dot();

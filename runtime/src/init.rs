@@ -1,6 +1,6 @@
 //! Parameter initialisation from a seeded random generator: [`Init`].
 //!
-//! The generator is ChaCha8 (`rand_chacha`), seeded by [`Init::seeded`] from a `u64`, so the
+//! The generator is `ChaCha8` (`rand_chacha`), seeded by [`Init::seeded`] from a `u64`, so the
 //! same seed gives the same tensors on every run. Each tensor takes its draws from one stream in
 //! row-major order, and each sample is computed in `f64` from whole 64-bit draws (not through
 //! `rand`'s distributions, whose algorithms may change between versions), then rounded once to
@@ -72,7 +72,8 @@ fn cast<A: Float>(x: f64) -> A {
 }
 
 impl Init {
-    /// A generator seeded with `seed` (ChaCha8, `SeedableRng::seed_from_u64`).
+    /// A generator seeded with `seed` (`ChaCha8`, `SeedableRng::seed_from_u64`).
+    #[must_use]
     pub fn seeded(seed: u64) -> Self {
         Init { rng: ChaCha8Rng::seed_from_u64(seed) }
     }
@@ -155,7 +156,7 @@ impl Init {
 
     /// Xavier (Glorot) uniform initialisation of an `R × C` weight matrix used as `x · w`, so
     /// `fan_in = R` and `fan_out = C`: uniform on `[-a, a)` with `a = sqrt(6 / (fan_in + fan_out))`
-    /// (gain 1, as PyTorch's `xavier_uniform_`; PyTorch's `[out, in]` weights are the transpose).
+    /// (gain 1, as `PyTorch`'s `xavier_uniform_`; `PyTorch`'s `[out, in]` weights are the transpose).
     ///
     /// ```
     /// use exactgrad_runtime::{Init, Tensor, typenum::{U2, U4}};
@@ -169,9 +170,9 @@ impl Init {
         self.uniform_f64(-a, a)
     }
 
-    /// Kaiming (He) uniform initialisation for ReLU layers of an `R × C` weight matrix used as
+    /// Kaiming (He) uniform initialisation for `ReLU` layers of an `R × C` weight matrix used as
     /// `x · w` (`fan_in = R`): uniform on `[-a, a)` with `a = sqrt(6 / fan_in)` (gain `√2`, as
-    /// PyTorch's `kaiming_uniform_(nonlinearity = "relu")`).
+    /// `PyTorch`'s `kaiming_uniform_(nonlinearity = "relu")`).
     ///
     /// ```
     /// use exactgrad_runtime::{Init, Tensor, typenum::{U6, U3}};
@@ -192,6 +193,7 @@ impl Init {
     /// let b: Tensor<f32, (U3,)> = Init::seeded(0).zeros();
     /// assert_eq!(b.data(), &[0.0; 3]);
     /// ```
+    #[must_use]
     pub fn zeros<A: Scalar, S: Shape>(&self) -> Tensor<A, S> {
         Tensor::zeros()
     }

@@ -36,7 +36,19 @@
 //! }
 //! # use exactgrad_runtime::typenum;
 //! ```
-#![deny(unsafe_code)] // `forbid` except in `ops::matmul::simd` (run-time-checked AVX2 / AVX-512F calls)
+#![deny(unsafe_code)]
+// `forbid` except in `ops::matmul::simd` (run-time-checked AVX2 / AVX-512F calls)
+// Pedantic lints this crate does not follow, on purpose (`cargo clippy -- -W clippy::pedantic`):
+#![allow(
+    clippy::inline_always,
+    reason = "kernel bodies are forced inline into their `target_feature` callers; each one was measured"
+)]
+#![allow(clippy::many_single_char_names, reason = "kernels and shape rules use the usual m, n, k, i, j, a, b")]
+#![allow(
+    clippy::cast_precision_loss,
+    clippy::cast_possible_truncation,
+    reason = "the casts left are of small counts to floats and of float bits in the math kernels"
+)]
 
 pub mod contributions;
 pub mod deferred;

@@ -62,6 +62,7 @@ pub struct MacroBuilder<A, D, Br, G = Nil, Done = Nil> {
 impl<A: Scalar, D: 'static, Br> MacroBuilder<A, D, Br> {
     /// An empty graph.
     #[allow(clippy::new_without_default)]
+    #[must_use]
     pub fn new() -> Self {
         MacroBuilder { graph: GraphData::branded(), chunked: 0, lists: PhantomData }
     }
@@ -69,6 +70,7 @@ impl<A: Scalar, D: 'static, Br> MacroBuilder<A, D, Br> {
 
 impl<A: Scalar, D: 'static, Br, G> MacroBuilder<A, D, Br, G> {
     /// Declares the next input (inputs come before any node).
+    #[must_use]
     pub fn input<S: Shape>(mut self) -> (MacroBuilder<A, D, Br, Snoc<G, S>>, Position<S, Br>) {
         let pos = self.graph.input_in_place::<S>();
         (MacroBuilder { graph: self.graph, chunked: self.chunked, lists: PhantomData }, pos)
@@ -98,6 +100,7 @@ impl<A: Scalar, D: 'static, Br, G, Done> MacroBuilder<A, D, Br, G, Done> {
     }
 
     /// The typed graph. (Nodes left out of every chunk are recorded as a build error.)
+    #[must_use]
     pub fn finish(mut self) -> GraphData<A, D, G, Done, Br> {
         let nodes = self.graph.raw().nodes().len();
         if self.chunked != nodes {

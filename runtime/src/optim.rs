@@ -1,8 +1,8 @@
 //! Optimizers: in-place updates of a parameter [`Pack`] from a gradient pack of the same shapes.
 //!
-//! * [`Sgd`]: stochastic gradient descent with optional (classic, PyTorch) momentum;
-//! * [`Adam`]: Adam with bias correction (PyTorch's `torch.optim.Adam`, no weight decay, no
-//!   AMSGrad);
+//! * [`Sgd`]: stochastic gradient descent with optional (classic, `PyTorch`) momentum;
+//! * [`Adam`]: Adam with bias correction (`PyTorch`'s `torch.optim.Adam`, no weight decay, no
+//!   `AMSGrad`);
 //! * [`Trainable`]: which positions of the pack a step updates. A graph's inputs are usually a mix
 //!   of parameters (weights, biases) and data-like tensors (features, targets) that must not be
 //!   trained: [`step`](Optimizer::step) updates every position, [`step_only`](Optimizer::step_only)
@@ -137,11 +137,13 @@ struct Entry {
 
 impl Trainable {
     /// The empty set: a step updates nothing.
+    #[must_use]
     pub fn new() -> Self {
         Trainable { entries: Vec::new() }
     }
 
     /// Adds the position `pos` (an input handle of the graph whose input pack is trained).
+    #[must_use]
     pub fn with<S: Shape, Br>(mut self, pos: Position<S, Br>) -> Self {
         self.entries.push(Entry { index: pos.index(), dims: Some(S::dims()), graph: Some(pos.graph_id()) });
         self
@@ -155,17 +157,20 @@ impl Trainable {
     /// assert_eq!(t.indices(), vec![0, 2]);
     /// assert!(t.contains(0) && !t.contains(1));
     /// ```
+    #[must_use]
     pub fn with_index(mut self, index: usize) -> Self {
         self.entries.push(Entry { index, dims: None, graph: None });
         self
     }
 
     /// `true` when the position at `index` is in the set.
+    #[must_use]
     pub fn contains(&self, index: usize) -> bool {
         self.entries.iter().any(|e| e.index == index)
     }
 
     /// The indices in the set, ascending, each once.
+    #[must_use]
     pub fn indices(&self) -> Vec<usize> {
         let mut v: Vec<usize> = self.entries.iter().map(|e| e.index).collect();
         v.sort_unstable();
@@ -268,13 +273,13 @@ fn prepare<A>(
     Ok(indices)
 }
 
-/// Stochastic gradient descent with classic momentum (PyTorch's `torch.optim.SGD` with
+/// Stochastic gradient descent with classic momentum (`PyTorch`'s `torch.optim.SGD` with
 /// `dampening = 0`, `nesterov = false`, `weight_decay = 0`).
 ///
 /// For each element, with learning rate `lr` and momentum `μ`, in this order of operations:
 ///
 /// * `μ == 0` (plain SGD, no buffer): `p = p - lr * g`;
-/// * `μ != 0`: on the position's first step the buffer is `v = g` (a copy, as PyTorch does), then
+/// * `μ != 0`: on the position's first step the buffer is `v = g` (a copy, as `PyTorch` does), then
 ///   `v = μ * v + g`; and `p = p - lr * v`.
 ///
 /// ```
@@ -419,8 +424,8 @@ impl<A: Float + Scalar> Optimizer<A> for Sgd<A> {
     }
 }
 
-/// Adam (Kingma & Ba) with bias correction, as PyTorch's `torch.optim.Adam` (no weight decay, no
-/// AMSGrad).
+/// Adam (Kingma & Ba) with bias correction, as `PyTorch`'s `torch.optim.Adam` (no weight decay, no
+/// `AMSGrad`).
 ///
 /// Each position keeps its own step count `t`, first moment `m` and second moment `v` (zeros
 /// before its first step) and the running products `β1^t`, `β2^t` (multiplied by `β1`, `β2` once
@@ -436,8 +441,8 @@ impl<A: Float + Scalar> Optimizer<A> for Sgd<A> {
 ///     p = p - step_size * (m / (sqrt(v) / c2 + eps))
 /// ```
 ///
-/// This is PyTorch's algorithm; the roundings are this crate's own (PyTorch forms `m` by `lerp`
-/// and the bias corrections in `f64`), so results agree with PyTorch to a few ulps, not bit for
+/// This is `PyTorch`'s algorithm; the roundings are this crate's own (`PyTorch` forms `m` by `lerp`
+/// and the bias corrections in `f64`), so results agree with `PyTorch` to a few ulps, not bit for
 /// bit.
 ///
 /// ```
@@ -484,7 +489,7 @@ impl<A: Float + Scalar> Adam<A> {
         Ok(Adam { lr, beta1, beta2, eps, dims: None, slots: Vec::new() })
     }
 
-    /// Adam with PyTorch's defaults `beta1 = 0.9`, `beta2 = 0.999`, `eps = 1e-8` (each rounded to
+    /// Adam with `PyTorch`'s defaults `beta1 = 0.9`, `beta2 = 0.999`, `eps = 1e-8` (each rounded to
     /// `A`; for a type in which `1e-8` rounds to zero, `eps` is zero).
     ///
     /// # Errors

@@ -48,6 +48,7 @@ pub struct Pack<A, L> {
 
 impl<A> Pack<A, Nil> {
     /// The empty pack.
+    #[must_use]
     pub fn new() -> Self {
         Pack { graph: None, tensors: Vec::new(), marker: PhantomData }
     }
@@ -61,6 +62,7 @@ impl<A> Default for Pack<A, Nil> {
 
 impl<A, L> Pack<A, L> {
     /// Appends a tensor of shape `S`.
+    #[must_use]
     pub fn push<S: Shape>(mut self, t: Tensor<A, S>) -> Pack<A, Snoc<L, S>> {
         self.tensors.push(t.into_raw());
         Pack { graph: self.graph, tensors: self.tensors, marker: PhantomData }
@@ -79,21 +81,25 @@ impl<A, L> Pack<A, L> {
     }
 
     /// Number of tensors.
+    #[must_use]
     pub fn len(&self) -> usize {
         self.tensors.len()
     }
 
     /// `true` for the empty pack.
+    #[must_use]
     pub fn is_empty(&self) -> bool {
         self.tensors.is_empty()
     }
 
     /// The tensors in order.
+    #[must_use]
     pub fn as_slice(&self) -> &[RawTensor<A>] {
         &self.tensors
     }
 
     /// The tensors, consuming the pack.
+    #[must_use]
     pub fn into_vec(self) -> Vec<RawTensor<A>> {
         self.tensors
     }
@@ -187,11 +193,13 @@ impl<A: Clone> RawPack<A> {
     }
 
     /// Number of positions.
+    #[must_use]
     pub fn len(&self) -> usize {
         self.entries.len()
     }
 
     /// `true` for a graph without positions.
+    #[must_use]
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }
@@ -204,6 +212,7 @@ impl<A: Clone> RawPack<A> {
 
     /// `Some(v)` when the gradient at `i` is `full(v)` and was never written element by element
     /// (no tensor is built by asking); `None` otherwise or past the end.
+    #[must_use]
     pub fn uniform(&self, i: usize) -> Option<&A> {
         match self.entries.get(i) {
             Some((Stored::Uniform(value, _), _)) => Some(value),
@@ -212,16 +221,19 @@ impl<A: Clone> RawPack<A> {
     }
 
     /// The shape of the gradient at `i`, without building it.
+    #[must_use]
     pub fn dims(&self, i: usize) -> Option<Dims> {
         self.entries.get(i).map(|(s, _)| s.dims())
     }
 
     /// The gradients in context order (uniform ones built as they are reached).
+    #[must_use]
     pub fn iter(&self) -> RawPackIter<'_, A> {
         self.into_iter()
     }
 
     /// Every gradient as a tensor, consuming the list.
+    #[must_use]
     pub fn into_vec(self) -> Vec<RawTensor<A>> {
         self.entries
             .into_iter()
@@ -315,21 +327,25 @@ impl<A: Clone, G, Ss, Br> ContextPack<A, G, Ss, Br> {
     }
 
     /// The tensors, untyped, in context order.
+    #[must_use]
     pub fn raw(&self) -> &RawPack<A> {
         &self.tensors
     }
 
     /// The tensors in context order (uniform positions built as they are reached).
+    #[must_use]
     pub fn iter(&self) -> RawPackIter<'_, A> {
         self.tensors.iter()
     }
 
     /// The tensors, consuming the pack.
+    #[must_use]
     pub fn into_vec(self) -> Vec<RawTensor<A>> {
         self.tensors.into_vec()
     }
 
     /// The tensors, untyped, consuming the pack.
+    #[must_use]
     pub fn into_raw(self) -> RawPack<A> {
         self.tensors
     }
@@ -348,6 +364,7 @@ impl<A: Clone, G, Ss, Br> ContextPack<A, G, Ss, Br> {
     /// let grads = saved.backprop_from(s, Tensor::full(1.0)).unwrap().into_inputs();
     /// assert_eq!(grads.as_slice()[0].data(), &[6.0, 6.0]);
     /// ```
+    #[must_use]
     pub fn into_inputs(self) -> Pack<A, G> {
         let mut tensors = self.tensors.into_vec();
         tensors.truncate(self.inputs);
@@ -383,6 +400,7 @@ pub struct RawSeeds<A> {
 
 impl<A: Scalar> RawSeeds<A> {
     /// Zero seeds for positions of the given dims (a graph's [`dims`](crate::RawGraph::dims)).
+    #[must_use]
     pub fn zeros(dims: &[Dims]) -> Self {
         RawSeeds { graph: None, slots: dims.iter().map(|&d| Stored::Uniform(A::zero(), d)).collect() }
     }
@@ -413,11 +431,13 @@ impl<A: Scalar> RawSeeds<A> {
     }
 
     /// Number of positions.
+    #[must_use]
     pub fn len(&self) -> usize {
         self.slots.len()
     }
 
     /// `true` when there is no position.
+    #[must_use]
     pub fn is_empty(&self) -> bool {
         self.slots.is_empty()
     }
@@ -458,6 +478,7 @@ pub struct Seeds<A, G, Ss, Br = ()> {
 
 impl<A: Scalar, G, Ss, Br> Seeds<A, G, Ss, Br> {
     /// All-zero seeds for `graph`.
+    #[must_use]
     pub fn zeros<D: 'static>(graph: &GraphData<A, D, G, Ss, Br>) -> Self {
         let raw = graph.raw();
         Seeds {
@@ -498,6 +519,7 @@ impl<A: Scalar, G, Ss, Br> Seeds<A, G, Ss, Br> {
     }
 
     /// Seeds from a dense pack over the context.
+    #[must_use]
     pub fn from_context_pack(p: ContextPack<A, G, Ss, Br>) -> Self {
         Seeds { graph: p.graph, slots: p.tensors.into_stored(), marker: PhantomData }
     }

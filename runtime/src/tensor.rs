@@ -80,11 +80,13 @@ impl<A> RawTensor<A> {
     }
 
     /// The dims.
+    #[must_use]
     pub fn dims(&self) -> Dims {
         self.dims
     }
 
     /// The elements, row-major.
+    #[must_use]
     pub fn data(&self) -> &[A] {
         &self.data
     }
@@ -95,11 +97,13 @@ impl<A> RawTensor<A> {
     }
 
     /// The elements, consuming the tensor.
+    #[must_use]
     pub fn into_vec(self) -> Vec<A> {
         self.data
     }
 
     /// Number of elements.
+    #[must_use]
     pub fn numel(&self) -> usize {
         self.data.len()
     }
@@ -139,6 +143,7 @@ impl<A: Scalar> RawTensor<A> {
     ///
     /// # Panics
     /// As [`full`](Self::full); [`try_zeros`](Self::try_zeros) returns an error instead.
+    #[must_use]
     pub fn zeros(dims: Dims) -> Self {
         Self::full(dims, A::zero())
     }
@@ -183,6 +188,7 @@ impl<A: Scalar> RawTensor<A> {
     }
 
     /// Storage equality of every element (same dims, same encodings).
+    #[must_use]
     pub fn storage_eq(&self, other: &Self) -> bool {
         self.dims == other.dims && self.data.iter().zip(&other.data).all(|(a, b)| a.storage_eq(b))
     }
@@ -247,16 +253,19 @@ impl<A, S: Shape> Tensor<A, S> {
     }
 
     /// The untyped tensor.
+    #[must_use]
     pub fn raw(&self) -> &RawTensor<A> {
         &self.raw
     }
 
     /// The untyped tensor, consuming the wrapper.
+    #[must_use]
     pub fn into_raw(self) -> RawTensor<A> {
         self.raw
     }
 
     /// The elements, row-major.
+    #[must_use]
     pub fn data(&self) -> &[A] {
         self.raw.data()
     }
@@ -286,6 +295,7 @@ impl<A: Scalar, S: Shape> Tensor<A, S> {
     ///
     /// # Panics
     /// As [`full`](Self::full); [`try_zeros`](Self::try_zeros) returns an error instead.
+    #[must_use]
     pub fn zeros() -> Self {
         Self::full(A::zero())
     }

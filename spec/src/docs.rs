@@ -41,6 +41,7 @@ fn written(name: &str, form: Form, aliases: &[&str]) -> String {
 
 /// The Markdown table of every built-in op: how it is written, its shape rule, its compact VJP
 /// (whose singles are its static support) and the saved values the VJP reads.
+#[must_use]
 pub fn op_table() -> String {
     let mut out = String::from("| op | shape rule | compact VJP (support) | VJP reads |\n|---|---|---|---|\n");
     for op in OPS {

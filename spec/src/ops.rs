@@ -360,12 +360,14 @@ pub const OPS: &[OpSpec] = {
 impl OpSpec {
     /// Whether the shape rule needs at least one element to reduce over (`mean`, `mean_axis`:
     /// they divide by the count).
+    #[must_use]
     pub fn needs_element(&self) -> bool {
         matches!(self.name, "mean" | "mean_axis")
     }
 }
 
 /// The op called `name` in `graph!` (by its name or an alias), if it is called by name.
+#[must_use]
 pub fn lookup(name: &str) -> Option<&'static OpSpec> {
     OPS.iter().find(|op| op.form != Form::Lowered && (op.name == name || op.aliases.contains(&name)))
 }
@@ -373,6 +375,7 @@ pub fn lookup(name: &str) -> Option<&'static OpSpec> {
 /// The saved reads of the op whose runtime name is `name`, in a const context (the runtime's
 /// pointwise ops take theirs from here). Fails to evaluate, so fails to compile, for a name no op
 /// has.
+#[must_use]
 pub const fn reads_of(name: &str) -> crate::Reads {
     let mut i = 0;
     while i < OPS.len() {
@@ -399,11 +402,13 @@ const fn bytes_eq(a: &[u8], b: &[u8]) -> bool {
 }
 
 /// The op whose runtime name is `name` (every op, lowered ones included).
+#[must_use]
 pub fn by_name(name: &str) -> Option<&'static OpSpec> {
     OPS.iter().find(|op| op.name == name)
 }
 
 /// The names `graph!` accepts as calls, for the unknown-op message.
+#[must_use]
 pub fn call_names() -> Vec<&'static str> {
     let mut v: Vec<&str> = OPS.iter().filter(|o| o.form != Form::Lowered).map(|o| o.name).collect();
     v.push("opaque");

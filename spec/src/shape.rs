@@ -52,6 +52,7 @@ impl<D: Dim> Shape<D> {
     }
 
     /// Rank 0.
+    #[must_use]
     pub fn scalar() -> Self {
         Shape { rank: 0, dims: [D::of_size(0), D::of_size(0), D::of_size(0), D::of_size(0)] }
     }

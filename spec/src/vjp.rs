@@ -17,6 +17,7 @@ pub enum Pattern {
 
 impl Pattern {
     /// The support as operand indices, left before right, duplicates kept.
+    #[must_use]
     pub fn support(&self) -> Vec<usize> {
         let mut out = Vec::new();
         let mut stack = vec![*self];
@@ -34,6 +35,7 @@ impl Pattern {
     }
 
     /// Written as in SEMANTICS §4 with operand names `names`.
+    #[must_use]
     pub fn describe(&self, names: &[&str]) -> String {
         match self {
             Pattern::Zero => "zero()".to_owned(),

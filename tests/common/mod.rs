@@ -155,7 +155,7 @@ fn output_dims(all: &[Dims], step: Step) -> Dims {
     }
 }
 
-/// SplitMix64: a deterministic stream of numbers from one proptest-generated seed.
+/// `SplitMix64`: a deterministic stream of numbers from one proptest-generated seed.
 #[derive(Clone, Debug)]
 pub struct Rng(u64);
 

@@ -78,7 +78,7 @@ impl TestFloat for f32 {
     }
 }
 
-/// The SplitMix64 finaliser: a deterministic hash of `x`, well spread over all 64 bits.
+/// The `SplitMix64` finaliser: a deterministic hash of `x`, well spread over all 64 bits.
 pub fn splitmix(mut x: u64) -> u64 {
     x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
     x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);

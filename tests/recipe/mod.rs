@@ -303,11 +303,11 @@ pub fn assert_bits_eq<'t, T: TestScalar>(
 // ---------------------------------------------------------------------------------------------
 
 /// The shapes inputs and opaque nodes may take (other shapes arise from matmul, e.g. 3×3, and from
-/// concat, slice and gather_rows). Ranks 3 and 4 give `permute` more than a transpose to do.
+/// concat, slice and `gather_rows`). Ranks 3 and 4 give `permute` more than a transpose to do.
 pub const SHAPES: [&[usize]; 9] = [&[4], &[2, 2], &[2, 3], &[3, 2], &[], &[2], &[3], &[3, 1, 2], &[1, 2, 1, 2]];
 
 /// Number of node kinds: 26 built-in kinds (kind 17 picks among five float ops, kind 20 among the
-/// row-wise float ops; 22 to 25 are permute, concat, slice and gather_rows), 3 opaque kinds and a
+/// row-wise float ops; 22 to 25 are permute, concat, slice and `gather_rows`), 3 opaque kinds and a
 /// user compact op with uniforms (twice as likely as the others).
 pub const KINDS: u8 = 31;
 /// Built-in kinds only (0..BUILTIN).
@@ -651,8 +651,8 @@ impl<T: TestScalar> Case<T> {
             "opaque_scale3",
             out,
             vec![pa],
-            move |ctx, _| spread(&ctx[pa], out, |x, _| T::small(3) * x),
-            move |_, _, g| {
+            move |ctx, ()| spread(&ctx[pa], out, |x, _| T::small(3) * x),
+            move |_, (), g| {
                 prefix
                     .iter()
                     .enumerate()
@@ -672,8 +672,8 @@ impl<T: TestScalar> Case<T> {
             "opaque_bias",
             out,
             vec![pa],
-            move |ctx, _| spread(&ctx[pa], out, |x, _| x + T::small(1)),
-            move |_, _, g| {
+            move |ctx, ()| spread(&ctx[pa], out, |x, _| x + T::small(1)),
+            move |_, (), g| {
                 prefix
                     .iter()
                     .enumerate()
@@ -697,8 +697,8 @@ impl<T: TestScalar> Case<T> {
             "opaque_nan",
             out,
             vec![pa],
-            move |ctx, _| spread(&ctx[pa], out, |x, i| if i % 2 == 0 { T::nan_forward() } else { x }),
-            move |_, _, g| {
+            move |ctx, ()| spread(&ctx[pa], out, |x, i| if i % 2 == 0 { T::nan_forward() } else { x }),
+            move |_, (), g| {
                 prefix
                     .iter()
                     .enumerate()
@@ -748,7 +748,7 @@ impl<T: TestScalar> CompactOp<T, ()> for Uniforms<T> {
             Err(format!("uniforms needs operands of one shape, got {} and {}", prefix[a], prefix[b]))
         }
     }
-    fn forward(&self, ctx: &[RawTensor<T>], _: &()) -> RawTensor<T> {
+    fn forward(&self, ctx: &[RawTensor<T>], (): &()) -> RawTensor<T> {
         ctx[self.parents[0]].add(&ctx[self.parents[1]]).unwrap()
     }
     fn contributions(&self, _: &SavedValues<'_, T, ()>, _: &RawTensor<T>, c: &mut Contributions<T>) -> Contrib {

@@ -199,10 +199,13 @@ impl Cx<'_> {
         let ps: Vec<TokenStream> = node.parents.iter().map(|&q| shape_at(graph.shape_of(q), span)).collect();
         let default = quote_spanned!(span=> ::core::default::Default::default());
         let typenum = |n: usize| unsigned(n as u64, span);
-        let accessor = |field: &Ident| match extra {
-            ExtraArg::Labels(_) => quote_spanned!(span=>
-                |__d: &#data| -> &[usize] { ::core::convert::AsRef::<[usize]>::as_ref(&__d.#field) }),
-            _ => quote_spanned!(span=> |__d: &#data| -> &#p::RawTensor<#s> { #p::Tensor::raw(&__d.#field) }),
+        let accessor = |field: &Ident| {
+            if let ExtraArg::Labels(_) = extra {
+                quote_spanned!(span=>
+        |__d: &#data| -> &[usize] { ::core::convert::AsRef::<[usize]>::as_ref(&__d.#field) })
+            } else {
+                quote_spanned!(span=> |__d: &#data| -> &#p::RawTensor<#s> { #p::Tensor::raw(&__d.#field) })
+            }
         };
         let mut values: Vec<TokenStream> = parents.iter().map(ToTokens::to_token_stream).collect();
         let types: Vec<TokenStream> = match (op.type_rule, extra) {
@@ -219,7 +222,7 @@ impl Cx<'_> {
                 let x = &parents[0];
                 return quote_spanned!(span=> #p::ops::#f::<#out, #s, #data, #(#ps,)* #brand>(#x));
             }
-            (TypeRule::AxisReduce, ExtraArg::Axis(axis)) | (TypeRule::Concat, ExtraArg::Axis(axis)) => {
+            (TypeRule::AxisReduce | TypeRule::Concat, ExtraArg::Axis(axis)) => {
                 values.push(default.clone());
                 let mut t = ps.clone();
                 t.extend([typenum(*axis), out.clone()]);
@@ -306,12 +309,12 @@ impl Cx<'_> {
             #ty::opaque(
                 #name,
                 &[#(&#parents),*],
-                move |__ctx: &[#p::RawTensor<#s>], _: &#data| -> #p::RawTensor<#s> {
+                move |__ctx: &[#p::RawTensor<#s>], __data: &#data| -> #p::RawTensor<#s> {
                     #[allow(clippy::type_complexity)]
                     let __forward: &dyn Fn(#(#tensor_refs),*) -> #p::RawTensor<#s> = &(#forward);
                     __forward(#(&#idx),*)
                 },
-                move |__ctx: &[#p::RawTensor<#s>], _: &#data, __g: &#p::RawTensor<#s>| -> #p::Vec<#p::RawTensor<#s>> {
+                move |__ctx: &[#p::RawTensor<#s>], __data: &#data, __g: &#p::RawTensor<#s>| -> #p::Vec<#p::RawTensor<#s>> {
                     #vjp_body
                 },
             )

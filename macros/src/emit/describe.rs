@@ -2,6 +2,7 @@
 //! back) and each pass's reverse sweep (per step the node, its VJP, the saved values it reads, the
 //! positions it adds into with their pending uniforms, and the gradient buffers).
 
+use core::fmt::Write as _;
 use exactgrad_spec::Direct;
 
 use crate::ir::{Graph, NodeKind};
@@ -19,17 +20,17 @@ pub(super) fn describe(
     let mut text = String::new();
     describe_forward(graph, values, &mut text);
     let outputs: Vec<String> = graph.outputs.iter().map(|o| format!("%{o}")).collect();
-    text.push_str(&format!("all-inputs pass (seeds at {}):\n", outputs.join(", ")));
+    let _ = writeln!(text, "all-inputs pass (seeds at {}):", outputs.join(", "));
     describe_sweep(graph, all, &grads[0].0, &mut text);
     for (j, f) in froms.iter().enumerate() {
         let o = graph.outputs[j];
         match f {
             Some(f) => {
-                text.push_str(&format!("single-output pass from output {j} (%{o}):\n"));
+                let _ = writeln!(text, "single-output pass from output {j} (%{o}):");
                 describe_sweep(graph, f, &grads[1 + j].0, &mut text);
             }
             None => {
-                text.push_str(&format!("single-output pass from output {j} (%{o}): the runtime's backprop_from loop (user compact ops declare their supports at run time)\n"))
+                let _ = writeln!(text, "single-output pass from output {j} (%{o}): the runtime's backprop_from loop (user compact ops declare their supports at run time)");
             }
         }
     }
@@ -47,7 +48,7 @@ fn pending(r: &core::ops::Range<usize>) -> String {
 /// The forward: each node's value buffer, whether it is kept, and what is given back after it.
 fn describe_forward(graph: &Graph, values: &Values, text: &mut String) {
     let n_in = graph.inputs.len();
-    text.push_str(&format!("forward ({} value buffers; kept: read by a VJP or a declared output):\n", values.buffers));
+    let _ = writeln!(text, "forward ({} value buffers; kept: read by a VJP or a declared output):", values.buffers);
     for (k, node) in graph.nodes.iter().enumerate() {
         let parents: Vec<String> = node.parents.iter().map(|q| format!("%{q}")).collect();
         let kept = if values.kept[k] { ", kept" } else { "" };
@@ -61,7 +62,7 @@ fn describe_forward(graph: &Graph, values: &Values, text: &mut String) {
         ));
         if !values.frees[k].is_empty() {
             let freed: Vec<String> = values.frees[k].iter().map(|q| format!("%{q}")).collect();
-            text.push_str(&format!("       gives back the value buffers of {}\n", freed.join(", ")));
+            let _ = writeln!(text, "       gives back the value buffers of {}", freed.join(", "));
         }
     }
 }
@@ -100,20 +101,20 @@ fn describe_sweep(graph: &Graph, sweep: &Sweep, buffers: &[usize], text: &mut St
         match &st.writes {
             Writes::Support(w) => {
                 for (q, r) in w {
-                    text.push_str(&format!("       adds into %{q} (g{}, {})\n", buffers[*q], pending(r)));
+                    let _ = writeln!(text, "       adds into %{q} (g{}, {})", buffers[*q], pending(r));
                 }
                 match crate::plan::direct(graph, st.node) {
                     Direct::Product => {
-                        text.push_str("       (each product written straight onto a position that holds a uniform)\n")
+                        text.push_str("       (each product written straight onto a position that holds a uniform)\n");
                     }
                     Direct::Window => {
-                        text.push_str("       (the cotangent's window added in one pass, zeros around it)\n")
+                        text.push_str("       (the cotangent's window added in one pass, zeros around it)\n");
                     }
                     Direct::No => {}
                 }
             }
             Writes::WholePrefix(_) => {
-                text.push_str(&format!("       adds into every position below %{}\n", st.position))
+                let _ = writeln!(text, "       adds into every position below %{}", st.position);
             }
         }
         text.push_str(&format!(
@@ -122,6 +123,6 @@ fn describe_sweep(graph: &Graph, sweep: &Sweep, buffers: &[usize], text: &mut St
         ));
     }
     for (q, r) in sweep.inputs.iter().enumerate().take(n_in) {
-        text.push_str(&format!("  input %{q}: gradient = slot {}\n", pending(r)));
+        let _ = writeln!(text, "  input %{q}: gradient = slot {}", pending(r));
     }
 }

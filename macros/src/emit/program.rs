@@ -73,12 +73,11 @@ pub(super) fn model(parts: &ModelParts<'_>) -> TokenStream {
     let build = cx.builder(parts.input_shapes, &mut bounds, true);
     let forward = forward(cx, &values);
     let all_sweep = sweep_tokens(cx, &all);
-    let from_arms = froms.iter().enumerate().map(|(j, f)| match f {
-        Some(f) => {
+    let from_arms = froms.iter().enumerate().map(|(j, f)| {
+        if let Some(f) = f {
             let sw = sweep_tokens(cx, f);
             quote!(#p::Pass::From(#j) => { #sw })
-        }
-        None => {
+        } else {
             // User compact ops declare their supports only when the graph is built: the pass
             // runs the runtime's own single-output loop over the program's values.
             let o = graph.outputs[j];

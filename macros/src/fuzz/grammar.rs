@@ -72,7 +72,7 @@ fn expr(rng: &mut Rng, scope: &Scope, depth: usize) -> String {
             // Any op by name, with one to three values and zero to three integer arguments.
             let names = call_names();
             let name = names[rng.below(names.len())];
-            let mut args: Vec<String> = (0..1 + rng.below(3)).map(|_| sub(rng)).collect();
+            let mut args: Vec<String> = (0..=rng.below(3)).map(|_| sub(rng)).collect();
             args.extend((0..rng.below(4)).map(|_| small(rng).to_owned()));
             if rng.below(3) == 0 {
                 format!("{}.{name}({})", args[0], args[1..].join(", "))

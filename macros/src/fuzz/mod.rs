@@ -33,7 +33,7 @@ pub(crate) fn config() -> ProptestConfig {
     ProptestConfig { cases, failure_persistence: None, ..ProptestConfig::default() }
 }
 
-/// SplitMix64: every input of a case comes from one proptest-drawn seed.
+/// `SplitMix64`: every input of a case comes from one proptest-drawn seed.
 pub(crate) struct Rng(u64);
 
 impl Rng {

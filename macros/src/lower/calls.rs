@@ -140,15 +140,14 @@ impl Lowering<'_> {
                     );
                     return None;
                 }
-                match name.and_then(|n| self.data.iter().find(|d| **d == n)) {
-                    Some(d) => ExtraArg::Labels((*d).clone()),
-                    None => {
-                        self.errors.at_site(
-                            &Site::new(arg.span(), arg),
-                            format!("{}'s labels are a data parameter (declared after `;`, e.g. `; labels: Vec<usize>`), named here", op.name),
-                        );
-                        return None;
-                    }
+                if let Some(d) = name.and_then(|n| self.data.iter().find(|d| **d == n)) {
+                    ExtraArg::Labels((*d).clone())
+                } else {
+                    self.errors.at_site(
+                        &Site::new(arg.span(), arg),
+                        format!("{}'s labels are a data parameter (declared after `;`, e.g. `; labels: Vec<usize>`), named here", op.name),
+                    );
+                    return None;
                 }
             }
         };

@@ -199,7 +199,7 @@ impl Lowering<'_> {
             Compared::Same => {}
             Compared::Differ => self.errors.at_site(site, message(&actual)),
             Compared::Compiler => {
-                self.graph.checks.push(Check { declared: declared.clone(), actual, site: site.clone() })
+                self.graph.checks.push(Check { declared: declared.clone(), actual, site: site.clone() });
             }
         }
     }

@@ -46,12 +46,11 @@ impl<'g> Pool<'g> {
     /// A free buffer, preferably one last used at `shape`; else a new one.
     fn take(&mut self, shape: &Shape) -> usize {
         let at = self.free.iter().position(|(_, s)| *s == shape).or(if self.free.is_empty() { None } else { Some(0) });
-        match at {
-            Some(i) => self.free.remove(i).0,
-            None => {
-                self.count += 1;
-                self.count - 1
-            }
+        if let Some(i) = at {
+            self.free.remove(i).0
+        } else {
+            self.count += 1;
+            self.count - 1
         }
     }
 

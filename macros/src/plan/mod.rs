@@ -110,30 +110,27 @@ pub(crate) fn sweep(graph: &Graph, from: Option<usize>) -> Sweep {
         }
         let t = steps.len();
         let cotangent = last[p]..t;
-        let writes = match support(graph, k) {
-            Some(s) => {
-                let w = dedup(&s)
-                    .into_iter()
-                    .map(|q| {
-                        let pending = last[q]..t;
-                        last[q] = t + 1;
-                        reached[q] = true;
-                        (q, pending)
-                    })
-                    .collect();
-                Writes::Support(w)
-            }
-            None => {
-                let w = (0..p)
-                    .map(|q| {
-                        let pending = last[q]..t;
-                        last[q] = t + 1;
-                        pending
-                    })
-                    .collect();
-                below = below.max(p);
-                Writes::WholePrefix(w)
-            }
+        let writes = if let Some(s) = support(graph, k) {
+            let w = dedup(&s)
+                .into_iter()
+                .map(|q| {
+                    let pending = last[q]..t;
+                    last[q] = t + 1;
+                    reached[q] = true;
+                    (q, pending)
+                })
+                .collect();
+            Writes::Support(w)
+        } else {
+            let w = (0..p)
+                .map(|q| {
+                    let pending = last[q]..t;
+                    last[q] = t + 1;
+                    pending
+                })
+                .collect();
+            below = below.max(p);
+            Writes::WholePrefix(w)
         };
         steps.push(Step { node: k, position: p, cotangent, writes });
     }

@@ -43,6 +43,7 @@ const EXP2_Q: [f64; 7] = [
 /// error below 1.2·10⁻¹⁰ in all), then rounded once to `f32`, so subnormal results come from that
 /// one rounding. Branch-free: loops over it vectorise.
 #[inline]
+#[must_use]
 pub fn exp_f32(x: f32) -> f32 {
     let xd = f64::from(x);
     let xd = if xd < F32_EXP_HIGH { xd } else { F32_EXP_HIGH };
@@ -72,6 +73,7 @@ pub fn exp_f32(x: f32) -> f32 {
 /// 4.3·10⁻¹⁸). `2ᵏ` is applied as two factors `2^k₁ · 2^k₂`, so results near overflow and in the
 /// subnormal range are rounded once, by the last product. Branch-free: loops over it vectorise.
 #[inline]
+#[must_use]
 pub fn exp_f64(x: f64) -> f64 {
     let xc = if x < F64_EXP_HIGH { x } else { F64_EXP_HIGH };
     let xc = if xc > F64_EXP_LOW { xc } else { F64_EXP_LOW };
@@ -122,7 +124,7 @@ pub fn exp_f64_slice(x: &[f64], out: &mut [f64]) {
 /// other type. The type test is resolved at compile time.
 #[inline(always)]
 pub fn exp<A: Float + 'static>(x: A) -> A {
-    super::dispatch(x, exp_f32, exp_f64, |x| x.exp())
+    super::dispatch(x, exp_f32, exp_f64, num_traits::Float::exp)
 }
 
 /// `v[i] = exp(v[i])` for every element: the slice form of [`exp`], the same bits element by

@@ -31,6 +31,7 @@ fn expm1_for_f32(y: f64) -> f64 {
 /// `tanh(x)` for `f32`, within 1 ulp of the correctly rounded value (exhaustively tested); see
 /// the module docs for special values. Branch-free: loops over it vectorise.
 #[inline]
+#[must_use]
 pub fn tanh_f32(x: f32) -> f32 {
     let bits = x.to_bits();
     let a = f64::from(f32::from_bits(bits & 0x7FFF_FFFF));
@@ -78,6 +79,7 @@ fn expm1_dd(y: f64) -> (f64, f64) {
 /// `tanh(x)` for `f64`, within 1 ulp of the exact value on the tested samples; see the module
 /// docs for special values. Branch-free: loops over it vectorise.
 #[inline]
+#[must_use]
 pub fn tanh_f64(x: f64) -> f64 {
     let bits = x.to_bits();
     let a = f64::from_bits(bits & 0x7FFF_FFFF_FFFF_FFFF);
@@ -112,5 +114,5 @@ pub fn tanh_f64_slice(x: &[f64], out: &mut [f64]) {
 /// every other type. The type test is resolved at compile time.
 #[inline(always)]
 pub fn tanh<A: Float + 'static>(x: A) -> A {
-    super::dispatch(x, tanh_f32, tanh_f64, |x| x.tanh())
+    super::dispatch(x, tanh_f32, tanh_f64, num_traits::Float::tanh)
 }

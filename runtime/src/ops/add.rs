@@ -19,13 +19,14 @@ pub struct Add {
 
 impl Add {
     /// `a + b` for the positions `a` and `b`.
+    #[must_use]
     pub fn new(a: usize, b: usize) -> Self {
         Add { parents: [a, b] }
     }
 }
 
 impl<A: Scalar, D> CompactOp<A, D> for Add {
-    fn name(&self) -> &str {
+    fn name(&self) -> &'static str {
         "add"
     }
     fn parents(&self) -> &[usize] {
@@ -52,6 +53,7 @@ impl<A: Scalar, D> CompactOp<A, D> for Add {
 }
 
 /// Typed `a + b` (elementwise): both operands of one shape ([`ElementwiseShape`]).
+#[must_use]
 pub fn add<A: Scalar, D: 'static, L: ElementwiseShape<R, Output = O>, R, O: Shape, Br>(
     a: Position<L, Br>,
     b: Position<R, Br>,

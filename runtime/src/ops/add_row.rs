@@ -20,13 +20,14 @@ pub struct AddRow {
 
 impl AddRow {
     /// `x + b` where `x` is `rows × cols` and `b` has `cols` elements.
+    #[must_use]
     pub fn new(x: usize, b: usize) -> Self {
         AddRow { parents: [x, b] }
     }
 }
 
 impl<A: Scalar, D> CompactOp<A, D> for AddRow {
-    fn name(&self) -> &str {
+    fn name(&self) -> &'static str {
         "add_row"
     }
     fn parents(&self) -> &[usize] {
@@ -69,6 +70,7 @@ impl<A: Scalar, D> CompactOp<A, D> for AddRow {
 }
 
 /// Typed broadcast add: `(M, N)` + `(N,)` → `(M, N)` ([`AddRowShape`]).
+#[must_use]
 pub fn add_row<A: Scalar, D: 'static, S: AddRowShape<R, Output = O>, R, O: Shape, Br>(
     x: Position<S, Br>,
     b: Position<R, Br>,

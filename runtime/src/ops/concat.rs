@@ -28,6 +28,7 @@ pub struct Concat {
 
 impl Concat {
     /// `concat(a, b, axis)` for the positions `a` and `b`.
+    #[must_use]
     pub fn new(a: usize, b: usize, axis: usize) -> Self {
         Concat { parents: [a, b], axis }
     }
@@ -39,7 +40,7 @@ fn joined(da: Dims, db: Dims, axis: usize) -> Result<Dims, String> {
 }
 
 impl<A: Scalar, D> CompactOp<A, D> for Concat {
-    fn name(&self) -> &str {
+    fn name(&self) -> &'static str {
         "concat"
     }
     fn parents(&self) -> &[usize] {

@@ -64,7 +64,7 @@ fn rows<A: FromPrimitive>(m: usize) -> A {
 }
 
 impl<A: Scalar + Float + FromPrimitive, D: 'static> CompactOp<A, D> for CrossEntropy<D> {
-    fn name(&self) -> &str {
+    fn name(&self) -> &'static str {
         "cross_entropy"
     }
     fn parents(&self) -> &[usize] {

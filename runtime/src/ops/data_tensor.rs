@@ -52,7 +52,7 @@ impl<A, D> DataTensor<A, D> {
 }
 
 impl<A: Scalar, D: 'static> CompactOp<A, D> for DataTensor<A, D> {
-    fn name(&self) -> &str {
+    fn name(&self) -> &'static str {
         "data_tensor"
     }
     fn parents(&self) -> &[usize] {

@@ -32,13 +32,14 @@ pub struct Div {
 
 impl Div {
     /// `a / b` for the positions `a` and `b`.
+    #[must_use]
     pub fn new(a: usize, b: usize) -> Self {
         Div { parents: [a, b] }
     }
 }
 
 impl<A: Scalar + DivOp<Output = A> + MulOp<Output = A> + SubOp<Output = A>, D> CompactOp<A, D> for Div {
-    fn name(&self) -> &str {
+    fn name(&self) -> &'static str {
         "div"
     }
     fn parents(&self) -> &[usize] {
@@ -78,6 +79,7 @@ impl<A: Scalar + DivOp<Output = A> + MulOp<Output = A> + SubOp<Output = A>, D> C
 }
 
 /// Typed `a / b` (elementwise): both operands of one shape ([`ElementwiseShape`]).
+#[must_use]
 pub fn div<
     A: Scalar + DivOp<Output = A> + MulOp<Output = A> + SubOp<Output = A>,
     D: 'static,

@@ -22,11 +22,11 @@ impl<A: Scalar + Float> PointwiseFn<A> for ExpFn {
     type Consts = ();
     fn consts() {}
     #[inline]
-    fn forward(_: &(), x: &A) -> A {
+    fn forward((): &(), x: &A) -> A {
         crate::math::exp(*x)
     }
     #[inline]
-    fn derivative(_: &(), g: &A, _: &A, y: &A) -> A {
+    fn derivative((): &(), g: &A, _: &A, y: &A) -> A {
         A::pinned_mul(*g, *y)
     }
     fn reference() -> Option<Unary<A>> {
@@ -38,6 +38,7 @@ impl<A: Scalar + Float> PointwiseFn<A> for ExpFn {
 pub type Exp = Pointwise<ExpFn>;
 
 /// Typed `exp(a)`.
+#[must_use]
 pub fn exp<A: Scalar + Float, D: 'static, S: UnaryShape<Output = O>, O: Shape, Br>(
     a: Position<S, Br>,
 ) -> Compact<Exp, A, D, O> {

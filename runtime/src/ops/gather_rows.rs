@@ -48,7 +48,7 @@ impl<D> GatherRows<D> {
 }
 
 impl<A: Scalar, D: 'static> CompactOp<A, D> for GatherRows<D> {
-    fn name(&self) -> &str {
+    fn name(&self) -> &'static str {
         "gather_rows"
     }
     fn parents(&self) -> &[usize] {

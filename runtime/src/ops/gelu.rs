@@ -89,6 +89,7 @@ impl<A: Scalar + Float> PointwiseFn<A> for GeluFn {
 pub type Gelu = Pointwise<GeluFn>;
 
 /// Typed `gelu(a)` (tanh approximation).
+#[must_use]
 pub fn gelu<A: Scalar + Float, D: 'static, S: UnaryShape<Output = O>, O: Shape, Br>(
     a: Position<S, Br>,
 ) -> Compact<Gelu, A, D, O> {

@@ -130,7 +130,7 @@ fn vjp_rows<A: Scalar + Float, const P: bool>(
 }
 
 impl<A: Scalar + Float + FromPrimitive, D> CompactOp<A, D> for LayerNorm<A> {
-    fn name(&self) -> &str {
+    fn name(&self) -> &'static str {
         "layer_norm"
     }
     fn parents(&self) -> &[usize] {

@@ -24,11 +24,11 @@ impl<A: Scalar + Float> PointwiseFn<A> for LogFn {
     type Consts = ();
     fn consts() {}
     #[inline]
-    fn forward(_: &(), x: &A) -> A {
+    fn forward((): &(), x: &A) -> A {
         x.ln()
     }
     #[inline]
-    fn derivative(_: &(), g: &A, x: &A, _: &A) -> A {
+    fn derivative((): &(), g: &A, x: &A, _: &A) -> A {
         *g / *x
     }
     fn reference() -> Option<Unary<A>> {
@@ -40,6 +40,7 @@ impl<A: Scalar + Float> PointwiseFn<A> for LogFn {
 pub type Log = Pointwise<LogFn>;
 
 /// Typed `log(a)`.
+#[must_use]
 pub fn log<A: Scalar + Float, D: 'static, S: UnaryShape<Output = O>, O: Shape, Br>(
     a: Position<S, Br>,
 ) -> Compact<Log, A, D, O> {

@@ -30,13 +30,14 @@ pub struct LogSoftmax {
 
 impl LogSoftmax {
     /// `log_softmax(x)` for the position `x`.
+    #[must_use]
     pub fn new(x: usize) -> Self {
         LogSoftmax { parents: [x] }
     }
 }
 
 impl<A: Scalar + Float, D> CompactOp<A, D> for LogSoftmax {
-    fn name(&self) -> &str {
+    fn name(&self) -> &'static str {
         "log_softmax"
     }
     fn parents(&self) -> &[usize] {
@@ -81,6 +82,7 @@ impl<A: Scalar + Float, D> CompactOp<A, D> for LogSoftmax {
 }
 
 /// Typed `log_softmax(x)` over the last axis ([`LastAxisShape`]).
+#[must_use]
 pub fn log_softmax<A: Scalar + Float, D: 'static, S: LastAxisShape<Output = O>, O: Shape, Br>(
     x: Position<S, Br>,
 ) -> Compact<LogSoftmax, A, D, O> {

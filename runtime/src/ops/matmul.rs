@@ -153,19 +153,16 @@ fn gemm_into<A: Scalar + Mul<Output = A>, const RHS_LEFT: bool>(
     out: &mut Vec<A>,
 ) {
     let start = out.len();
-    match fast::try_gemm::<A, RHS_LEFT>(rows, inner, cols, lhs, rhs, onto, out) {
-        Some(nan) => {
-            if nan {
-                fast::pin_nans::<A, RHS_LEFT>(rows, inner, cols, lhs, rhs, out, start, onto);
-            }
+    if let Some(nan) = fast::try_gemm::<A, RHS_LEFT>(rows, inner, cols, lhs, rhs, onto, out) {
+        if nan {
+            fast::pin_nans::<A, RHS_LEFT>(rows, inner, cols, lhs, rhs, out, start, onto);
         }
-        None => {
-            gemm_portable::<A, RHS_LEFT>(rows, inner, cols, lhs, rhs, out);
-            fast::pin_nans::<A, RHS_LEFT>(rows, inner, cols, lhs, rhs, out, start, None);
-            if let Some(stored) = onto {
-                for x in &mut out[start..] {
-                    *x = A::pinned_add(stored.clone(), x.clone());
-                }
+    } else {
+        gemm_portable::<A, RHS_LEFT>(rows, inner, cols, lhs, rhs, out);
+        fast::pin_nans::<A, RHS_LEFT>(rows, inner, cols, lhs, rhs, out, start, None);
+        if let Some(stored) = onto {
+            for x in &mut out[start..] {
+                *x = A::pinned_add(stored.clone(), x.clone());
             }
         }
     }
@@ -203,6 +200,7 @@ pub struct MatMul {
 
 impl MatMul {
     /// `a · b` for the matrices at positions `a` (`m×k`) and `b` (`k×n`).
+    #[must_use]
     pub fn new(a: usize, b: usize) -> Self {
         MatMul { parents: [a, b] }
     }
@@ -248,7 +246,7 @@ pub(crate) fn right_gradient<A: Scalar + Mul<Output = A>>(a: &RawTensor<A>, g: &
 }
 
 impl<A: Scalar + Mul<Output = A>, D> CompactOp<A, D> for MatMul {
-    fn name(&self) -> &str {
+    fn name(&self) -> &'static str {
         "matmul"
     }
     fn parents(&self) -> &[usize] {
@@ -282,6 +280,7 @@ impl<A: Scalar + Mul<Output = A>, D> CompactOp<A, D> for MatMul {
 }
 
 /// Typed `a · b`: `(M, K)` · `(K, N)` → `(M, N)` ([`MatMulShape`]).
+#[must_use]
 pub fn matmul<A: Scalar + Mul<Output = A>, D: 'static, L: MatMulShape<R, Output = O>, R, O: Shape, Br>(
     a: Position<L, Br>,
     b: Position<R, Br>,

@@ -63,7 +63,7 @@ fn kn(w: Dims) -> (usize, usize) {
 }
 
 impl<A: Scalar + Mul<Output = A>, D: 'static> CompactOp<A, D> for MatMulData<A, D> {
-    fn name(&self) -> &str {
+    fn name(&self) -> &'static str {
         "matmul_data"
     }
     fn parents(&self) -> &[usize] {

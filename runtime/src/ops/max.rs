@@ -20,6 +20,7 @@ use crate::shape::{Position, Shape};
 pub type Max = super::select::Select<true>;
 
 /// Typed `max(a, b)` (elementwise): both operands of one shape ([`ElementwiseShape`]).
+#[must_use]
 pub fn max<A: Scalar + PartialOrd, D: 'static, L: ElementwiseShape<R, Output = O>, R, O: Shape, Br>(
     a: Position<L, Br>,
     b: Position<R, Br>,

@@ -22,6 +22,7 @@ pub struct Mean {
 
 impl Mean {
     /// `mean(a)` for the position `a`.
+    #[must_use]
     pub fn new(a: usize) -> Self {
         Mean { parents: [a] }
     }
@@ -32,7 +33,7 @@ fn count<A: FromPrimitive>(n: usize) -> Result<A, String> {
 }
 
 impl<A: Scalar + Div<Output = A> + FromPrimitive, D> CompactOp<A, D> for Mean {
-    fn name(&self) -> &str {
+    fn name(&self) -> &'static str {
         "mean"
     }
     fn parents(&self) -> &[usize] {
@@ -66,6 +67,7 @@ impl<A: Scalar + Div<Output = A> + FromPrimitive, D> CompactOp<A, D> for Mean {
 }
 
 /// Typed `mean(a)`: any shape → `()` ([`ReduceShape`]).
+#[must_use]
 pub fn mean<A: Scalar + Div<Output = A> + FromPrimitive, D: 'static, S: ReduceShape<Output = O>, O: Shape, Br>(
     a: Position<S, Br>,
 ) -> Compact<Mean, A, D, O> {

@@ -29,6 +29,7 @@ pub struct MeanAxis {
 
 impl MeanAxis {
     /// `mean_axis(x, axis)` for the position `x`.
+    #[must_use]
     pub fn new(x: usize, axis: usize) -> Self {
         MeanAxis { parents: [x], axis }
     }
@@ -39,7 +40,7 @@ fn count<A: FromPrimitive>(n: usize) -> A {
 }
 
 impl<A: Scalar + Div<Output = A> + FromPrimitive, D> CompactOp<A, D> for MeanAxis {
-    fn name(&self) -> &str {
+    fn name(&self) -> &'static str {
         "mean_axis"
     }
     fn parents(&self) -> &[usize] {

@@ -20,6 +20,7 @@ use crate::shape::{Position, Shape};
 pub type Min = super::select::Select<false>;
 
 /// Typed `min(a, b)` (elementwise): both operands of one shape ([`ElementwiseShape`]).
+#[must_use]
 pub fn min<A: Scalar + PartialOrd, D: 'static, L: ElementwiseShape<R, Output = O>, R, O: Shape, Br>(
     a: Position<L, Br>,
     b: Position<R, Br>,

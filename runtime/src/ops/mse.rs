@@ -22,6 +22,7 @@ pub struct Mse {
 
 impl Mse {
     /// `mse(a, b)` for the positions `a` and `b`.
+    #[must_use]
     pub fn new(a: usize, b: usize) -> Self {
         Mse { parents: [a, b] }
     }
@@ -32,7 +33,7 @@ fn count<A: FromPrimitive>(n: usize) -> A {
 }
 
 impl<A: Scalar + Float + FromPrimitive, D> CompactOp<A, D> for Mse {
-    fn name(&self) -> &str {
+    fn name(&self) -> &'static str {
         "mse"
     }
     fn parents(&self) -> &[usize] {
@@ -75,6 +76,7 @@ impl<A: Scalar + Float + FromPrimitive, D> CompactOp<A, D> for Mse {
 }
 
 /// Typed `mse(a, b)`: two tensors of one shape → `()` ([`ElementwiseToScalarShape`]).
+#[must_use]
 pub fn mse<
     A: Scalar + Float + FromPrimitive,
     D: 'static,

@@ -20,13 +20,14 @@ pub struct Mul {
 
 impl Mul {
     /// `a * b` for the positions `a` and `b`.
+    #[must_use]
     pub fn new(a: usize, b: usize) -> Self {
         Mul { parents: [a, b] }
     }
 }
 
 impl<A: Scalar + MulOp<Output = A>, D> CompactOp<A, D> for Mul {
-    fn name(&self) -> &str {
+    fn name(&self) -> &'static str {
         "mul"
     }
     fn parents(&self) -> &[usize] {
@@ -57,6 +58,7 @@ impl<A: Scalar + MulOp<Output = A>, D> CompactOp<A, D> for Mul {
 }
 
 /// Typed `a * b` (elementwise): both operands of one shape ([`ElementwiseShape`]).
+#[must_use]
 pub fn mul<A: Scalar + MulOp<Output = A>, D: 'static, L: ElementwiseShape<R, Output = O>, R, O: Shape, Br>(
     a: Position<L, Br>,
     b: Position<R, Br>,

@@ -19,11 +19,11 @@ impl<A: Scalar + NegOp<Output = A> + SubOp<Output = A>> PointwiseFn<A> for NegFn
     type Consts = ();
     fn consts() {}
     #[inline]
-    fn forward(_: &(), x: &A) -> A {
+    fn forward((): &(), x: &A) -> A {
         -x.clone()
     }
     #[inline]
-    fn derivative(_: &(), g: &A, _: &A, _: &A) -> A {
+    fn derivative((): &(), g: &A, _: &A, _: &A) -> A {
         A::zero() - g.clone()
     }
     fn reference() -> Option<Unary<A>> {
@@ -35,6 +35,7 @@ impl<A: Scalar + NegOp<Output = A> + SubOp<Output = A>> PointwiseFn<A> for NegFn
 pub type Neg = Pointwise<NegFn>;
 
 /// Typed `neg(a)`.
+#[must_use]
 pub fn neg<A: Scalar + NegOp<Output = A> + SubOp<Output = A>, D: 'static, S: UnaryShape<Output = O>, O: Shape, Br>(
     a: Position<S, Br>,
 ) -> Compact<Neg, A, D, O> {

@@ -26,6 +26,7 @@ pub struct Permute {
 
 impl Permute {
     /// `permute(x, perm)` for the position `x`: output axis `k` is axis `perm[k]` of `x`.
+    #[must_use]
     pub fn new(x: usize, perm: &[usize]) -> Self {
         // A non-permutation gets an inverse that is never used (the shape rule rejects it).
         let mut inverse = vec![0; perm.len()];
@@ -67,7 +68,7 @@ fn permuted<'x, A: Clone>(x: &'x [A], d: Dims, perm: &[usize]) -> (Dims, impl Fn
 }
 
 impl<A: Scalar, D> CompactOp<A, D> for Permute {
-    fn name(&self) -> &str {
+    fn name(&self) -> &'static str {
         "permute"
     }
     fn parents(&self) -> &[usize] {

@@ -35,6 +35,7 @@ pub trait PointwiseFn<A>: 'static {
     fn derivative(k: &Self::Consts, g: &A, x: &A, y: &A) -> A;
     /// The function as the independent reference knows it ([`crate::reference`]); `None` (the
     /// default, for user functions) makes the reference trust the op's own code.
+    #[must_use]
     fn reference() -> Option<crate::reference::Unary<A>> {
         None
     }
@@ -48,6 +49,7 @@ pub struct Pointwise<F> {
 
 impl<F> Pointwise<F> {
     /// The op applied to the position `a`.
+    #[must_use]
     pub fn new(a: usize) -> Self {
         Pointwise { parents: [a], f: PhantomData }
     }
@@ -158,6 +160,7 @@ impl<A: Scalar, D, F: PointwiseFn<A>> CompactOp<A, D> for Pointwise<F> {
 }
 
 /// Typed `f(a)`: the shape is kept ([`UnaryShape`]).
+#[must_use]
 pub fn node<A: Scalar, D: 'static, F: PointwiseFn<A>, S: UnaryShape<Output = O>, O: Shape, Br>(
     a: Position<S, Br>,
 ) -> Compact<Pointwise<F>, A, D, O> {

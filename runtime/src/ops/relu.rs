@@ -18,7 +18,7 @@ impl<A: Scalar + PartialOrd> PointwiseFn<A> for ReluFn {
     type Consts = ();
     fn consts() {}
     #[inline]
-    fn forward(_: &(), x: &A) -> A {
+    fn forward((): &(), x: &A) -> A {
         let zero = A::zero();
         if *x < zero {
             zero
@@ -27,7 +27,7 @@ impl<A: Scalar + PartialOrd> PointwiseFn<A> for ReluFn {
         }
     }
     #[inline]
-    fn derivative(_: &(), g: &A, x: &A, _: &A) -> A {
+    fn derivative((): &(), g: &A, x: &A, _: &A) -> A {
         if *x > A::zero() {
             g.clone()
         } else {
@@ -43,6 +43,7 @@ impl<A: Scalar + PartialOrd> PointwiseFn<A> for ReluFn {
 pub type Relu = Pointwise<ReluFn>;
 
 /// Typed `relu(a)`.
+#[must_use]
 pub fn relu<A: Scalar + PartialOrd, D: 'static, S: UnaryShape<Output = O>, O: Shape, Br>(
     a: Position<S, Br>,
 ) -> Compact<Relu, A, D, O> {

@@ -20,13 +20,14 @@ pub struct Reshape {
 
 impl Reshape {
     /// `reshape(x)` to `dims`.
+    #[must_use]
     pub fn new(x: usize, dims: Dims) -> Self {
         Reshape { parents: [x], dims }
     }
 }
 
 impl<A: Scalar, D> CompactOp<A, D> for Reshape {
-    fn name(&self) -> &str {
+    fn name(&self) -> &'static str {
         "reshape"
     }
     fn parents(&self) -> &[usize] {
@@ -54,6 +55,7 @@ impl<A: Scalar, D> CompactOp<A, D> for Reshape {
 
 /// Typed `reshape(x)` to the shape `To` (`ops::reshape::<(U3, U2), _, _, _, _>(x)`): the element
 /// counts agree ([`ReshapeShape`]).
+#[must_use]
 pub fn reshape<To: Shape, A: Scalar, D: 'static, S: ReshapeShape<To, Output = To>, Br>(
     x: Position<S, Br>,
 ) -> Compact<Reshape, A, D, To> {

@@ -27,7 +27,7 @@ impl<A> Scale<A> {
 }
 
 impl<A: Scalar + MulOp<Output = A>, D> CompactOp<A, D> for Scale<A> {
-    fn name(&self) -> &str {
+    fn name(&self) -> &'static str {
         "scale"
     }
     fn parents(&self) -> &[usize] {

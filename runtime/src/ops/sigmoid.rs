@@ -33,11 +33,11 @@ impl<A: Scalar + Float> PointwiseFn<A> for SigmoidFn {
     type Consts = ();
     fn consts() {}
     #[inline]
-    fn forward(_: &(), x: &A) -> A {
+    fn forward((): &(), x: &A) -> A {
         logistic(*x)
     }
     #[inline]
-    fn derivative(_: &(), g: &A, _: &A, y: &A) -> A {
+    fn derivative((): &(), g: &A, _: &A, y: &A) -> A {
         A::pinned_mul(*g, *y * (A::one() - *y))
     }
     fn reference() -> Option<Unary<A>> {
@@ -49,6 +49,7 @@ impl<A: Scalar + Float> PointwiseFn<A> for SigmoidFn {
 pub type Sigmoid = Pointwise<SigmoidFn>;
 
 /// Typed `sigmoid(a)`.
+#[must_use]
 pub fn sigmoid<A: Scalar + Float, D: 'static, S: UnaryShape<Output = O>, O: Shape, Br>(
     a: Position<S, Br>,
 ) -> Compact<Sigmoid, A, D, O> {

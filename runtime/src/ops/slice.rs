@@ -29,6 +29,7 @@ pub struct Slice {
 
 impl Slice {
     /// `slice(x, axis, start, len)` for the position `x`.
+    #[must_use]
     pub fn new(x: usize, axis: usize, start: usize, len: usize) -> Self {
         Slice { parents: [x], axis, start, len }
     }
@@ -50,7 +51,7 @@ impl Slice {
 }
 
 impl<A: Scalar, D> CompactOp<A, D> for Slice {
-    fn name(&self) -> &str {
+    fn name(&self) -> &'static str {
         "slice"
     }
     fn parents(&self) -> &[usize] {

@@ -32,6 +32,7 @@ pub struct Softmax {
 
 impl Softmax {
     /// `softmax(x)` for the position `x`.
+    #[must_use]
     pub fn new(x: usize) -> Self {
         Softmax { parents: [x] }
     }
@@ -68,7 +69,7 @@ pub(crate) fn shifted_exps<A: Scalar + Float>(row: &[A], e: &mut Vec<A>) -> (A, 
 }
 
 impl<A: Scalar + Float, D> CompactOp<A, D> for Softmax {
-    fn name(&self) -> &str {
+    fn name(&self) -> &'static str {
         "softmax"
     }
     fn parents(&self) -> &[usize] {
@@ -114,6 +115,7 @@ impl<A: Scalar + Float, D> CompactOp<A, D> for Softmax {
 }
 
 /// Typed `softmax(x)` over the last axis ([`LastAxisShape`]).
+#[must_use]
 pub fn softmax<A: Scalar + Float, D: 'static, S: LastAxisShape<Output = O>, O: Shape, Br>(
     x: Position<S, Br>,
 ) -> Compact<Softmax, A, D, O> {

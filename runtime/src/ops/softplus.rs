@@ -42,11 +42,11 @@ impl<A: Scalar + Float> PointwiseFn<A> for SoftplusFn {
     type Consts = ();
     fn consts() {}
     #[inline]
-    fn forward(_: &(), x: &A) -> A {
+    fn forward((): &(), x: &A) -> A {
         softplus_scalar(*x)
     }
     #[inline]
-    fn derivative(_: &(), g: &A, x: &A, _: &A) -> A {
+    fn derivative((): &(), g: &A, x: &A, _: &A) -> A {
         A::pinned_mul(*g, logistic(*x))
     }
     fn reference() -> Option<Unary<A>> {
@@ -58,6 +58,7 @@ impl<A: Scalar + Float> PointwiseFn<A> for SoftplusFn {
 pub type Softplus = Pointwise<SoftplusFn>;
 
 /// Typed `softplus(a)`.
+#[must_use]
 pub fn softplus<A: Scalar + Float, D: 'static, S: UnaryShape<Output = O>, O: Shape, Br>(
     a: Position<S, Br>,
 ) -> Compact<Softplus, A, D, O> {

@@ -25,11 +25,11 @@ impl<A: Scalar + Float> PointwiseFn<A> for SqrtFn {
     type Consts = ();
     fn consts() {}
     #[inline]
-    fn forward(_: &(), x: &A) -> A {
+    fn forward((): &(), x: &A) -> A {
         x.sqrt()
     }
     #[inline]
-    fn derivative(_: &(), g: &A, _: &A, y: &A) -> A {
+    fn derivative((): &(), g: &A, _: &A, y: &A) -> A {
         *g / (*y + *y)
     }
     fn reference() -> Option<Unary<A>> {
@@ -41,6 +41,7 @@ impl<A: Scalar + Float> PointwiseFn<A> for SqrtFn {
 pub type Sqrt = Pointwise<SqrtFn>;
 
 /// Typed `sqrt(a)`.
+#[must_use]
 pub fn sqrt<A: Scalar + Float, D: 'static, S: UnaryShape<Output = O>, O: Shape, Br>(
     a: Position<S, Br>,
 ) -> Compact<Sqrt, A, D, O> {

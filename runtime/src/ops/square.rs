@@ -24,13 +24,14 @@ pub struct Square {
 
 impl Square {
     /// `a * a` for the position `a`.
+    #[must_use]
     pub fn new(a: usize) -> Self {
         Square { parents: [a] }
     }
 }
 
 impl<A: Scalar + MulOp<Output = A>, D> CompactOp<A, D> for Square {
-    fn name(&self) -> &str {
+    fn name(&self) -> &'static str {
         "square"
     }
     fn parents(&self) -> &[usize] {
@@ -60,6 +61,7 @@ impl<A: Scalar + MulOp<Output = A>, D> CompactOp<A, D> for Square {
 }
 
 /// Typed `a * a` (elementwise), the same as `mul(a, a)`.
+#[must_use]
 pub fn square<A: Scalar + MulOp<Output = A>, D: 'static, S: UnaryShape<Output = O>, O: Shape, Br>(
     a: Position<S, Br>,
 ) -> Compact<Square, A, D, O> {

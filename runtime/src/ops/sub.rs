@@ -20,13 +20,14 @@ pub struct Sub {
 
 impl Sub {
     /// `a - b` for the positions `a` and `b`.
+    #[must_use]
     pub fn new(a: usize, b: usize) -> Self {
         Sub { parents: [a, b] }
     }
 }
 
 impl<A: Scalar + SubOp<Output = A>, D> CompactOp<A, D> for Sub {
-    fn name(&self) -> &str {
+    fn name(&self) -> &'static str {
         "sub"
     }
     fn parents(&self) -> &[usize] {
@@ -55,6 +56,7 @@ impl<A: Scalar + SubOp<Output = A>, D> CompactOp<A, D> for Sub {
 }
 
 /// Typed `a - b` (elementwise): both operands of one shape ([`ElementwiseShape`]).
+#[must_use]
 pub fn sub<A: Scalar + SubOp<Output = A>, D: 'static, L: ElementwiseShape<R, Output = O>, R, O: Shape, Br>(
     a: Position<L, Br>,
     b: Position<R, Br>,

@@ -18,6 +18,7 @@ pub struct Sum {
 
 impl Sum {
     /// `sum(a)` for the position `a`.
+    #[must_use]
     pub fn new(a: usize) -> Self {
         Sum { parents: [a] }
     }
@@ -42,7 +43,7 @@ pub(crate) fn pinned_sum<A: Scalar>(xs: impl Iterator<Item = A> + Clone) -> A {
 }
 
 impl<A: Scalar, D> CompactOp<A, D> for Sum {
-    fn name(&self) -> &str {
+    fn name(&self) -> &'static str {
         "sum"
     }
     fn parents(&self) -> &[usize] {
@@ -70,6 +71,7 @@ impl<A: Scalar, D> CompactOp<A, D> for Sum {
 }
 
 /// Typed `sum(a)`: any shape → `()` ([`ReduceShape`]).
+#[must_use]
 pub fn sum<A: Scalar, D: 'static, S: ReduceShape<Output = O>, O: Shape, Br>(
     a: Position<S, Br>,
 ) -> Compact<Sum, A, D, O> {

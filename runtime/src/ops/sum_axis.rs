@@ -25,6 +25,7 @@ pub struct SumAxis {
 
 impl SumAxis {
     /// `sum_axis(x, axis)` for the position `x`.
+    #[must_use]
     pub fn new(x: usize, axis: usize) -> Self {
         SumAxis { parents: [x], axis }
     }
@@ -58,7 +59,7 @@ pub(crate) fn sums_along<A: Scalar>(x: &[A], d: Dims, axis: usize) -> Vec<A> {
 }
 
 impl<A: Scalar, D> CompactOp<A, D> for SumAxis {
-    fn name(&self) -> &str {
+    fn name(&self) -> &'static str {
         "sum_axis"
     }
     fn parents(&self) -> &[usize] {

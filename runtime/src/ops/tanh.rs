@@ -22,11 +22,11 @@ impl<A: Scalar + Float> PointwiseFn<A> for TanhFn {
     type Consts = ();
     fn consts() {}
     #[inline]
-    fn forward(_: &(), x: &A) -> A {
+    fn forward((): &(), x: &A) -> A {
         crate::math::tanh(*x)
     }
     #[inline]
-    fn derivative(_: &(), g: &A, _: &A, y: &A) -> A {
+    fn derivative((): &(), g: &A, _: &A, y: &A) -> A {
         A::pinned_mul(*g, A::one() - *y * *y)
     }
     fn reference() -> Option<Unary<A>> {
@@ -38,6 +38,7 @@ impl<A: Scalar + Float> PointwiseFn<A> for TanhFn {
 pub type Tanh = Pointwise<TanhFn>;
 
 /// Typed `tanh(a)`.
+#[must_use]
 pub fn tanh<A: Scalar + Float, D: 'static, S: UnaryShape<Output = O>, O: Shape, Br>(
     a: Position<S, Br>,
 ) -> Compact<Tanh, A, D, O> {

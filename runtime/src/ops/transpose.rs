@@ -18,6 +18,7 @@ pub struct Transpose {
 
 impl Transpose {
     /// `aᵀ` for the matrix at position `a`.
+    #[must_use]
     pub fn new(a: usize) -> Self {
         Transpose { parents: [a] }
     }
@@ -29,7 +30,7 @@ fn transposed<A: Clone>(x: &[A], rows: usize, cols: usize) -> impl Fn(usize) -> 
 }
 
 impl<A: Scalar, D> CompactOp<A, D> for Transpose {
-    fn name(&self) -> &str {
+    fn name(&self) -> &'static str {
         "transpose"
     }
     fn parents(&self) -> &[usize] {
@@ -62,6 +63,7 @@ impl<A: Scalar, D> CompactOp<A, D> for Transpose {
 }
 
 /// Typed `aᵀ`: `(M, N)` → `(N, M)` ([`TransposeShape`]).
+#[must_use]
 pub fn transpose<A: Scalar, D: 'static, S: TransposeShape<Output = O>, O: Shape, Br>(
     a: Position<S, Br>,
 ) -> Compact<Transpose, A, D, O> {

@@ -33,6 +33,7 @@ pub struct Window {
 
 impl Window {
     /// Whether the window fits an operand of `operand` elements and a cotangent of `cotangent`.
+    #[must_use]
     pub fn fits(&self, operand: usize, cotangent: usize) -> bool {
         let rows = |len: usize| self.rows.checked_mul(len);
         self.from.checked_add(self.count).is_some_and(|end| end <= self.row_len)

@@ -136,6 +136,7 @@ impl<A: Scalar> ProgramState<A> {
     /// whose sweeps visit at most `visits` nodes, with the buffers of `plan` (allocated as the
     /// first run uses them).
     #[doc(hidden)]
+    #[must_use]
     pub fn new(dims: &[Dims], inputs: usize, visits: usize, plan: MemoryPlan) -> Self {
         ProgramState {
             dims: dims.to_vec(),

@@ -1,5 +1,5 @@
 //! An independent reference: the graph-level semantics (`GraphData.backpropAllCtx` and
-//! `backpropCtx` of the TorchLean algebra), defined directly over a [`RawGraph`] and its inputs
+//! `backpropCtx` of the `TorchLean` algebra), defined directly over a [`RawGraph`] and its inputs
 //! and data, sharing no code with the passes under test (SEMANTICS, "Lean statements").
 //!
 //! [`RawGraph::backprop_all_ctx`] evaluates the graph with its own naive forward of every built-in
@@ -83,13 +83,14 @@ impl<A: Scalar, D: 'static> RawGraph<A, D> {
         let mut ev = Evaluated { values: inputs.iter().map(RefTensor::of_raw).collect(), raw: inputs.to_vec() };
         for (k, node) in self.nodes().iter().enumerate() {
             let value = match node.program() {
-                Program::Compact(op) => match op.reference() {
-                    Some(r) => forward::forward(&r, &ev.values, data).map_err(|m| node_error(self, k, m))?,
-                    None => {
+                Program::Compact(op) => {
+                    if let Some(r) = op.reference() {
+                        forward::forward(&r, &ev.values, data).map_err(|m| node_error(self, k, m))?
+                    } else {
                         op.validate(&ev.raw, data).map_err(|m| node_error(self, k, m))?;
                         RefTensor::of_raw(&op.forward(&ev.raw, data))
                     }
-                },
+                }
                 Program::Opaque { forward, .. } => RefTensor::of_raw(&forward(&ev.raw, data)),
             };
             if value.dims != self.dims()[ev.values.len()].as_slice() {
@@ -114,8 +115,8 @@ impl<A: Scalar, D: 'static> RawGraph<A, D> {
         let dims = &self.dims()[..p];
         let err = |m: String| vjp_error(self, k, m);
         match self.nodes()[k].program() {
-            Program::Compact(op) => match op.reference() {
-                Some(r) => {
+            Program::Compact(op) => {
+                if let Some(r) = op.reference() {
                     let terms = vjp::vjp(&r, &ev.values[..p], &ev.values[p], g, data).map_err(err)?;
                     if let Some((q, _)) = terms.iter().find(|(q, _)| *q >= p) {
                         return Err(err(format!("contributes to position {q}, outside its prefix of {p}")));
@@ -123,8 +124,7 @@ impl<A: Scalar, D: 'static> RawGraph<A, D> {
                     let out = dims.iter().enumerate().map(|(q, d)| vjp::dense_at(&terms, q, d.as_slice()));
                     let out = out.collect::<Result<Vec<_>, String>>().map_err(err)?;
                     Ok((out, Reach::Support(terms.iter().map(|(q, _)| *q).collect())))
-                }
-                None => {
+                } else {
                     // A user op: its contributions' dense form is its definition (trusted).
                     let saved = SavedValues { prefix: &ev.raw[..p], output: &ev.raw[p], data };
                     let (g, mut c) = (g.to_raw()?, Contributions::new());
@@ -132,7 +132,7 @@ impl<A: Scalar, D: 'static> RawGraph<A, D> {
                     let out = c.dense(root, dims, &g).map_err(err)?;
                     Ok((out.iter().map(RefTensor::of_raw).collect(), Reach::Support(c.support(root))))
                 }
-            },
+            }
             Program::Opaque { vjp, .. } => {
                 let out = vjp(&ev.raw[..p], data, &g.to_raw()?);
                 if out.len() != p {
@@ -280,7 +280,7 @@ impl<A: Scalar, D: 'static, G, Ss, Br> GraphData<A, D, G, Ss, Br> {
         if seeds.graph() != self.raw().id() {
             return Err(Error::ForeignPosition { index: 0, len: self.raw().dims().len() });
         }
-        let seeds = seeds.into_stored().into_iter().map(|s| s.into_tensor()).collect();
+        let seeds = seeds.into_stored().into_iter().map(super::gradients::Stored::into_tensor).collect();
         let all = self.raw().backprop_all_ctx(inputs.as_slice(), data, seeds)?;
         Ok(ContextPack::from_raw(self.raw().id(), self.raw().num_inputs(), crate::pack::RawPack::from_tensors(all)))
     }

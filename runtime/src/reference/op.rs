@@ -35,6 +35,7 @@ pub struct FloatKit<A> {
 
 impl<A: Float + 'static> FloatKit<A> {
     /// The kit of a [`Float`] scalar.
+    #[must_use]
     pub fn new() -> Self {
         FloatKit {
             sub: |a, b| a - b,
@@ -56,6 +57,7 @@ impl<A: Float + 'static> FloatKit<A> {
 
 impl<A: Float + FromPrimitive + 'static> FloatKit<A> {
     /// The kit of a scalar whose op counts elements with `FromPrimitive::from_usize`.
+    #[must_use]
     pub fn counting() -> Self {
         FloatKit { count: A::from_usize, ..Self::new() }
     }
@@ -166,6 +168,7 @@ pub enum RefOp<A, D> {
 
 impl<A, D> RefOp<A, D> {
     /// `a - b`.
+    #[must_use]
     pub fn sub(a: usize, b: usize) -> Self
     where
         A: Sub<Output = A>,
@@ -174,6 +177,7 @@ impl<A, D> RefOp<A, D> {
     }
 
     /// `a * b`.
+    #[must_use]
     pub fn mul(a: usize, b: usize) -> Self
     where
         A: Clone + 'static + Mul<Output = A>,
@@ -182,6 +186,7 @@ impl<A, D> RefOp<A, D> {
     }
 
     /// `a / b`.
+    #[must_use]
     pub fn div(a: usize, b: usize) -> Self
     where
         A: Clone + 'static + Div<Output = A> + Mul<Output = A> + Sub<Output = A>,
@@ -190,6 +195,7 @@ impl<A, D> RefOp<A, D> {
     }
 
     /// `a * a`.
+    #[must_use]
     pub fn square(a: usize) -> Self
     where
         A: Clone + 'static + Mul<Output = A>,
@@ -206,6 +212,7 @@ impl<A, D> RefOp<A, D> {
     }
 
     /// `max(a, b)` or `min(a, b)`.
+    #[must_use]
     pub fn select(a: usize, b: usize, max: bool) -> Self
     where
         A: PartialOrd,
@@ -214,6 +221,7 @@ impl<A, D> RefOp<A, D> {
     }
 
     /// `a · b`.
+    #[must_use]
     pub fn matmul(a: usize, b: usize) -> Self
     where
         A: Mul<Output = A>,
@@ -230,6 +238,7 @@ impl<A, D> RefOp<A, D> {
     }
 
     /// The mean of every element of `a`.
+    #[must_use]
     pub fn mean(a: usize) -> Self
     where
         A: Div<Output = A> + FromPrimitive,
@@ -238,6 +247,7 @@ impl<A, D> RefOp<A, D> {
     }
 
     /// The mean of `a` along `axis`.
+    #[must_use]
     pub fn mean_axis(a: usize, axis: usize) -> Self
     where
         A: Div<Output = A> + FromPrimitive,
@@ -248,6 +258,7 @@ impl<A, D> RefOp<A, D> {
 
 impl<A> Unary<A> {
     /// `-x`.
+    #[must_use]
     pub fn neg() -> Self
     where
         A: Neg<Output = A> + Sub<Output = A>,
@@ -256,6 +267,7 @@ impl<A> Unary<A> {
     }
 
     /// `relu(x)`.
+    #[must_use]
     pub fn relu() -> Self
     where
         A: PartialOrd,

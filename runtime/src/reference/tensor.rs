@@ -36,6 +36,7 @@ impl<A: Clone> RefTensor<A> {
     }
 
     /// A copy of an engine tensor.
+    #[must_use]
     pub fn of_raw(t: &RawTensor<A>) -> Self {
         RefTensor { dims: t.dims().as_slice().to_vec(), data: t.data().to_vec() }
     }
@@ -57,11 +58,13 @@ impl<A: Clone> RefTensor<A> {
 
 impl<A: Scalar> RefTensor<A> {
     /// Every element the scalar's zero.
+    #[must_use]
     pub fn zeros(dims: &[usize]) -> Self {
         Self::full(dims, A::zero())
     }
 
     /// Elementwise `self[i] + other[i]` with [`plus`], `self` on the left (same dims assumed).
+    #[must_use]
     pub fn plus(&self, other: &Self) -> Self {
         let data = self.data.iter().zip(&other.data).map(|(a, b)| plus(a.clone(), b.clone())).collect();
         RefTensor { dims: self.dims.clone(), data }

@@ -42,16 +42,19 @@ pub struct PreparedNode<'s, A, D> {
 
 impl<'s, A: Scalar, D: 'static> PreparedNode<'s, A, D> {
     /// Index of the node (0 = first node).
+    #[must_use]
     pub fn index(&self) -> usize {
         self.index
     }
 
     /// Its position in the context (`|Γ| + index`).
+    #[must_use]
     pub fn position(&self) -> usize {
         self.saved.prefix.len()
     }
 
     /// The node.
+    #[must_use]
     pub fn node(&self) -> &'s RawNode<A, D> {
         self.node
     }

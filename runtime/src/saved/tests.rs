@@ -32,7 +32,7 @@ impl CompactOp<f64, ()> for Tap {
     fn output_dims(&self, prefix: &[Dims]) -> Result<Dims, String> {
         Ok(prefix[self.parents[0]])
     }
-    fn forward(&self, ctx: &[RawTensor<f64>], _: &()) -> RawTensor<f64> {
+    fn forward(&self, ctx: &[RawTensor<f64>], (): &()) -> RawTensor<f64> {
         ctx[self.parents[0]].clone()
     }
     fn contributions(&self, _: &SavedValues<'_, f64, ()>, _: &RawTensor<f64>, c: &mut Contributions<f64>) -> Contrib {
@@ -95,8 +95,8 @@ fn an_opaque_node_reaches_its_whole_prefix() {
     let (g, o) = g.push(ops::opaque::<f64, (), (U2,)>(
         "twice",
         &[&a],
-        move |ctx, _| ctx[pa].map(|v| 2.0 * v),
-        move |ctx, _, g| {
+        move |ctx, ()| ctx[pa].map(|v| 2.0 * v),
+        move |ctx, (), g| {
             *counter.borrow_mut() += 1;
             let mut out: Vec<RawTensor<f64>> = ctx.iter().map(|t| RawTensor::zeros(t.dims())).collect();
             out[pa] = g.map(|d| 2.0 * d);
@@ -140,7 +140,7 @@ struct Narrow {
 }
 
 impl CompactOp<f64, ()> for Narrow {
-    fn name(&self) -> &str {
+    fn name(&self) -> &'static str {
         "narrow"
     }
     fn parents(&self) -> &[usize] {
@@ -149,7 +149,7 @@ impl CompactOp<f64, ()> for Narrow {
     fn output_dims(&self, prefix: &[Dims]) -> Result<Dims, String> {
         Ok(prefix[self.parents[0]])
     }
-    fn forward(&self, ctx: &[RawTensor<f64>], _: &()) -> RawTensor<f64> {
+    fn forward(&self, ctx: &[RawTensor<f64>], (): &()) -> RawTensor<f64> {
         ctx[self.parents[0]].clone()
     }
     fn contributions(&self, _: &SavedValues<'_, f64, ()>, _: &RawTensor<f64>, c: &mut Contributions<f64>) -> Contrib {

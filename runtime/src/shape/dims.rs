@@ -29,6 +29,7 @@ impl From<&exactgrad_spec::Shape<usize>> for Dims {
 
 impl Dims {
     /// Dims from a slice; `None` when the rank exceeds [`MAX_RANK`].
+    #[must_use]
     pub fn new(dims: &[usize]) -> Option<Self> {
         if dims.len() > MAX_RANK {
             return None;
@@ -39,26 +40,31 @@ impl Dims {
     }
 
     /// Rank 0: one element.
+    #[must_use]
     pub const fn scalar() -> Self {
         Dims { rank: 0, dims: [0; MAX_RANK] }
     }
 
     /// Rank 1 with `n` elements.
+    #[must_use]
     pub const fn vector(n: usize) -> Self {
         Dims { rank: 1, dims: [n, 0, 0, 0] }
     }
 
     /// Rank 2, `rows × cols`.
+    #[must_use]
     pub const fn matrix(rows: usize, cols: usize) -> Self {
         Dims { rank: 2, dims: [rows, cols, 0, 0] }
     }
 
     /// Number of axes.
+    #[must_use]
     pub fn rank(&self) -> usize {
         self.rank as usize
     }
 
     /// The extent of each axis.
+    #[must_use]
     pub fn as_slice(&self) -> &[usize] {
         &self.dims[..self.rank as usize]
     }
@@ -71,6 +77,7 @@ impl Dims {
     /// assert_eq!(Dims::matrix(2, 3).checked_numel(), Some(6));
     /// assert_eq!(Dims::matrix(usize::MAX, 2).checked_numel(), None);
     /// ```
+    #[must_use]
     pub fn checked_numel(&self) -> Option<usize> {
         self.as_slice().iter().try_fold(1usize, |n, &d| n.checked_mul(d))
     }
@@ -83,6 +90,7 @@ impl Dims {
     /// place that takes dims from the user checks the count first and returns an error
     /// ([`Error::ShapeOverflow`](crate::Error::ShapeOverflow), or [`Error::Node`](crate::Error::Node)
     /// for a node's shape).
+    #[must_use]
     pub fn numel(&self) -> usize {
         match self.checked_numel() {
             Some(n) => n,

@@ -91,6 +91,7 @@ impl<S, Br> Position<S, Br> {
     }
 
     /// The position's index in the context (inputs first, then nodes in creation order).
+    #[must_use]
     pub fn index(&self) -> usize {
         self.index
     }
@@ -143,6 +144,7 @@ impl RawPosition {
 
     /// The position's index in its graph's context (inputs first, then nodes in creation order):
     /// what op constructors take as parents.
+    #[must_use]
     pub fn index(self) -> usize {
         self.index
     }

@@ -7,7 +7,7 @@
 
 use exactgrad_runtime::Dims;
 
-/// SplitMix64: every part of a case comes from one proptest-drawn seed.
+/// `SplitMix64`: every part of a case comes from one proptest-drawn seed.
 pub(crate) struct Rng(u64);
 
 impl Rng {

@@ -21,7 +21,7 @@ struct ExpSweep {
 fn sweep_exp_f32(start: u64, stride: u64) -> ExpSweep {
     let mut s = ExpSweep::default();
     let mut b = start;
-    while b <= u64::from(u32::MAX) {
+    while u32::try_from(b).is_ok() {
         let x = f32::from_bits(b as u32);
         let y = exp_f32(x);
         if x.is_nan() {
