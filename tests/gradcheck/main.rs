@@ -41,6 +41,12 @@ fn sample(n: usize, seed: u64) -> Vec<f64> {
         .collect()
 }
 
+/// Varied values in `[0.7, 1.5]`: inputs for `log`, `sqrt` and divisors, kept away from `0` (where
+/// `log` and `sqrt` are not differentiable and `1/x` blows up).
+fn positive(n: usize, seed: u64) -> Vec<f64> {
+    sample(n, seed).iter().map(|v| 0.5 + v.abs()).collect()
+}
+
 fn t<S: Shape>(v: &[f64]) -> Tensor<f64, S> {
     Tensor::from_vec(v.to_vec()).unwrap()
 }
