@@ -13,6 +13,7 @@
 #![allow(clippy::unwrap_used)] // test helpers unwrap: a failure is a test failure
 
 mod custom;
+mod data;
 mod elementwise;
 mod reductions;
 mod structure;
