@@ -1,15 +1,39 @@
-//! Finite-difference gradient checks: the gradient `backprop_from` returns through the **typed**
-//! API is the derivative of the forward, for the built-in ops add, sub, mul (including `x * x`),
-//! neg, scale, matmul including a square `matmul(x, x)`, transpose, sum, mean, add_row, relu away
-//! from its kink, tanh, exp), for an opaque node with a correct dense VJP, and for a small
-//! composite model.
+//! Finite-difference gradient checks of **every built-in op** (every entry of
+//! `exactgrad::spec::OPS`, the op table; `every_built_in_op_is_gradchecked` keeps the two lists
+//! equal), each through the **typed** API (`GraphData`, the constructors `ops::*`).
 //!
-//! Each check builds `loss = sum(op(inputs) * w)` (`w` a fixed input with varied non-zero weights,
-//! so every output element is weighted differently and a transposed or misplaced gradient
-//! element shows up), compares `backprop_from(loss, 1)` with central differences
-//! `(L(x + h) - L(x - h)) / ((x + h) - (x - h))`, `h = 1e-6`, in `f64`, to a relative tolerance of
-//! `1e-6` (relative to `max(1, |numeric|, |analytic|)`), and also checks that `backprop_from`
-//! equals `backprop_from_dense` bit for bit.
+//! Each check builds `loss = sum(op(inputs) * w)`, `w` a fixed input of non-zero weights of both
+//! signs that vary from one element to the next (a single weight for the ops with a scalar output:
+//! `sum`, `mean`, `mse`, `cross_entropy`), so that a transposed or misplaced gradient element shows
+//! up. It then compares, for every element of every checked input, the gradient
+//! `backprop_from(loss, 1)` returns with the central difference
+//! `(L(x + h) - L(x - h)) / ((x + h) - (x - h))` of the loss, `h = 1e-6`, all in `f64`: they must
+//! agree to `1e-6 · max(1, |numeric|, |analytic|)`. Every evaluation (at the point and at each
+//! perturbed point) also checks that `backprop_from` equals `backprop_from_dense` bit for bit at
+//! every position.
+//!
+//! What is checked, per op:
+//! * every differentiable operand: both operands of the binary ops, `x`, gain and bias of
+//!   `layer_norm`, both operands of `mse`; with the same position as both operands for `add`,
+//!   `mul`, `div`, `matmul` and `concat` (the two VJP terms reach one gradient);
+//! * the ops that read the graph's data only from their differentiable input: the table of
+//!   `gather_rows` (not the ids; an id repeated and one unused), the logits of `cross_entropy`
+//!   (not the labels), `w` of `matmul_data` (not the data `x`);
+//! * `data_tensor`, a leaf with no parent: an input combined with it, and the cotangent the pass
+//!   leaves at the leaf's own position against differences in the data tensor.
+//!
+//! Inputs are varied values in `[-1, -0.2] ∪ [0.2, 1]` (some scaled), kept away from the points
+//! where an op is not differentiable, so that the differences measure a derivative: `relu`
+//! inputs are at least `0.2` from its kink, `max`/`min` operands at least `0.05` apart (no tie),
+//! `log`, `sqrt` and divisors in `[0.7, 1.5]`, `softplus` inputs away from `0` (where its stable
+//! form switches branch), `layer_norm` rows with a variance far above `eps`. The value chosen at a
+//! kink or a tie is a convention (SEMANTICS, the ops' docs), not checked here.
+//!
+//! Also: an opaque node with a correct dense VJP, a small composite model with fan-out, and a
+//! wrong opaque VJP that the checker must catch.
+//!
+//! Layout: the helpers and the coverage test here; the checks in `elementwise`, `reductions`,
+//! `structure`, `data` and `custom`.
 #![allow(clippy::unwrap_used)] // test helpers unwrap: a failure is a test failure
 
 mod custom;
@@ -18,8 +42,61 @@ mod elementwise;
 mod reductions;
 mod structure;
 
+use std::collections::BTreeSet;
+
 use exactgrad::typenum::{U2, U3};
 use exactgrad::{ops, GraphData, Position, RawPackIter, SavedGraph, Shape, Snoc, Tensor};
+
+/// The name of every op this file checks: `every_built_in_op_is_gradchecked` fails when it
+/// differs from the op table's names (a new op needs a check here), or when a listed op is called
+/// by none of the modules.
+const CHECKED: &[&str] = &[
+    "add",
+    "sub",
+    "mul",
+    "div",
+    "max",
+    "min",
+    "neg",
+    "relu",
+    "tanh",
+    "exp",
+    "sigmoid",
+    "softplus",
+    "log",
+    "sqrt",
+    "gelu",
+    "square",
+    "scale",
+    "matmul",
+    "transpose",
+    "sum",
+    "mean",
+    "add_row",
+    "softmax",
+    "log_softmax",
+    "mse",
+    "sum_axis",
+    "mean_axis",
+    "layer_norm",
+    "cross_entropy",
+    "concat",
+    "slice",
+    "permute",
+    "reshape",
+    "gather_rows",
+    "matmul_data",
+    "data_tensor",
+];
+
+/// The sources of the modules holding the checks.
+const SOURCES: &[&str] = &[
+    include_str!("custom.rs"),
+    include_str!("data.rs"),
+    include_str!("elementwise.rs"),
+    include_str!("reductions.rs"),
+    include_str!("structure.rs"),
+];
 
 const H: f64 = 1e-6;
 const TOL: f64 = 1e-6;
@@ -106,5 +183,25 @@ fn check(inputs: &[Vec<f64>], f: impl Fn(&[Vec<f64>]) -> (f64, Vec<Vec<f64>>)) {
                 (numeric - a).abs()
             );
         }
+    }
+}
+
+#[test]
+fn every_built_in_op_is_gradchecked() {
+    let spec: BTreeSet<&str> = exactgrad::spec::OPS.iter().map(|op| op.name).collect();
+    let checked: BTreeSet<&str> = CHECKED.iter().copied().collect();
+    assert_eq!(checked.len(), CHECKED.len(), "CHECKED lists an op twice");
+    let missing: Vec<&str> = spec.difference(&checked).copied().collect();
+    let unknown: Vec<&str> = checked.difference(&spec).copied().collect();
+    assert!(
+        missing.is_empty() && unknown.is_empty(),
+        "ops of exactgrad::spec::OPS with no gradcheck here: {missing:?}; names in CHECKED that are no op: {unknown:?}"
+    );
+    for name in CHECKED {
+        let (call, turbofish) = (format!("ops::{name}("), format!("ops::{name}::<"));
+        assert!(
+            SOURCES.iter().any(|s| s.contains(&call) || s.contains(&turbofish)),
+            "{name} is in CHECKED, but no check calls `ops::{name}`"
+        );
     }
 }
