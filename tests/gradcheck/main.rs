@@ -22,7 +22,7 @@
 //! * `data_tensor`, a leaf with no parent: an input combined with it, and the cotangent the pass
 //!   leaves at the leaf's own position against differences in the data tensor.
 //!
-//! Inputs are varied values in `[-1, -0.2] ∪ [0.2, 1]` (some scaled), kept away from the points
+//! Inputs are varied values in `[-1, -0.2] ∪ [0.2, 1)` (some scaled), kept away from the points
 //! where an op is not differentiable, so that the differences measure a derivative: `relu`
 //! inputs are at least `0.2` from its kink, `max`/`min` operands at least `0.05` apart (no tie),
 //! `log`, `sqrt` and divisors in `[0.7, 1.5]`, `softplus` inputs away from `0` (where its stable
@@ -107,7 +107,7 @@ type M22 = (U2, U2);
 type M33 = (U3, U3);
 type V3 = (U3,);
 
-/// Varied values in `[-1, 1)`, none near zero.
+/// Varied values in `[-1, -0.2] ∪ [0.2, 1)`: none near zero.
 fn sample(n: usize, seed: u64) -> Vec<f64> {
     (0..n as u64)
         .map(|i| {
