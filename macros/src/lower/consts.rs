@@ -95,9 +95,9 @@ pub(crate) fn int(consts: &HashMap<String, Const>, e: &Expr) -> Result<i128, Not
         Expr::Binary(b) => {
             let (l, r) = (int(consts, &b.left), int(consts, &b.right));
             let (l, r) = match (l, r) {
+                (Err(NotConst::Value), _) | (_, Err(NotConst::Value)) => return Err(NotConst::Value),
                 (Err(NotConst::Error(s, m)), _) | (_, Err(NotConst::Error(s, m))) => return Err(NotConst::Error(s, m)),
                 (Ok(l), Ok(r)) => (l, r),
-                _ => return Err(NotConst::Value),
             };
             let v = match b.op {
                 BinOp::Add(_) => l.checked_add(r),
@@ -169,9 +169,10 @@ pub(crate) fn float(consts: &HashMap<String, Const>, e: &Expr) -> Result<(f64, E
         Expr::Binary(b) => {
             let (l, r) = (float(consts, &b.left), float(consts, &b.right));
             let ((lv, lx), (rv, rx)) = match (l, r) {
+                // A graph value on either side makes it no constant, whatever the other side is.
+                (Err(NotConst::Value), _) | (_, Err(NotConst::Value)) => return Err(NotConst::Value),
                 (Err(NotConst::Error(s, m)), _) | (_, Err(NotConst::Error(s, m))) => return Err(NotConst::Error(s, m)),
                 (Ok(l), Ok(r)) => (l, r),
-                _ => return Err(NotConst::Value),
             };
             let v = match b.op {
                 BinOp::Add(_) => lv + rv,

@@ -64,10 +64,11 @@ pub(super) fn const_item(consts: &mut HashMap<String, Const>, errors: &mut Error
             format!("a graph constant is an integer (`usize`, `i64`, …) or a float (`f64`, `f32`), not `{ty}`"),
         )),
     };
+    // A constant in error still names a constant (0), so its uses report nothing more.
+    let poison = if ty.starts_with('f') { Const::Float(syn::parse_quote!(0.0)) } else { Const::Int(0) };
+    consts.insert(c.name.to_string(), value.as_ref().map_or(poison, Clone::clone));
     match value {
-        Ok(v) => {
-            consts.insert(c.name.to_string(), v);
-        }
+        Ok(_) => {}
         Err(NotConst::Error(span, m)) => errors.at(span, m),
         Err(NotConst::Value) => errors.at(
             c.expr.span(),
