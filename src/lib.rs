@@ -66,6 +66,18 @@
 //!
 #![doc = include_str!("../docs/ops.md")]
 //!
+//! * **Loops and constants**: `const D: usize = 16;` (before the `fn` or in the body; integer or
+//!   `f64`/`f32`) names a constant; a const integer also serves as a dim (`x: [2, D]`). `for i in
+//!   0..N { … }` with constant bounds (literals, `const`s, arithmetic on them — not a generic dim,
+//!   whose size the macro does not know) is unrolled when the macro expands, at most 100 000
+//!   nodes. In its body `let mut h = …;` bindings from outside are reassigned (`h = h + a;`, the
+//!   new value must have the binding's first shape; errors name the iteration, `in iteration i =
+//!   3 of `for i in 0..4``), and the loop variable is a constant: `slice(z, 1, i * D, D)`,
+//!   `w[i]`. Integer positions (bounds, axes, slice arguments, indices) use checked integer
+//!   arithmetic; float positions (`x * (1.0 / (D as f64).sqrt())`, eps) are computed in `f64`
+//!   as written. A **parameter array** `w: [[64, 64]; 4]` is 4 inputs `w[0]`…`w[3]`: its handle
+//!   field is `w: [Position<…>; 4]` and `inputs(…)` takes `[Tensor<…>; 4]`; `w[i]` out of range is
+//!   an error. Nodes made in an iteration are labelled `h@i=3` in `describe_backward`.
 //! * **Opaque nodes** wrap user closures: `let y: [3] = opaque(a, b, forward = |a, b| …, vjp =
 //!   |a, b, g| [da, db]);`. `forward` gets the read values (`&RawTensor`) and returns the output;
 //!   `vjp` gets them and the cotangent and returns one gradient per read value (zeros elsewhere in

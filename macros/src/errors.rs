@@ -23,34 +23,49 @@ impl Site {
     }
 }
 
-/// The errors found so far.
+/// The errors found so far, and the context put in front of each new one (the loop iteration
+/// being lowered, `in iteration i = 3 of `for i in 0..4`: `).
 #[derive(Default)]
-pub(crate) struct Errors(Option<syn::Error>);
+pub(crate) struct Errors {
+    all: Option<syn::Error>,
+    count: usize,
+    pub(crate) prefix: String,
+}
 
 impl Errors {
-    pub(crate) fn push(&mut self, e: syn::Error) {
-        match &mut self.0 {
+    fn add(&mut self, e: syn::Error) {
+        self.count += 1;
+        match &mut self.all {
             Some(all) => all.combine(e),
-            None => self.0 = Some(e),
+            None => self.all = Some(e),
         }
+    }
+
+    /// How many errors were reported.
+    pub(crate) fn count(&self) -> usize {
+        self.count
     }
 
     /// An error at one span.
     pub(crate) fn at(&mut self, span: Span, message: impl core::fmt::Display) {
-        self.push(syn::Error::new(span, message));
+        let e = syn::Error::new(span, format!("{}{message}", self.prefix));
+        self.add(e);
     }
 
     /// An error underlining the whole site.
     pub(crate) fn at_site(&mut self, site: &Site, message: impl core::fmt::Display) {
         match &site.tokens {
-            Some(t) => self.push(syn::Error::new_spanned(t, message)),
+            Some(t) => {
+                let e = syn::Error::new_spanned(t, format!("{}{message}", self.prefix));
+                self.add(e);
+            }
             None => self.at(site.span, message),
         }
     }
 
     /// `Ok` when nothing was reported, else every error combined.
     pub(crate) fn into_result(self) -> Result<(), syn::Error> {
-        self.0.map_or(Ok(()), Err)
+        self.all.map_or(Ok(()), Err)
     }
 }
 

@@ -99,6 +99,8 @@ pub(crate) struct Node {
     pub(crate) parents: Vec<usize>,
     pub(crate) shape: Shape,
     pub(crate) site: Site,
+    /// The binding and loop iteration that made it (`h@i=3`), for nodes made inside a loop.
+    pub(crate) label: Option<String>,
 }
 
 impl Node {
@@ -128,9 +130,28 @@ pub(crate) struct Graph {
     pub(crate) nodes: Vec<Node>,
     pub(crate) outputs: Vec<usize>,
     pub(crate) checks: Vec<Check>,
+    /// The declared inputs in order: a name, and for a parameter array its length (its elements
+    /// are consecutive inputs).
+    pub(crate) input_decls: Vec<(Ident, Option<usize>, Shape)>,
 }
 
 impl Graph {
+    /// The name of input `q`: `w`, or `w[1]` for an element of a parameter array.
+    pub(crate) fn input_name(&self, q: usize) -> String {
+        let mut first = 0;
+        for (name, count, _) in &self.input_decls {
+            let n = count.unwrap_or(1);
+            if q < first + n {
+                return match count {
+                    Some(_) => format!("{name}[{}]", q - first),
+                    None => name.to_string(),
+                };
+            }
+            first += n;
+        }
+        String::new()
+    }
+
     pub(crate) fn shape_of(&self, value: usize) -> &Shape {
         if value < self.inputs.len() {
             &self.inputs[value].1

@@ -23,6 +23,8 @@ pub(crate) struct ShapeDecl {
 pub(crate) struct InputDecl {
     pub(crate) name: Ident,
     pub(crate) shape: ShapeDecl,
+    /// For a parameter array `w: [[64, 64]; 4]`, its length (a constant expression).
+    pub(crate) count: Option<Expr>,
 }
 
 /// The type of a data parameter: a data tensor of the graph's scalar type (`x: [B, 784]`), or any
@@ -49,12 +51,50 @@ impl DataDecl {
 
 pub(crate) struct LetStmt {
     pub(crate) name: Ident,
+    /// `let mut`: the binding may be reassigned (`h = …;`) with a value of the same shape.
+    pub(crate) mutable: bool,
     pub(crate) annotation: Option<ShapeDecl>,
     pub(crate) expr: Expr,
 }
 
-/// `fn name<dims>(inputs; data) -> outputs { lets; result }`.
+/// `name = expr;`: a new value for a `let mut` binding.
+pub(crate) struct AssignStmt {
+    pub(crate) name: Ident,
+    pub(crate) expr: Expr,
+}
+
+/// `const NAME: Type = expr;`: a constant, evaluated when the macro expands.
+pub(crate) struct ConstStmt {
+    pub(crate) name: Ident,
+    pub(crate) ty: Type,
+    pub(crate) expr: Expr,
+}
+
+/// `for var in start..end { stmts }`: unrolled when the macro expands.
+pub(crate) struct ForStmt {
+    pub(crate) var: Ident,
+    pub(crate) start: Expr,
+    pub(crate) end: Expr,
+    /// The header as written (`for i in 0..4`), for messages.
+    pub(crate) header: String,
+    pub(crate) body: Vec<Stmt>,
+}
+
+/// A statement of the body.
+pub(crate) enum Stmt {
+    Let(LetStmt),
+    Assign(AssignStmt),
+    Const(ConstStmt),
+    For(ForStmt),
+}
+
+/// How deeply `for` loops may nest.
+const MAX_NESTING: usize = 16;
+
+/// `const …; fn name<dims>(inputs; data) -> outputs { stmts; result }`.
 pub(crate) struct GraphDef {
+    /// The `const` items before the `fn`.
+    pub(crate) consts: Vec<ConstStmt>,
     pub(crate) attrs: Vec<Attribute>,
     pub(crate) vis: Visibility,
     pub(crate) name: Ident,
@@ -64,7 +104,7 @@ pub(crate) struct GraphDef {
     pub(crate) inputs: Vec<InputDecl>,
     pub(crate) data: Vec<DataDecl>,
     pub(crate) outputs: Vec<ShapeDecl>,
-    pub(crate) lets: Vec<LetStmt>,
+    pub(crate) stmts: Vec<Stmt>,
     pub(crate) result: Expr,
 }
 
@@ -108,8 +148,91 @@ fn is_array_type(input: ParseStream<'_>) -> bool {
     })
 }
 
+impl Parse for ConstStmt {
+    fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
+        input.parse::<Token![const]>()?;
+        let name: Ident = input.parse()?;
+        input.parse::<Token![:]>()?;
+        let ty: Type = input.parse()?;
+        input.parse::<Token![=]>()?;
+        let expr: Expr = input.parse()?;
+        input.parse::<Token![;]>()?;
+        Ok(ConstStmt { name, ty, expr })
+    }
+}
+
+/// Statements up to the end of `body` (a loop body) or up to its result expression (the graph's
+/// body, `top`). Loops nest at most [`MAX_NESTING`] deep.
+fn statements(body: ParseStream<'_>, depth: usize) -> syn::Result<Vec<Stmt>> {
+    let mut stmts = Vec::new();
+    loop {
+        if body.peek(Token![let]) {
+            body.parse::<Token![let]>()?;
+            let mutable = body.parse::<Option<Token![mut]>>()?.is_some();
+            let name: Ident = body.parse()?;
+            let annotation = if body.peek(Token![:]) {
+                body.parse::<Token![:]>()?;
+                Some(body.parse::<ShapeDecl>()?)
+            } else {
+                None
+            };
+            body.parse::<Token![=]>()?;
+            let expr: Expr = body.parse()?;
+            body.parse::<Token![;]>()?;
+            stmts.push(Stmt::Let(LetStmt { name, mutable, annotation, expr }));
+        } else if body.peek(Token![const]) {
+            stmts.push(Stmt::Const(body.parse()?));
+        } else if body.peek(Token![for]) {
+            let for_token = body.parse::<Token![for]>()?;
+            let var: Ident = body.parse()?;
+            body.parse::<Token![in]>()?;
+            let range = Expr::parse_without_eager_brace(body)?;
+            let header = format!("for {var} in {}", quote::quote!(#range)).replace(" .. ", "..");
+            let (start, end) = match range {
+                Expr::Range(syn::ExprRange {
+                    start: Some(s),
+                    limits: syn::RangeLimits::HalfOpen(_),
+                    end: Some(e),
+                    ..
+                }) => (*s, *e),
+                other => {
+                    return Err(syn::Error::new(
+                        other.span(),
+                        "a graph loop runs over a range `start..end` of constants, e.g. `for i in 0..4`",
+                    ))
+                }
+            };
+            if depth >= MAX_NESTING {
+                return Err(syn::Error::new(
+                    for_token.span,
+                    format!("loops nest at most {MAX_NESTING} deep in a graph"),
+                ));
+            }
+            let content;
+            syn::braced!(content in body);
+            let inner = statements(&content, depth + 1)?;
+            if !content.is_empty() {
+                return Err(content.error("a loop body is `let` bindings, reassignments (`h = …;`), `const` items and loops, each ending with `;` (a loop has no result)"));
+            }
+            stmts.push(Stmt::For(ForStmt { var, start, end, header, body: inner }));
+        } else if body.peek(Ident) && body.peek2(Token![=]) && !body.peek2(Token![==]) {
+            let name: Ident = body.parse()?;
+            body.parse::<Token![=]>()?;
+            let expr: Expr = body.parse()?;
+            body.parse::<Token![;]>()?;
+            stmts.push(Stmt::Assign(AssignStmt { name, expr }));
+        } else {
+            return Ok(stmts);
+        }
+    }
+}
+
 impl Parse for GraphDef {
     fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
+        let mut consts = Vec::new();
+        while input.peek(Token![const]) {
+            consts.push(input.parse::<ConstStmt>()?);
+        }
         let attrs = input.call(Attribute::parse_outer)?;
         let vis: Visibility = input.parse()?;
         input.parse::<Token![fn]>()?;
@@ -152,8 +275,17 @@ impl Parse for GraphDef {
         while !params.is_empty() && !params.peek(Token![;]) {
             let name: Ident = params.parse()?;
             params.parse::<Token![:]>()?;
-            let shape: ShapeDecl = params.parse()?;
-            inputs.push(InputDecl { name, shape });
+            let (shape, count) = if params.peek(syn::token::Bracket) && is_array_type(&params) {
+                let content;
+                bracketed!(content in params);
+                let shape: ShapeDecl = content.parse()?;
+                content.parse::<Token![;]>()?;
+                let count: Expr = content.parse()?;
+                (shape, Some(count))
+            } else {
+                (params.parse::<ShapeDecl>()?, None)
+            };
+            inputs.push(InputDecl { name, shape, count });
             if params.peek(Token![,]) {
                 params.parse::<Token![,]>()?;
             } else if !params.is_empty() && !params.peek(Token![;]) {
@@ -187,29 +319,16 @@ impl Parse for GraphDef {
         };
         let body;
         let brace = syn::braced!(body in input);
-        let mut lets = Vec::new();
-        while body.peek(Token![let]) {
-            body.parse::<Token![let]>()?;
-            let name: Ident = body.parse()?;
-            let annotation = if body.peek(Token![:]) {
-                body.parse::<Token![:]>()?;
-                Some(body.parse::<ShapeDecl>()?)
-            } else {
-                None
-            };
-            body.parse::<Token![=]>()?;
-            let expr: Expr = body.parse()?;
-            body.parse::<Token![;]>()?;
-            lets.push(LetStmt { name, annotation, expr });
-        }
+        let stmts = statements(&body, 0)?;
         if body.is_empty() {
             return Err(syn::Error::new(brace.span.close(), "the body must end with the graph's result expression"));
         }
         let result: Expr = body.parse()?;
         if !body.is_empty() {
-            return Err(body.error("the body is `let` bindings followed by one result expression"));
+            return Err(body
+                .error("the body is statements (`let`, `h = …;`, `const`, `for`) followed by one result expression"));
         }
-        Ok(GraphDef { attrs, vis, name, dims, scalar, inputs, data, outputs, lets, result })
+        Ok(GraphDef { consts, attrs, vis, name, dims, scalar, inputs, data, outputs, stmts, result })
     }
 }
 
@@ -233,8 +352,8 @@ mod tests {
         assert_eq!(def.inputs.len(), 2);
         assert_eq!(def.data.iter().map(|d| d.tensor_shape().is_some()).collect::<Vec<_>>(), [false, true]);
         assert_eq!(def.outputs.len(), 2);
-        assert_eq!(def.lets.len(), 1);
-        assert!(def.lets[0].annotation.is_some());
+        assert_eq!(def.stmts.len(), 1);
+        assert!(matches!(&def.stmts[0], Stmt::Let(l) if l.annotation.is_some() && !l.mutable));
     }
 
     #[test]

@@ -8,5 +8,6 @@ fn ui() {
     t.compile_fail("ui/shape/*.rs");
     t.compile_fail("ui/hygiene/*.rs");
     t.compile_fail("ui/types/*.rs");
+    t.compile_fail("ui/loops/*.rs");
     t.pass("pass/*.rs");
 }

@@ -59,9 +59,21 @@ pub(super) fn full(def: &GraphDef, graph: &Graph, names: &Names) -> TokenStream 
         data: used_dims(&def.dims, &graph.data_tensors.iter().map(|(_, s)| s).collect::<Vec<_>>()),
         nodes: used_dims(&def.dims, &graph.nodes.iter().map(|n| &n.shape).collect::<Vec<_>>()),
     };
-    let input_names: Vec<&Ident> = def.inputs.iter().map(|i| &i.name).collect();
+    let mut first = 0;
+    let mut input_decls = Vec::new();
+    let mut input_fields = Vec::new();
+    for (name, n, shape) in &graph.input_decls {
+        let shape = shape_at(shape, name.span());
+        input_decls.push((name.clone(), *n, shape));
+        let vs: Vec<Ident> = (first..first + n.unwrap_or(1)).map(value).collect();
+        input_fields.push(match n {
+            None => quote!(#name: #(#vs)*),
+            Some(_) => quote!(#name: [#(#vs),*]),
+        });
+        first += n.unwrap_or(1);
+    }
     let Common { items, generics, dim_bounds, handle_generics, data_ty: data } =
-        common(def, &def.dims, &used, names, &input_names, &input_shapes, &outputs, node_list(&node_shapes));
+        common(def, &def.dims, &used, names, &input_decls, &outputs, node_list(&node_shapes));
     let Names { alias, handles, brand, model, inputs: inputs_alias, .. } = names;
 
     let mut bounds: Vec<Bound> = Vec::new();
@@ -90,10 +102,6 @@ pub(super) fn full(def: &GraphDef, graph: &Graph, names: &Names) -> TokenStream 
         vis: &def.vis,
     });
     let (attrs, vis, name) = (&def.attrs, &def.vis, &def.name);
-    let input_fields = def.inputs.iter().enumerate().map(|(k, i)| {
-        let (n, v) = (&i.name, value(k));
-        quote!(#n: #v)
-    });
     let output_fields = graph.outputs.iter().enumerate().map(|(k, &o)| {
         let field = if graph.outputs.len() == 1 { format_ident!("output") } else { format_ident!("output{k}") };
         let v = value(o);

@@ -52,8 +52,9 @@ fn describe_forward(graph: &Graph, values: &Values, text: &mut String) {
     for (k, node) in graph.nodes.iter().enumerate() {
         let parents: Vec<String> = node.parents.iter().map(|q| format!("%{q}")).collect();
         let kept = if values.kept[k] { ", kept" } else { "" };
+        let label = node.label.as_ref().map(|l| format!(" ({l})")).unwrap_or_default();
         text.push_str(&format!(
-            "  node {k} %{} = {}({}) : {} into value buffer v{}{kept}\n",
+            "  node {k} %{}{label} = {}({}) : {} into value buffer v{}{kept}\n",
             n_in + k,
             node.op_name(),
             parents.join(", "),
@@ -123,6 +124,8 @@ fn describe_sweep(graph: &Graph, sweep: &Sweep, buffers: &[usize], text: &mut St
         ));
     }
     for (q, r) in sweep.inputs.iter().enumerate().take(n_in) {
-        let _ = writeln!(text, "  input %{q}: gradient = slot {}", pending(r));
+        let name = graph.input_name(q);
+        let name = if name.contains('[') { format!(" ({name})") } else { String::new() };
+        let _ = writeln!(text, "  input %{q}{name}: gradient = slot {}", pending(r));
     }
 }

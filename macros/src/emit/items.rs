@@ -143,8 +143,7 @@ pub(super) fn common(
     dims: &[Ident],
     used: &DimUse<'_>,
     names: &Names,
-    input_names: &[&Ident],
-    input_shapes: &[TokenStream],
+    input_decls: &[(Ident, Option<usize>, TokenStream)],
     outputs: &[TokenStream],
     nodes: TokenStream,
 ) -> Common {
@@ -198,7 +197,23 @@ pub(super) fn common(
     } else {
         (0..outputs.len()).map(|k| format_ident!("output{k}")).collect()
     };
-    let input_list = snoc(input_shapes.iter().cloned());
+    let input_list = snoc(input_decls.iter().flat_map(|(_, n, s)| core::iter::repeat_n(s.clone(), n.unwrap_or(1))));
+    let input_names: Vec<&Ident> = input_decls.iter().map(|(n, _, _)| n).collect();
+    let (handle_tys, tensor_tys): (Vec<TokenStream>, Vec<TokenStream>) = input_decls
+        .iter()
+        .map(|(_, n, shape)| match n {
+            None => (quote!(#p::Position<#shape, #brand>), quote!(#p::Tensor<#scalar, #shape>)),
+            Some(n) => (quote!([#p::Position<#shape, #brand>; #n]), quote!([#p::Tensor<#scalar, #shape>; #n])),
+        })
+        .collect();
+    let pushes = input_decls.iter().enumerate().map(|(d, (name, n, _))| match n {
+        None => quote!(let __pack = __pack.push(#name);),
+        Some(n) => {
+            let elems: Vec<Ident> =
+                (0..*n).map(|k| format_ident!("__input{}_{}", d, k, span = Span::mixed_site())).collect();
+            quote!(let [#(#elems),*] = #name; #(let __pack = __pack.push(#elems);)*)
+        }
+    });
     let items = quote! {
         #data_item
 
@@ -219,8 +234,8 @@ pub(super) fn common(
         #[derive(Clone, Copy, Debug)]
         #vis struct #handles<#handle_bounds> {
             #(
-                #[doc = "Handle to an input."]
-                pub #input_names: #p::Position<#input_shapes, #brand>,
+                #[doc = "Handle to an input (one per element of a parameter array)."]
+                pub #input_names: #handle_tys,
             )*
             #(
                 #[doc = "Handle to an output."]
@@ -231,8 +246,10 @@ pub(super) fn common(
         impl<#handle_bounds> #handles<#handle_generics> {
             /// The input pack, in declaration order.
             #[allow(clippy::too_many_arguments, clippy::unused_self)]
-            #vis fn inputs<#scalar>(&self, #(#input_names: #p::Tensor<#scalar, #input_shapes>),*) -> #p::Pack<#scalar, #inputs<#(#input_dims),*>> {
-                #p::Pack::new()#(.push(#input_names))*
+            #vis fn inputs<#scalar>(&self, #(#input_names: #tensor_tys),*) -> #p::Pack<#scalar, #inputs<#(#input_dims),*>> {
+                let __pack = #p::Pack::new();
+                #(#pushes)*
+                __pack
             }
         }
     };

@@ -39,19 +39,20 @@ fn stub(def: &GraphDef, names: &Names) -> TokenStream {
     let user = user_bounds(def);
     // Keep the first of duplicate inputs, drop inputs named like output handles, and keep only the
     // dims the inputs use, so the stub itself type-checks.
-    let mut inputs: Vec<&crate::parse::InputDecl> = Vec::new();
-    for i in &def.inputs {
+    let lengths = crate::lower::array_lengths(def);
+    let mut inputs: Vec<(&crate::parse::InputDecl, Option<usize>)> = Vec::new();
+    for (i, n) in def.inputs.iter().zip(lengths) {
         let reserved = i.name.to_string().starts_with("output");
-        if !reserved && !inputs.iter().any(|j| j.name == i.name) {
-            inputs.push(i);
+        if !reserved && !inputs.iter().any(|(j, _)| j.name == i.name) {
+            inputs.push((i, n));
         }
     }
-    let input_decls: Vec<&ShapeDecl> = inputs.iter().map(|i| &i.shape).collect();
+    let input_decls: Vec<&ShapeDecl> = inputs.iter().map(|(i, _)| &i.shape).collect();
     let data_decls = data_tensor_decls(def);
     let dims: Vec<Ident> =
         used_decl_dims(&def.dims, &[&input_decls[..], &data_decls[..]].concat()).into_iter().cloned().collect();
-    let input_names: Vec<&Ident> = inputs.iter().map(|i| &i.name).collect();
-    let input_shapes: Vec<TokenStream> = input_decls.iter().map(|s| decl_tokens(s, &dims)).collect();
+    let decls: Vec<(Ident, Option<usize>, TokenStream)> =
+        inputs.iter().map(|(i, n)| (i.name.clone(), *n, decl_tokens(&i.shape, &dims))).collect();
     let outputs: Vec<TokenStream> = def.outputs.iter().map(|o| decl_tokens(o, &dims)).collect();
     let output_decls: Vec<&ShapeDecl> = def.outputs.iter().collect();
     let used = DimUse {
@@ -62,7 +63,7 @@ fn stub(def: &GraphDef, names: &Names) -> TokenStream {
     };
     let input_dims = used.inputs.clone();
     let Common { items, generics, dim_bounds, handle_generics, data_ty } =
-        common(def, &dims, &used, names, &input_names, &input_shapes, &outputs, quote!(#p::Nil));
+        common(def, &dims, &used, names, &decls, &outputs, quote!(#p::Nil));
     let Names { alias, handles, model, inputs: inputs_alias, brand, .. } = names;
     let seeds_ty = match &outputs[..] {
         [one] => quote!(#p::Tensor<#s, #one>),

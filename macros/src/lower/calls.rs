@@ -38,7 +38,8 @@ impl Lowering<'_> {
                     return None;
                 }
             }
-            return self.builtin_with(by_name("scale"), ExtraArg::Factor(args[1].clone()), &[v], site);
+            let c = self.constant(args[1])?;
+            return self.builtin_with(by_name("scale"), ExtraArg::Factor(c), &[v], site);
         }
         let Some(op) = lookup(&name) else {
             self.errors.at(ident.span(), format!(
@@ -79,25 +80,10 @@ impl Lowering<'_> {
         }
         let extra = match op.args {
             Args::None => ExtraArg::None,
-            Args::Axis => match args[op.arity] {
-                Expr::Lit(syn::ExprLit { lit: syn::Lit::Int(i), .. }) => match i.base10_parse::<usize>() {
-                    Ok(axis) => ExtraArg::Axis(axis),
-                    Err(e) => {
-                        self.errors.push(e);
-                        return None;
-                    }
-                },
-                other => {
-                    self.errors.at_site(
-                        &Site::new(other.span(), other),
-                        format!("{}'s axis is an integer literal, e.g. `{}(x, 1)`", op.name, op.name),
-                    );
-                    return None;
-                }
-            },
+            Args::Axis => ExtraArg::Axis(self.int_constant(args[op.arity], &format!("{}'s axis", op.name))?),
             Args::Eps(default) => match args.get(op.arity) {
                 Some(e) => match self.operand(e)? {
-                    Operand::Const(c) => ExtraArg::Eps(c),
+                    Operand::Const(c) => ExtraArg::Eps(self.constant(&c)?),
                     Operand::Value(_) => {
                         self.errors
                             .at_site(&Site::new(e.span(), *e), format!("{}'s eps is a constant, e.g. `1e-5`", op.name));
@@ -107,7 +93,9 @@ impl Lowering<'_> {
                 None => ExtraArg::Eps(default_literal(default)),
             },
             Args::Slice => {
-                let n: Vec<Option<usize>> = args[op.arity..].iter().map(|a| self.int_literal(a, op.name)).collect();
+                let what = ["axis", "start", "length"].map(|w| format!("{}'s {w}", op.name));
+                let n: Vec<Option<usize>> =
+                    args[op.arity..].iter().zip(&what).map(|(a, w)| self.int_constant(a, w)).collect();
                 match n[..] {
                     [Some(axis), Some(start), Some(len)] => ExtraArg::Slice(axis, start, len),
                     _ => return None,
@@ -115,7 +103,8 @@ impl Lowering<'_> {
             }
             Args::Perm => match args[op.arity] {
                 Expr::Array(a) => {
-                    let n: Vec<Option<usize>> = a.elems.iter().map(|e| self.int_literal(e, op.name)).collect();
+                    let what = format!("{}'s permutation entry", op.name);
+                    let n: Vec<Option<usize>> = a.elems.iter().map(|e| self.int_constant(e, &what)).collect();
                     ExtraArg::Perm(n.into_iter().collect::<Option<_>>()?)
                 }
                 other => {
@@ -241,22 +230,6 @@ impl Lowering<'_> {
             }
         }
     }
-    fn int_literal(&mut self, e: &Expr, op: &str) -> Option<usize> {
-        match e {
-            Expr::Lit(syn::ExprLit { lit: syn::Lit::Int(i), .. }) => match i.base10_parse::<usize>() {
-                Ok(n) => Some(n),
-                Err(err) => {
-                    self.errors.push(err);
-                    None
-                }
-            },
-            other => {
-                self.errors.at_site(&Site::new(other.span(), other), format!("{op} takes integer literals here"));
-                None
-            }
-        }
-    }
-
     /// `opaque(reads…, forward = |…| …, vjp = |…| …)` or `UserOp(reads…)`, with a declared shape.
     pub(super) fn special(&mut self, call: &ExprCall, ann: &ShapeDecl, binding: &Ident) -> Option<usize> {
         let shape = self.shape(ann);

@@ -4,6 +4,7 @@ use proc_macro2::Span;
 use syn::spanned::Spanned;
 use syn::{BinOp, Expr, Ident, UnOp};
 
+use super::consts::{self, NotConst};
 use super::{is_special, Lowering};
 use crate::errors::Site;
 use crate::infer;
@@ -43,11 +44,30 @@ impl Lowering<'_> {
             Expr::Lit(syn::ExprLit { lit: syn::Lit::Float(_) | syn::Lit::Int(_), .. }) => {
                 Some(Operand::Const(expr.clone()))
             }
+            Expr::Cast(_) => Some(Operand::Const(expr.clone())),
+            Expr::MethodCall(m)
+                if m.args.is_empty()
+                    && consts::METHODS.contains(&m.method.to_string().as_str())
+                    && !matches!(consts::float(&self.consts, &m.receiver), Err(NotConst::Value)) =>
+            {
+                Some(Operand::Const(expr.clone()))
+            }
+            Expr::Index(ix) => self.element(ix).map(Operand::Value),
             Expr::Path(p) => {
                 let Some(ident) = p.path.get_ident() else {
                     self.errors.at(p.span(), "expected the name of an input or of a `let` binding");
                     return None;
                 };
+                if self.consts.contains_key(&ident.to_string()) {
+                    return Some(Operand::Const(expr.clone()));
+                }
+                if let Some(&(_, n)) = self.arrays.get(&ident.to_string()) {
+                    self.errors.at(
+                        ident.span(),
+                        format!("`{ident}` is a parameter array of {n} inputs; use one element, `{ident}[0]` or `{ident}[i]` with a loop variable `i`"),
+                    );
+                    return None;
+                }
                 match self.names.get(&ident.to_string()) {
                     Some(&Some(v)) => Some(Operand::Value(v)),
                     Some(None) => None,
@@ -78,6 +98,9 @@ impl Lowering<'_> {
                 Operand::Const(_) => Some(Operand::Const(expr.clone())),
                 Operand::Value(v) => self.builtin("neg", &[v], &Site::new(u.op.span(), expr)).map(Operand::Value),
             },
+            Expr::Binary(_) if !matches!(consts::float(&self.consts, expr), Err(NotConst::Value)) => {
+                Some(Operand::Const(expr.clone()))
+            }
             Expr::Binary(b) => {
                 let name = match b.op {
                     BinOp::Add(_) => "add",
@@ -98,6 +121,7 @@ impl Lowering<'_> {
                     (Operand::Value(v), Operand::Const(c)) | (Operand::Const(c), Operand::Value(v))
                         if name == "mul" =>
                     {
+                        let c = self.constant(&c)?;
                         self.builtin_with(by_name("scale"), ExtraArg::Factor(c), &[v], &Site::new(b.op.span(), expr))
                             .map(Operand::Value)
                     }
@@ -143,6 +167,72 @@ impl Lowering<'_> {
                 None
             }
         }
+    }
+
+    /// A float constant, with its names replaced (an error if it is none).
+    pub(super) fn constant(&mut self, c: &Expr) -> Option<Expr> {
+        match consts::float(&self.consts, c) {
+            Ok((_, x)) => Some(x),
+            Err(NotConst::Error(span, m)) => {
+                self.errors.at(span, m);
+                None
+            }
+            Err(NotConst::Value) => {
+                self.errors.at(
+                    c.span(),
+                    "expected a constant: literals, `const`s and loop variables with `+ - * /`, `as f64`, `.sqrt()`",
+                );
+                None
+            }
+        }
+    }
+
+    /// An integer constant (for `what`, e.g. "slice's start"): a literal, a `const`, a loop
+    /// variable, or arithmetic on them.
+    pub(super) fn int_constant(&mut self, e: &Expr, what: &str) -> Option<usize> {
+        match consts::int(&self.consts, e) {
+            Ok(n) => match usize::try_from(n) {
+                Ok(n) => Some(n),
+                Err(_) => {
+                    self.errors.at_site(&Site::new(e.span(), e), format!("{what} is {n}, which is not a size"));
+                    None
+                }
+            },
+            Err(NotConst::Error(span, m)) => {
+                self.errors.at(span, m);
+                None
+            }
+            Err(NotConst::Value) => {
+                self.errors.at_site(
+                    &Site::new(e.span(), e),
+                    format!(
+                        "{what} is an integer constant: a literal, a `const`, a loop variable, or arithmetic on them"
+                    ),
+                );
+                None
+            }
+        }
+    }
+
+    /// `w[i]`: an element of a parameter array.
+    fn element(&mut self, ix: &syn::ExprIndex) -> Option<usize> {
+        let name = match &*ix.expr {
+            Expr::Path(p) => p.path.get_ident(),
+            _ => None,
+        };
+        let Some((name, &(first, n))) = name.and_then(|i| self.arrays.get(&i.to_string()).map(|a| (i, a))) else {
+            self.errors.at(ix.expr.span(), "only a parameter array (an input declared `w: [[d0, …]; n]`) is indexed");
+            return None;
+        };
+        let k = self.int_constant(&ix.index, &format!("the index into `{name}`"))?;
+        if k >= n {
+            self.errors.at_site(
+                &Site::new(ix.index.span(), ix),
+                format!("index {k} is out of range for the parameter array `{name}` of {n} inputs (`{name}[0]` to `{name}[{}]`)", n.saturating_sub(1)),
+            );
+            return None;
+        }
+        Some(first + k)
     }
 
     fn is_row_broadcast(&self, l: usize, r: usize) -> bool {

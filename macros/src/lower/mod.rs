@@ -4,7 +4,9 @@
 //! made; every error is collected, and a binding whose value failed reports nothing more.
 
 mod calls;
+pub(crate) mod consts;
 mod expr;
+mod stmts;
 
 use std::collections::HashMap;
 
@@ -15,6 +17,7 @@ use crate::errors::{Errors, Site};
 use crate::infer::{self, Compared};
 use crate::ir::{Check, Dim, Graph, Node, NodeKind, Shape};
 use crate::parse::{DimDecl, GraphDef, ShapeDecl};
+use consts::{Const, NotConst};
 
 pub(crate) struct Lowering<'d> {
     dims: &'d [Ident],
@@ -25,7 +28,52 @@ pub(crate) struct Lowering<'d> {
     graph: Graph,
     /// Names in scope; `None` for a binding whose value failed (its uses report nothing more).
     names: HashMap<String, Option<usize>>,
+    /// The `let mut` bindings in scope, with the shape every new value must have.
+    mutable: HashMap<String, Shape>,
+    /// Constants in scope: `const` items and loop variables.
+    consts: HashMap<String, Const>,
+    /// Parameter arrays: the value of the first element and the length.
+    arrays: HashMap<String, (usize, usize)>,
+    /// The loop iterations being lowered, innermost last.
+    iterations: Vec<stmts::Iteration>,
+    /// The name nodes made now are described by (`h@i=3`), inside a loop.
+    label: Option<String>,
     errors: Errors,
+}
+
+/// The length of each parameter array declared in `def` (`None` for a plain input), by the
+/// `const` items before the `fn`; a length that is no valid constant is 0 (and reported by
+/// [`lower`]).
+pub(crate) fn array_lengths(def: &GraphDef) -> Vec<Option<usize>> {
+    let mut consts = HashMap::new();
+    let mut errors = Errors::default();
+    for c in &def.consts {
+        stmts::const_item(&mut consts, &mut errors, c);
+    }
+    def.inputs.iter().map(|i| i.count.as_ref().map(|c| array_length(&consts, &mut errors, c).unwrap_or(0))).collect()
+}
+
+fn array_length(consts: &HashMap<String, Const>, errors: &mut Errors, count: &Expr) -> Option<usize> {
+    match consts::int(consts, count) {
+        Ok(n) => match usize::try_from(n) {
+            Ok(n) => Some(n),
+            Err(_) => {
+                errors.at(count.span(), format!("a parameter array's length is a size, not {n}"));
+                None
+            }
+        },
+        Err(NotConst::Error(span, m)) => {
+            errors.at(span, m);
+            None
+        }
+        Err(NotConst::Value) => {
+            errors.at(
+                count.span(),
+                "a parameter array's length is an integer literal or a `const` declared before the `fn` in this macro, e.g. `w: [[64, 64]; 4]`",
+            );
+            None
+        }
+    }
 }
 
 /// Lowers the definition into the IR, or returns every error found.
@@ -40,35 +88,21 @@ pub(crate) fn lower(def: &GraphDef) -> Result<Graph, syn::Error> {
             nodes: Vec::new(),
             outputs: Vec::new(),
             checks: Vec::new(),
+            input_decls: Vec::new(),
         },
         names: HashMap::new(),
+        mutable: HashMap::new(),
+        consts: HashMap::new(),
+        arrays: HashMap::new(),
+        iterations: Vec::new(),
+        label: None,
         errors: Errors::default(),
     };
-    l.declarations(def);
-    for stmt in &def.lets {
-        let value = match (&stmt.expr, &stmt.annotation) {
-            (Expr::Call(call), Some(ann)) if is_special(call) => l.special(call, ann, &stmt.name),
-            (Expr::Call(call), None) if is_special(call) => {
-                l.errors.at(
-                    stmt.name.span(),
-                    format!("`{}` needs its output shape: write `let {}: [d0, …] = …`", stmt.name, stmt.name),
-                );
-                None
-            }
-            (expr, ann) => {
-                let v = l.value(expr);
-                if let (Some(v), Some(ann)) = (v, ann) {
-                    let declared = l.shape(ann);
-                    let message = |actual: &Shape| {
-                        format!("`{}` is declared {declared} but its value has shape {actual}", stmt.name)
-                    };
-                    l.declared(v, &declared, &Site::span_only(ann.span), message);
-                }
-                v
-            }
-        };
-        l.names.insert(stmt.name.to_string(), value);
+    for c in &def.consts {
+        stmts::const_item(&mut l.consts, &mut l.errors, c);
     }
+    l.declarations(def);
+    l.statements(&def.stmts);
     let results: Vec<&Expr> = match &def.result {
         Expr::Tuple(t) => t.elems.iter().collect(),
         e => vec![e],
@@ -132,8 +166,20 @@ impl Lowering<'_> {
                 );
                 continue;
             }
-            self.names.insert(key, Some(self.graph.inputs.len()));
-            self.graph.inputs.push((input.name.clone(), shape));
+            let first = self.graph.inputs.len();
+            let count = match &input.count {
+                Some(c) => {
+                    let n = array_length(&self.consts, &mut self.errors, c).unwrap_or(0);
+                    self.arrays.insert(key.clone(), (first, n));
+                    Some(n)
+                }
+                None => None,
+            };
+            self.names.insert(key, count.is_none().then_some(first));
+            for _ in 0..count.unwrap_or(1) {
+                self.graph.inputs.push((input.name.clone(), shape.clone()));
+            }
+            self.graph.input_decls.push((input.name.clone(), count, shape));
         }
         for d in &def.data {
             if let Some(decl) = d.tensor_shape() {
@@ -176,11 +222,20 @@ impl Lowering<'_> {
                 .map(|d| match d {
                     DimDecl::Lit(n, _) => Dim::Lit(*n),
                     DimDecl::Sym(i) => {
+                        if let (false, Some(Const::Int(n))) = (self.dims.contains(i), self.consts.get(&i.to_string())) {
+                            return match u64::try_from(*n) {
+                                Ok(n) => Dim::Lit(n),
+                                Err(_) => {
+                                    self.errors.at(i.span(), format!("the dim `{i}` is {n}, which is not a size"));
+                                    Dim::Lit(0)
+                                }
+                            };
+                        }
                         if !self.dims.contains(i) {
                             self.errors.at(
                                 i.span(),
                                 format!(
-                                    "unknown dim `{i}`: declare it as a generic dim of the graph, `fn name<{i}>(…)`"
+                                    "unknown dim `{i}`: declare it as a generic dim of the graph, `fn name<{i}>(…)`, or as an integer `const` before the `fn`"
                                 ),
                             );
                         }
@@ -205,7 +260,8 @@ impl Lowering<'_> {
     }
 
     fn push(&mut self, kind: NodeKind, parents: Vec<usize>, shape: Shape, site: &Site) -> usize {
-        self.graph.nodes.push(Node { kind, parents, shape, site: site.clone() });
+        let label = self.label.clone();
+        self.graph.nodes.push(Node { kind, parents, shape, site: site.clone(), label });
         self.graph.inputs.len() + self.graph.nodes.len() - 1
     }
 }
