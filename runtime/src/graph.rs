@@ -29,7 +29,12 @@ use crate::tensor::RawTensor;
 /// that: the shape rule runs first and its refusal is an [`Error::Node`](crate::Error::Node); a
 /// user op that panics anyway is caught at the node and reported as an error
 /// (`tests/no_panic.rs`).
-pub trait CompactOp<A, D>: 'static {
+///
+/// # Threads
+/// An op is `Send + Sync`, like the graph that holds it: one compiled model (its [`GraphData`],
+/// a [`SavedGraph`](crate::SavedGraph) of it) can serve several threads at once. An op that needs
+/// shared mutable state keeps it behind a `Mutex` or an atomic.
+pub trait CompactOp<A, D>: Send + Sync + 'static {
     /// The op's name, as shown in errors and descriptions.
     fn name(&self) -> &str;
 
@@ -93,10 +98,12 @@ pub struct SavedValues<'a, A, D> {
     pub data: &'a D,
 }
 
-/// Forward closure of an opaque node.
-pub type OpaqueForward<A, D> = Box<dyn Fn(&[RawTensor<A>], &D) -> RawTensor<A>>;
-/// Dense-VJP closure of an opaque node: one tensor per earlier position.
-pub type OpaqueVjp<A, D> = Box<dyn Fn(&[RawTensor<A>], &D, &RawTensor<A>) -> Vec<RawTensor<A>>>;
+/// Forward closure of an opaque node (`Send + Sync`, so the graph holding it can be shared by
+/// threads).
+pub type OpaqueForward<A, D> = Box<dyn Fn(&[RawTensor<A>], &D) -> RawTensor<A> + Send + Sync>;
+/// Dense-VJP closure of an opaque node: one tensor per earlier position (`Send + Sync`, as
+/// [`OpaqueForward`]).
+pub type OpaqueVjp<A, D> = Box<dyn Fn(&[RawTensor<A>], &D, &RawTensor<A>) -> Vec<RawTensor<A>> + Send + Sync>;
 
 /// The program of a node.
 pub(crate) enum Program<A, D> {
@@ -120,12 +127,14 @@ impl<A: Scalar, D: 'static> RawNode<A, D> {
     /// An opaque node of output dims `dims`: a forward closure and a dense VJP closure that returns
     /// one tensor per earlier position (zeros where it has nothing to say). `parents` is only
     /// informational (descriptions); reachability treats an opaque node as reading its whole prefix.
+    /// The closures are `Send + Sync` (see [`OpaqueForward`]): state they share goes behind a
+    /// `Mutex` or an atomic, not an `Rc<RefCell<…>>`.
     pub fn opaque(
         name: impl Into<String>,
         dims: Dims,
         parents: Vec<usize>,
-        forward: impl Fn(&[RawTensor<A>], &D) -> RawTensor<A> + 'static,
-        vjp: impl Fn(&[RawTensor<A>], &D, &RawTensor<A>) -> Vec<RawTensor<A>> + 'static,
+        forward: impl Fn(&[RawTensor<A>], &D) -> RawTensor<A> + Send + Sync + 'static,
+        vjp: impl Fn(&[RawTensor<A>], &D, &RawTensor<A>) -> Vec<RawTensor<A>> + Send + Sync + 'static,
     ) -> Self {
         RawNode {
             program: Program::Opaque { name: name.into(), parents, forward: Box::new(forward), vjp: Box::new(vjp) },
@@ -219,8 +228,8 @@ impl<A: Scalar, D: 'static, S: Shape> Node<A, D, S> {
     pub fn opaque(
         name: impl Into<String>,
         reads: &[&dyn ErasedPosition],
-        forward: impl Fn(&[RawTensor<A>], &D) -> RawTensor<A> + 'static,
-        vjp: impl Fn(&[RawTensor<A>], &D, &RawTensor<A>) -> Vec<RawTensor<A>> + 'static,
+        forward: impl Fn(&[RawTensor<A>], &D) -> RawTensor<A> + Send + Sync + 'static,
+        vjp: impl Fn(&[RawTensor<A>], &D, &RawTensor<A>) -> Vec<RawTensor<A>> + Send + Sync + 'static,
     ) -> Self {
         let parents = reads.iter().map(|p| p.index()).collect();
         Node {

@@ -14,6 +14,11 @@
 //! * training utilities: [`Init`] (seeded parameter initialisation) and the optimizers [`Sgd`]
 //!   and [`Adam`] ([`optim`]), which update an input pack in place from its gradient pack.
 //!
+//! Graphs, saved graphs, packs and tensors are `Send + Sync` — [`Scalar`], [`CompactOp`] and the
+//! opaque closures ([`OpaqueForward`], [`OpaqueVjp`]) require it — so one compiled model can
+//! serve several threads: passes run concurrently on one shared [`SavedGraph`] give the bits of
+//! the same passes run on one thread.
+//!
 //! ```
 //! use exactgrad_runtime::{ops, GraphData, Pack, Seeds, Tensor, typenum::{U2, U3}};
 //!
