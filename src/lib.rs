@@ -83,13 +83,15 @@
 //! NameHandles<B>)`, where `NameGraph` is an alias of [`GraphData`] with both shape lists spelled
 //! as typenum types (`NameInputs<B>`, `NameNodes<…>`) and a brand of its own, and `NameHandles`
 //! holds a typed [`Position`] per input (named after it) and per output (`output`, or `output0`,
-//! `output1`, …), plus `inputs(…)` to build the input pack in order. Each generated type takes
+//! `output1`, …), plus `inputs(…)` to build the input pack in order and `input_names()`, the
+//! inputs' names in that order (the names parameters are saved and loaded under). Each generated type takes
 //! exactly the generic dims its shapes use: `NameInputs` those of the inputs, `NameHandles` those
 //! of the inputs and outputs (so with `fn mlp<B>(w: [784, 10]; x: [B, 784]) -> []` it is plain
 //! `MlpHandles`), `NameNodes` those of the nodes. The data struct is `NameData` (no generics)
 //! unless it holds a data tensor; then it is `NameData<Scalar, …>`, generic over the scalar and the
 //! dims its tensors use, with one typed field per data tensor (`pub x: Tensor<Scalar, (B, U784)>`),
-//! and `NameGraph<Scalar, B>` names it so. Passing inputs of the wrong
+//! and `NameGraph<Scalar, B>` names it so. It is `Clone` and `Debug` whenever every field is (a
+//! field of a type without them leaves the impl out). Passing inputs of the wrong
 //! shapes to `compile`, a seed of the wrong shape, or a handle of another graph is a compile
 //! error at the call site. For every built-in op node the graph holds its compact VJP and static
 //! support; `describe()` (or `Display`) lists nodes with op, parents, shape, support and opaque
@@ -115,6 +117,7 @@
 //!     pub output: Position<(U2, U4), AffineBrand>,
 //! }
 //! impl AffineHandles {
+//!     pub fn input_names(&self) -> &'static [&'static str] { &["x", "w"] }
 //!     pub fn inputs<S>(&self, x: Tensor<S, (U2, U3)>, w: Tensor<S, (U3, U4)>) -> Pack<S, AffineInputs> { … }
 //! }
 //! pub fn affine<S>() -> (AffineGraph<S>, AffineHandles)

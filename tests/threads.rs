@@ -2,6 +2,7 @@
 //! `Send + Sync` (checked statically below), and passes run concurrently — on one shared saved
 //! graph, on saved graphs compiled by each thread from one shared graph, and by generated programs
 //! moved into threads — give the bits of the same passes run on one thread.
+#![allow(clippy::unwrap_used)]
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;

@@ -98,6 +98,14 @@ pub struct SavedValues<'a, A, D> {
     pub data: &'a D,
 }
 
+impl<A, D> Clone for SavedValues<'_, A, D> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<A, D> Copy for SavedValues<'_, A, D> {}
+
 /// Forward closure of an opaque node (`Send + Sync`, so the graph holding it can be shared by
 /// threads).
 pub type OpaqueForward<A, D> = Box<dyn Fn(&[RawTensor<A>], &D) -> RawTensor<A> + Send + Sync>;
@@ -183,6 +191,18 @@ impl<A: 'static, D: 'static> RawNode<A, D> {
     }
 }
 
+/// The op's name, parents, dims and support (`None`: opaque); the closures and op are not shown.
+impl<A: 'static, D: 'static> fmt::Debug for RawNode<A, D> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RawNode")
+            .field("name", &self.name())
+            .field("parents", &self.parents())
+            .field("dims", &self.dims)
+            .field("support", &self.support())
+            .finish()
+    }
+}
+
 /// A compact op that can be built from its parent positions alone, so `graph!` can call it like a
 /// built-in: `let y: [3] = MyOp(a, b);` builds `MyOp::from_parents(&[a, b])`.
 pub trait FromParents {
@@ -241,6 +261,13 @@ impl<A: Scalar, D: 'static, S: Shape> Node<A, D, S> {
     }
 }
 
+/// The untyped node and the error recorded while building it, if any.
+impl<A: 'static, D: 'static, S> fmt::Debug for Node<A, D, S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Node").field("node", &self.data).field("error", &self.error).finish()
+    }
+}
+
 /// A typed node running the compact op `Op`, as the typed op constructors (`ops::matmul`, …) return
 /// it: push it on a graph like a [`Node`], or take the op back with [`into_op`](Self::into_op) to
 /// run it directly (the programs `graph!` generates call their ops without dynamic dispatch).
@@ -266,6 +293,18 @@ impl<Op: CompactOp<A, D>, A: Scalar, D: 'static, S: Shape> Compact<Op, A, D, S> 
     /// The op, consuming the node.
     pub fn into_op(self) -> Op {
         self.op
+    }
+}
+
+impl<Op: Clone, A, D, S> Clone for Compact<Op, A, D, S> {
+    fn clone(&self) -> Self {
+        Compact { op: self.op.clone(), origins: self.origins.clone(), marker: PhantomData }
+    }
+}
+
+impl<Op: fmt::Debug, A, D, S> fmt::Debug for Compact<Op, A, D, S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("Compact").field(&self.op).finish()
     }
 }
 
@@ -464,6 +503,17 @@ impl<A: 'static, D: 'static> RawGraph<A, D> {
     }
 }
 
+/// The dims of every position, the number of inputs and the nodes.
+impl<A: 'static, D: 'static> fmt::Debug for RawGraph<A, D> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RawGraph")
+            .field("dims", &self.dims)
+            .field("inputs", &self.inputs)
+            .field("nodes", &self.nodes)
+            .finish()
+    }
+}
+
 impl<A: 'static, D: 'static> fmt::Display for RawGraph<A, D> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         for (p, d) in self.dims[..self.inputs].iter().enumerate() {
@@ -635,6 +685,17 @@ impl<A: Scalar, D: 'static, G, Ss, Br> GraphData<A, D, G, Ss, Br> {
     /// A listing of the graph (see [`RawGraph::describe`]).
     pub fn describe(&self) -> String {
         self.raw.describe()
+    }
+}
+
+/// The untyped graph and the errors recorded while building it.
+impl<A: 'static, D: 'static, G, Ss, Br> fmt::Debug for GraphData<A, D, G, Ss, Br> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("GraphData")
+            .field("raw", &self.raw)
+            .field("input_error", &self.input_error)
+            .field("build_errors", &self.build_errors)
+            .finish()
     }
 }
 
