@@ -301,11 +301,41 @@
 //! assert_eq!(grads.get(h.x).unwrap().dims().as_slice(), &[3]);
 //! ```
 //!
+//! # Saving and loading parameters
+//!
+//! A parameter pack is saved by name in the safetensors format (the format PyTorch, JAX and
+//! candle exchange weights in; [`io::safetensors`]) and loaded back by the graph, which checks
+//! every tensor's shape and element type; a `graph!` model names its inputs with
+//! `handles.input_names()`. The round trip is bit for bit, `-0.0` and NaN payloads included:
+//!
+//! ```
+//! # #[cfg(feature = "safetensors")] {
+//! use exactgrad::{graph, Error, Tensor};
+//!
+//! graph! {
+//!     fn affine(w: [3, 2], b: [2]; x: [4, 3]) -> [] {
+//!         sum(x.matmul(w) + b)
+//!     }
+//! }
+//!
+//! let (g, h) = affine::<f32>();
+//! let params = h.inputs(Tensor::from_fn(|i| i as f32 * 0.5 - 1.0), Tensor::full(-0.0));
+//! let bytes = params.save_safetensors(h.input_names()).unwrap(); // or save_safetensors_file
+//! let loaded = g.load_safetensors(h.input_names(), &bytes).unwrap(); // or load_safetensors_file
+//! assert!(loaded.as_slice().iter().zip(params.as_slice()).all(|(a, b)| a.storage_eq(b)));
+//! // A file of another model is a typed error, never a panic:
+//! assert!(matches!(g.load_safetensors(&["w", "bias"], &bytes), Err(Error::MissingTensor { .. })));
+//! # }
+//! ```
+//!
 //! # Cargo features
 //!
-//! Neither is on by default; `cargo test --workspace --all-features` (the test command of the
-//! README and CI) builds and tests both.
+//! `safetensors` is on by default, the others are off; `cargo test --workspace --all-features`
+//! (the test command of the README and CI) builds and tests them all.
 //!
+//! * `safetensors` — parameter packs saved and loaded by name in the safetensors format
+//!   ([`io::safetensors`]): `Pack::save_safetensors`, `GraphData::load_safetensors` and their
+//!   `_file` forms, for `f32`, `f64`, the integers and (with `half`) `f16` and `bf16`.
 //! * `half` — `half::f16` and `half::bf16` as scalars: [`Storage`] with bit-level storage
 //!   equality and the NaN-pinned addition of `f32`/`f64`, so every pass, fast or dense, runs on
 //!   them. The `tanh`/`exp` of their ops is `num_traits::Float`'s, not this

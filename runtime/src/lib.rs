@@ -12,7 +12,9 @@
 //!   [`GradientContext`]: deferred uniform updates;
 //! * [`RawSavedGraph`] / [`SavedGraph`]: one saved forward and every reverse pass;
 //! * training utilities: [`Init`] (seeded parameter initialisation) and the optimizers [`Sgd`]
-//!   and [`Adam`] ([`optim`]), which update an input pack in place from its gradient pack.
+//!   and [`Adam`] ([`optim`]), which update an input pack in place from its gradient pack;
+//! * `io`: parameter packs saved and loaded by name in the safetensors format (feature
+//!   `safetensors`, on by default).
 //!
 //! Graphs, saved graphs, packs and tensors are `Send + Sync` — [`Scalar`], [`CompactOp`] and the
 //! opaque closures ([`OpaqueForward`], [`OpaqueVjp`]) require it — so one compiled model can
@@ -52,6 +54,8 @@ pub mod graph;
 pub mod graphviz;
 mod guard;
 pub mod init;
+#[cfg(feature = "safetensors")]
+pub mod io;
 pub mod macro_builder;
 pub mod math;
 pub mod ops;
@@ -82,6 +86,9 @@ pub use scalar::{Scalar, Storage};
 pub use shape::{rules, Dims, Nil, Position, RawPosition, Shape, ShapeList, Snoc, MAX_RANK};
 pub use tensor::{RawTensor, Tensor};
 
+/// Re-export of `half` (`half` feature), whose `f16` and `bf16` are scalars.
+#[cfg(feature = "half")]
+pub use half;
 /// Re-export of `num-traits`, whose traits the ops' scalar bounds use.
 pub use num_traits;
 /// Re-export of `typenum`, so users name dims without depending on it.
