@@ -336,6 +336,8 @@
 //! * `safetensors` — parameter packs saved and loaded by name in the safetensors format
 //!   ([`io::safetensors`]): `Pack::save_safetensors`, `GraphData::load_safetensors` and their
 //!   `_file` forms, for `f32`, `f64`, the integers and (with `half`) `f16` and `bf16`.
+//! * `ndarray` — conversions between tensors and `ndarray` arrays ([`io::ndarray`]):
+//!   `RawTensor` ⇄ `ArrayD`, `Tensor<A, S>` ⇄ the array of its rank (`Array2` for a matrix).
 //! * `half` — `half::f16` and `half::bf16` as scalars: [`Storage`] with bit-level storage
 //!   equality and the NaN-pinned addition of `f32`/`f64`, so every pass, fast or dense, runs on
 //!   them. The `tanh`/`exp` of their ops is `num_traits::Float`'s, not this

@@ -85,6 +85,21 @@ pub enum Error {
         /// The scalar type's name.
         scalar: &'static str,
     },
+    /// A shape of more axes than a tensor can have ([`MAX_RANK`](crate::MAX_RANK)), e.g. of an
+    /// `ndarray` array converted to a tensor.
+    #[error("{what} has shape {shape:?}, of rank {}; a tensor has rank at most {max}", shape.len(), max = crate::MAX_RANK)]
+    Rank {
+        /// What has the shape: `an array`.
+        what: &'static str,
+        /// The shape.
+        shape: Vec<usize>,
+    },
+    /// A shape `ndarray` refuses (converting a tensor to an array), in `ndarray`'s words.
+    #[error("ndarray: {message}")]
+    Ndarray {
+        /// `ndarray`'s message.
+        message: String,
+    },
     /// Names that do not fit the tensors they name (saving or loading a pack by name): another
     /// number of names than of tensors, or a name given twice.
     #[error("tensor names: {message}")]

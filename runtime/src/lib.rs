@@ -14,7 +14,8 @@
 //! * training utilities: [`Init`] (seeded parameter initialisation) and the optimizers [`Sgd`]
 //!   and [`Adam`] ([`optim`]), which update an input pack in place from its gradient pack;
 //! * `io`: parameter packs saved and loaded by name in the safetensors format (feature
-//!   `safetensors`, on by default).
+//!   `safetensors`, on by default) and conversions to and from `ndarray` arrays (feature
+//!   `ndarray`).
 //!
 //! Graphs, saved graphs, packs and tensors are `Send + Sync` — [`Scalar`], [`CompactOp`] and the
 //! opaque closures ([`OpaqueForward`], [`OpaqueVjp`]) require it — so one compiled model can
@@ -54,7 +55,7 @@ pub mod graph;
 pub mod graphviz;
 mod guard;
 pub mod init;
-#[cfg(feature = "safetensors")]
+#[cfg(any(feature = "safetensors", feature = "ndarray"))]
 pub mod io;
 pub mod macro_builder;
 pub mod math;
@@ -89,6 +90,9 @@ pub use tensor::{RawTensor, Tensor};
 /// Re-export of `half` (`half` feature), whose `f16` and `bf16` are scalars.
 #[cfg(feature = "half")]
 pub use half;
+/// Re-export of `ndarray` (`ndarray` feature), whose arrays tensors convert to and from.
+#[cfg(feature = "ndarray")]
+pub use ndarray;
 /// Re-export of `num-traits`, whose traits the ops' scalar bounds use.
 pub use num_traits;
 /// Re-export of `typenum`, so users name dims without depending on it.
