@@ -19,9 +19,9 @@ mod floats;
 
 use std::path::PathBuf;
 
-use exactgrad::io::safetensors::{load_raw, save_raw, Element};
+use exactgrad::io::safetensors::{load_raw, Element};
 use exactgrad::typenum::{U2, U3};
-use exactgrad::{graph, Adam, Dims, Error, Optimizer, Pack, RawTensor, Scalar, Tensor};
+use exactgrad::{graph, Adam, Dims, Error, Optimizer, Pack, Scalar, Tensor};
 use floats::{adversarial, splitmix, TestFloat, MODES};
 use proptest::prelude::*;
 
@@ -120,6 +120,7 @@ fn integers_round_trip() {
 /// Every encoding of a 16-bit float through a raw tensor of 65 536 elements.
 #[cfg(feature = "half")]
 fn every_encoding<A: Param>(from_bits: fn(u16) -> A) {
+    use exactgrad::{io::safetensors::save_raw, RawTensor};
     let dims = Dims::matrix(256, 256);
     let all = RawTensor::from_fn(dims, |i| from_bits(i as u16));
     let bytes = save_raw(&["all"], core::slice::from_ref(&all)).unwrap();
