@@ -38,7 +38,7 @@
 //! assert!(matches!(g.load_safetensors(&names, &bytes[..bytes.len() - 1]), Err(Error::Safetensors { .. })));
 //! let g64 = GraphData::<f64, ()>::new().input::<(U2, U3)>().0.input::<(U3,)>().0;
 //! let e = g64.load_safetensors(&names, &bytes).unwrap_err();
-//! assert_eq!(e.to_string(), "tensor `b` holds F32 elements in the safetensors data, expected F64");
+//! assert_eq!(e.to_string(), "tensor `w` holds F32 elements in the safetensors data, expected F64");
 //! # let _ = w;
 //! ```
 //!
