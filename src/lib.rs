@@ -95,13 +95,15 @@
 //! NameHandles<B>)`, where `NameGraph` is an alias of [`GraphData`] with both shape lists spelled
 //! as typenum types (`NameInputs<B>`, `NameNodes<…>`) and a brand of its own, and `NameHandles`
 //! holds a typed [`Position`] per input (named after it) and per output (`output`, or `output0`,
-//! `output1`, …), plus `inputs(…)` to build the input pack in order. Each generated type takes
+//! `output1`, …), plus `inputs(…)` to build the input pack in order and `input_names()`, the
+//! inputs' names in that order (the names parameters are saved and loaded under). Each generated type takes
 //! exactly the generic dims its shapes use: `NameInputs` those of the inputs, `NameHandles` those
 //! of the inputs and outputs (so with `fn mlp<B>(w: [784, 10]; x: [B, 784]) -> []` it is plain
 //! `MlpHandles`), `NameNodes` those of the nodes. The data struct is `NameData` (no generics)
 //! unless it holds a data tensor; then it is `NameData<Scalar, …>`, generic over the scalar and the
 //! dims its tensors use, with one typed field per data tensor (`pub x: Tensor<Scalar, (B, U784)>`),
-//! and `NameGraph<Scalar, B>` names it so. Passing inputs of the wrong
+//! and `NameGraph<Scalar, B>` names it so. It is `Clone` and `Debug` whenever every field is (a
+//! field of a type without them leaves the impl out). Passing inputs of the wrong
 //! shapes to `compile`, a seed of the wrong shape, or a handle of another graph is a compile
 //! error at the call site. For every built-in op node the graph holds its compact VJP and static
 //! support; `describe()` (or `Display`) lists nodes with op, parents, shape, support and opaque
@@ -127,6 +129,7 @@
 //!     pub output: Position<(U2, U4), AffineBrand>,
 //! }
 //! impl AffineHandles {
+//!     pub fn input_names(&self) -> &'static [&'static str] { &["x", "w"] }
 //!     pub fn inputs<S>(&self, x: Tensor<S, (U2, U3)>, w: Tensor<S, (U3, U4)>) -> Pack<S, AffineInputs> { … }
 //! }
 //! pub fn affine<S>() -> (AffineGraph<S>, AffineHandles)
@@ -310,11 +313,43 @@
 //! assert_eq!(grads.get(h.x).unwrap().dims().as_slice(), &[3]);
 //! ```
 //!
+//! # Saving and loading parameters
+//!
+//! A parameter pack is saved by name in the safetensors format (the format PyTorch, JAX and
+//! candle exchange weights in; [`io::safetensors`]) and loaded back by the graph, which checks
+//! every tensor's shape and element type; a `graph!` model names its inputs with
+//! `handles.input_names()`. The round trip is bit for bit, `-0.0` and NaN payloads included:
+//!
+//! ```
+//! # #[cfg(feature = "safetensors")] {
+//! use exactgrad::{graph, Error, Tensor};
+//!
+//! graph! {
+//!     fn affine(w: [3, 2], b: [2]; x: [4, 3]) -> [] {
+//!         sum(x.matmul(w) + b)
+//!     }
+//! }
+//!
+//! let (g, h) = affine::<f32>();
+//! let params = h.inputs(Tensor::from_fn(|i| i as f32 * 0.5 - 1.0), Tensor::full(-0.0));
+//! let bytes = params.save_safetensors(h.input_names()).unwrap(); // or save_safetensors_file
+//! let loaded = g.load_safetensors(h.input_names(), &bytes).unwrap(); // or load_safetensors_file
+//! assert!(loaded.as_slice().iter().zip(params.as_slice()).all(|(a, b)| a.storage_eq(b)));
+//! // A file of another model is a typed error, never a panic:
+//! assert!(matches!(g.load_safetensors(&["w", "bias"], &bytes), Err(Error::MissingTensor { .. })));
+//! # }
+//! ```
+//!
 //! # Cargo features
 //!
-//! Neither is on by default; `cargo test --workspace --all-features` (the test command of the
-//! README and CI) builds and tests both.
+//! `safetensors` is on by default, the others are off; `cargo test --workspace --all-features`
+//! (the test command of the README and CI) builds and tests them all.
 //!
+//! * `safetensors` — parameter packs saved and loaded by name in the safetensors format
+//!   ([`io::safetensors`]): `Pack::save_safetensors`, `GraphData::load_safetensors` and their
+//!   `_file` forms, for `f32`, `f64`, the integers and (with `half`) `f16` and `bf16`.
+//! * `ndarray` — conversions between tensors and `ndarray` arrays ([`io::ndarray`]):
+//!   `RawTensor` ⇄ `ArrayD`, `Tensor<A, S>` ⇄ the array of its rank (`Array2` for a matrix).
 //! * `half` — `half::f16` and `half::bf16` as scalars: [`Storage`] with bit-level storage
 //!   equality and the NaN-pinned addition of `f32`/`f64`, so every pass, fast or dense, runs on
 //!   them. The `tanh`/`exp` of their ops is `num_traits::Float`'s, not this

@@ -85,6 +85,69 @@ pub enum Error {
         /// The scalar type's name.
         scalar: &'static str,
     },
+    /// A shape of more axes than a tensor can have ([`MAX_RANK`](crate::MAX_RANK)), e.g. of an
+    /// `ndarray` array converted to a tensor.
+    #[error("{what} has shape {shape:?}, of rank {}; a tensor has rank at most {max}", shape.len(), max = crate::MAX_RANK)]
+    Rank {
+        /// What has the shape: `an array`.
+        what: &'static str,
+        /// The shape.
+        shape: Vec<usize>,
+    },
+    /// A shape `ndarray` refuses (converting a tensor to an array), in `ndarray`'s words.
+    #[error("ndarray: {message}")]
+    Ndarray {
+        /// `ndarray`'s message.
+        message: String,
+    },
+    /// Names that do not fit the tensors they name (saving or loading a pack by name): another
+    /// number of names than of tensors, or a name given twice.
+    #[error("tensor names: {message}")]
+    TensorNames {
+        /// What is wrong.
+        message: String,
+    },
+    /// A tensor asked for by name is not in the file (safetensors data).
+    #[error("there is no tensor named `{name}` in the safetensors data")]
+    MissingTensor {
+        /// The name asked for.
+        name: String,
+    },
+    /// A tensor in a file (safetensors data) whose shape is not the one expected.
+    #[error("tensor `{name}` has shape {actual:?} in the safetensors data, expected {expected}")]
+    TensorShape {
+        /// The tensor's name.
+        name: String,
+        /// The shape expected (the parameter's).
+        expected: Dims,
+        /// The shape in the file (of any rank).
+        actual: Vec<usize>,
+    },
+    /// A tensor in a file (safetensors data) whose element type is not the scalar type.
+    #[error("tensor `{name}` holds {actual} elements in the safetensors data, expected {expected}")]
+    TensorDtype {
+        /// The tensor's name.
+        name: String,
+        /// The safetensors dtype of the scalar type (`F32`, `BF16`, …).
+        expected: String,
+        /// The dtype in the file.
+        actual: String,
+    },
+    /// Safetensors data that cannot be read (truncated, a malformed header, offsets that do not
+    /// cover the data, …) or written (a header over the format's limit).
+    #[error("safetensors: {message}")]
+    Safetensors {
+        /// What is wrong, in the words of the `safetensors` crate.
+        message: String,
+    },
+    /// A file that cannot be read or written.
+    #[error("{}: {message}", path.display())]
+    Io {
+        /// The file.
+        path: std::path::PathBuf,
+        /// The I/O error's message.
+        message: String,
+    },
 }
 
 /// Displays a list of dims as `[[2, 3], [3]]`.

@@ -56,7 +56,7 @@ fn full_in<A: Scalar>(spare: &mut Vec<Vec<A>>, dims: Dims, v: &A) -> RawTensor<A
 ///
 /// Only scalars with storage equality may use it (the fixed-point replay needs it); the passes
 /// check that before building one.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct GradientContext<A> {
     slots: Vec<Stored<A>>,
     epochs: Vec<usize>,

@@ -29,7 +29,12 @@ use crate::tensor::RawTensor;
 /// that: the shape rule runs first and its refusal is an [`Error::Node`](crate::Error::Node); a
 /// user op that panics anyway is caught at the node and reported as an error
 /// (`tests/no_panic.rs`).
-pub trait CompactOp<A, D>: 'static {
+///
+/// # Threads
+/// An op is `Send + Sync`, like the graph that holds it: one compiled model (its [`GraphData`],
+/// a [`SavedGraph`](crate::SavedGraph) of it) can serve several threads at once. An op that needs
+/// shared mutable state keeps it behind a `Mutex` or an atomic.
+pub trait CompactOp<A, D>: Send + Sync + 'static {
     /// The op's name, as shown in errors and descriptions.
     fn name(&self) -> &str;
 
@@ -93,10 +98,20 @@ pub struct SavedValues<'a, A, D> {
     pub data: &'a D,
 }
 
-/// Forward closure of an opaque node.
-pub type OpaqueForward<A, D> = Box<dyn Fn(&[RawTensor<A>], &D) -> RawTensor<A>>;
-/// Dense-VJP closure of an opaque node: one tensor per earlier position.
-pub type OpaqueVjp<A, D> = Box<dyn Fn(&[RawTensor<A>], &D, &RawTensor<A>) -> Vec<RawTensor<A>>>;
+impl<A, D> Clone for SavedValues<'_, A, D> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<A, D> Copy for SavedValues<'_, A, D> {}
+
+/// Forward closure of an opaque node (`Send + Sync`, so the graph holding it can be shared by
+/// threads).
+pub type OpaqueForward<A, D> = Box<dyn Fn(&[RawTensor<A>], &D) -> RawTensor<A> + Send + Sync>;
+/// Dense-VJP closure of an opaque node: one tensor per earlier position (`Send + Sync`, as
+/// [`OpaqueForward`]).
+pub type OpaqueVjp<A, D> = Box<dyn Fn(&[RawTensor<A>], &D, &RawTensor<A>) -> Vec<RawTensor<A>> + Send + Sync>;
 
 /// The program of a node.
 pub(crate) enum Program<A, D> {
@@ -120,12 +135,14 @@ impl<A: Scalar, D: 'static> RawNode<A, D> {
     /// An opaque node of output dims `dims`: a forward closure and a dense VJP closure that returns
     /// one tensor per earlier position (zeros where it has nothing to say). `parents` is only
     /// informational (descriptions); reachability treats an opaque node as reading its whole prefix.
+    /// The closures are `Send + Sync` (see [`OpaqueForward`]): state they share goes behind a
+    /// `Mutex` or an atomic, not an `Rc<RefCell<…>>`.
     pub fn opaque(
         name: impl Into<String>,
         dims: Dims,
         parents: Vec<usize>,
-        forward: impl Fn(&[RawTensor<A>], &D) -> RawTensor<A> + 'static,
-        vjp: impl Fn(&[RawTensor<A>], &D, &RawTensor<A>) -> Vec<RawTensor<A>> + 'static,
+        forward: impl Fn(&[RawTensor<A>], &D) -> RawTensor<A> + Send + Sync + 'static,
+        vjp: impl Fn(&[RawTensor<A>], &D, &RawTensor<A>) -> Vec<RawTensor<A>> + Send + Sync + 'static,
     ) -> Self {
         RawNode {
             program: Program::Opaque { name: name.into(), parents, forward: Box::new(forward), vjp: Box::new(vjp) },
@@ -179,6 +196,18 @@ impl<A: 'static, D: 'static> RawNode<A, D> {
     }
 }
 
+/// The op's name, parents, dims and support (`None`: opaque); the closures and op are not shown.
+impl<A: 'static, D: 'static> fmt::Debug for RawNode<A, D> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RawNode")
+            .field("name", &self.name())
+            .field("parents", &self.parents())
+            .field("dims", &self.dims)
+            .field("support", &self.support())
+            .finish()
+    }
+}
+
 /// A compact op that can be built from its parent positions alone, so `graph!` can call it like a
 /// built-in: `let y: [3] = MyOp(a, b);` builds `MyOp::from_parents(&[a, b])`.
 pub trait FromParents {
@@ -224,8 +253,8 @@ impl<A: Scalar, D: 'static, S: Shape> Node<A, D, S> {
     pub fn opaque(
         name: impl Into<String>,
         reads: &[&dyn ErasedPosition],
-        forward: impl Fn(&[RawTensor<A>], &D) -> RawTensor<A> + 'static,
-        vjp: impl Fn(&[RawTensor<A>], &D, &RawTensor<A>) -> Vec<RawTensor<A>> + 'static,
+        forward: impl Fn(&[RawTensor<A>], &D) -> RawTensor<A> + Send + Sync + 'static,
+        vjp: impl Fn(&[RawTensor<A>], &D, &RawTensor<A>) -> Vec<RawTensor<A>> + Send + Sync + 'static,
     ) -> Self {
         let parents = reads.iter().map(ErasedPosition::index).collect();
         Node {
@@ -234,6 +263,13 @@ impl<A: Scalar, D: 'static, S: Shape> Node<A, D, S> {
             origins: reads.iter().map(ErasedPosition::graph).collect(),
             shape: PhantomData,
         }
+    }
+}
+
+/// The untyped node and the error recorded while building it, if any.
+impl<A: 'static, D: 'static, S> fmt::Debug for Node<A, D, S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Node").field("node", &self.data).field("error", &self.error).finish()
     }
 }
 
@@ -262,6 +298,18 @@ impl<Op: CompactOp<A, D>, A: Scalar, D: 'static, S: Shape> Compact<Op, A, D, S> 
     /// The op, consuming the node.
     pub fn into_op(self) -> Op {
         self.op
+    }
+}
+
+impl<Op: Clone, A, D, S> Clone for Compact<Op, A, D, S> {
+    fn clone(&self) -> Self {
+        Compact { op: self.op.clone(), origins: self.origins.clone(), marker: PhantomData }
+    }
+}
+
+impl<Op: fmt::Debug, A, D, S> fmt::Debug for Compact<Op, A, D, S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("Compact").field(&self.op).finish()
     }
 }
 
@@ -465,6 +513,17 @@ impl<A: 'static, D: 'static> RawGraph<A, D> {
     }
 }
 
+/// The dims of every position, the number of inputs and the nodes.
+impl<A: 'static, D: 'static> fmt::Debug for RawGraph<A, D> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RawGraph")
+            .field("dims", &self.dims)
+            .field("inputs", &self.inputs)
+            .field("nodes", &self.nodes)
+            .finish()
+    }
+}
+
 impl<A: 'static, D: 'static> fmt::Display for RawGraph<A, D> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         for (p, d) in self.dims[..self.inputs].iter().enumerate() {
@@ -641,6 +700,17 @@ impl<A: Scalar, D: 'static, G, Ss, Br> GraphData<A, D, G, Ss, Br> {
     #[must_use]
     pub fn describe(&self) -> String {
         self.raw.describe()
+    }
+}
+
+/// The untyped graph and the errors recorded while building it.
+impl<A: 'static, D: 'static, G, Ss, Br> fmt::Debug for GraphData<A, D, G, Ss, Br> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("GraphData")
+            .field("raw", &self.raw)
+            .field("input_error", &self.input_error)
+            .field("build_errors", &self.build_errors)
+            .finish()
     }
 }
 

@@ -12,7 +12,15 @@
 //!   [`GradientContext`]: deferred uniform updates;
 //! * [`RawSavedGraph`] / [`SavedGraph`]: one saved forward and every reverse pass;
 //! * training utilities: [`Init`] (seeded parameter initialisation) and the optimizers [`Sgd`]
-//!   and [`Adam`] ([`optim`]), which update an input pack in place from its gradient pack.
+//!   and [`Adam`] ([`optim`]), which update an input pack in place from its gradient pack;
+//! * `io`: parameter packs saved and loaded by name in the safetensors format (feature
+//!   `safetensors`, on by default) and conversions to and from `ndarray` arrays (feature
+//!   `ndarray`).
+//!
+//! Graphs, saved graphs, packs and tensors are `Send + Sync` — [`Scalar`], [`CompactOp`] and the
+//! opaque closures ([`OpaqueForward`], [`OpaqueVjp`]) require it — so one compiled model can
+//! serve several threads: passes run concurrently on one shared [`SavedGraph`] give the bits of
+//! the same passes run on one thread.
 //!
 //! ```
 //! use exactgrad_runtime::{ops, GraphData, Pack, Seeds, Tensor, typenum::{U2, U3}};
@@ -59,6 +67,8 @@ pub mod graph;
 pub mod graphviz;
 mod guard;
 pub mod init;
+#[cfg(any(feature = "safetensors", feature = "ndarray"))]
+pub mod io;
 pub mod macro_builder;
 pub mod math;
 pub mod ops;
@@ -89,6 +99,12 @@ pub use scalar::{Scalar, Storage};
 pub use shape::{rules, Dims, Nil, Position, RawPosition, Shape, ShapeList, Snoc, MAX_RANK};
 pub use tensor::{RawTensor, Tensor};
 
+/// Re-export of `half` (`half` feature), whose `f16` and `bf16` are scalars.
+#[cfg(feature = "half")]
+pub use half;
+/// Re-export of `ndarray` (`ndarray` feature), whose arrays tensors convert to and from.
+#[cfg(feature = "ndarray")]
+pub use ndarray;
 /// Re-export of `num-traits`, whose traits the ops' scalar bounds use.
 pub use num_traits;
 /// Re-export of `typenum`, so users name dims without depending on it.

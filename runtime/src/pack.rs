@@ -138,6 +138,13 @@ impl<A: Clone, L> Clone for Pack<A, L> {
     }
 }
 
+/// The tensors in order (the shape list is in the type).
+impl<A: core::fmt::Debug, L> core::fmt::Debug for Pack<A, L> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_tuple("Pack").field(&self.tensors).finish()
+    }
+}
+
 /// An untyped pack over a graph's whole context (Γ ++ ss): one tensor per input and per node, in
 /// context order — the gradients a pass returns, or the values of [`GraphData::eval`].
 ///
@@ -267,7 +274,7 @@ impl<'a, A: Clone> IntoIterator for &'a RawPack<A> {
 }
 
 /// Iterator over the tensors of a [`RawPack`] (uniform positions built as they are reached).
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct RawPackIter<'a, A>(core::slice::Iter<'a, (Stored<A>, OnceLock<RawTensor<A>>)>);
 
 impl<'a, A: Clone> Iterator for RawPackIter<'a, A> {
@@ -303,6 +310,19 @@ pub struct ContextPack<A, G, Ss, Br = ()> {
     /// One tensor per position: values ([`GraphData::eval`]) or gradients (the passes).
     tensors: RawPack<A>,
     marker: PhantomData<fn() -> (G, Ss, Br)>,
+}
+
+impl<A: Clone, G, Ss, Br> Clone for ContextPack<A, G, Ss, Br> {
+    fn clone(&self) -> Self {
+        ContextPack { graph: self.graph, inputs: self.inputs, tensors: self.tensors.clone(), marker: PhantomData }
+    }
+}
+
+/// The number of inputs and the tensors in context order (uniform positions as their scalar).
+impl<A: core::fmt::Debug, G, Ss, Br> core::fmt::Debug for ContextPack<A, G, Ss, Br> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("ContextPack").field("inputs", &self.inputs).field("tensors", &self.tensors).finish()
+    }
 }
 
 impl<A: Clone, G, Ss, Br> ContextPack<A, G, Ss, Br> {
@@ -533,8 +553,15 @@ impl<A: Scalar, G, Ss, Br> Seeds<A, G, Ss, Br> {
     }
 }
 
-impl<A: Scalar, G, Ss, Br> Clone for Seeds<A, G, Ss, Br> {
+impl<A: Clone, G, Ss, Br> Clone for Seeds<A, G, Ss, Br> {
     fn clone(&self) -> Self {
         Seeds { graph: self.graph, slots: self.slots.clone(), marker: PhantomData }
+    }
+}
+
+/// The seed of every position (unset ones as their uniform zero).
+impl<A: core::fmt::Debug, G, Ss, Br> core::fmt::Debug for Seeds<A, G, Ss, Br> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_tuple("Seeds").field(&self.slots).finish()
     }
 }

@@ -97,13 +97,14 @@ pub trait Storage {
 /// A scalar the reverse engine can work with: `Clone`, `Add` (left operand first), a zero, and a
 /// [`Storage`] declaration.
 ///
-/// `zero` is the value of `zeros(shape)`; for floats it is `+0.0`.
-pub trait Scalar: Clone + Add<Output = Self> + Storage + 'static {
+/// `zero` is the value of `zeros(shape)`; for floats it is `+0.0`. A scalar is `Send + Sync`, so
+/// tensors, graphs and saved graphs over it can be shared by threads.
+pub trait Scalar: Clone + Add<Output = Self> + Storage + Send + Sync + 'static {
     /// The scalar that fills `zeros(shape)`.
     fn zero() -> Self;
 }
 
-impl<T: Clone + Add<Output = T> + num_traits::Zero + Storage + 'static> Scalar for T {
+impl<T: Clone + Add<Output = T> + num_traits::Zero + Storage + Send + Sync + 'static> Scalar for T {
     #[inline]
     fn zero() -> Self {
         <T as num_traits::Zero>::zero()

@@ -165,32 +165,71 @@ pub(super) fn common(
         )
     } else {
         // The first of duplicate names only (a duplicate is reported; the stub must type-check).
-        let unique = def.data.iter().enumerate().filter(|(i, d)| !def.data[..*i].iter().any(|e| e.name == d.name));
-        let fields = unique.map(|(_, d)| {
-            let n = &d.name;
-            match &d.ty {
-                DataType::Other(t) => {
-                    let doc = format!("The data parameter `{n}`.");
-                    quote!(#[doc = #doc] pub #n: #t)
-                }
+        let unique: Vec<&crate::parse::DataDecl> = def
+            .data
+            .iter()
+            .enumerate()
+            .filter(|(i, d)| !def.data[..*i].iter().any(|e| e.name == d.name))
+            .map(|(_, d)| d)
+            .collect();
+        let field_types: Vec<TokenStream> = unique
+            .iter()
+            .map(|d| match &d.ty {
+                DataType::Other(t) => t.to_token_stream(),
                 DataType::Tensor(shape) => {
-                    let doc = format!("The data tensor `{n}` (not differentiable).");
                     let shape = decl_tokens(shape, dims);
-                    quote!(#[doc = #doc] pub #n: #p::Tensor<#scalar, #shape>)
+                    quote!(#p::Tensor<#scalar, #shape>)
+                }
+            })
+            .collect();
+        let field_names: Vec<&Ident> = unique.iter().map(|d| &d.name).collect();
+        let field_strs = field_names.iter().map(|n| syn::ext::IdentExt::unraw(*n).to_string());
+        let fields = unique.iter().zip(&field_types).map(|(d, t)| {
+            let n = &d.name;
+            let doc = match d.ty {
+                DataType::Other(_) => format!("The data parameter `{n}`."),
+                DataType::Tensor(_) => format!("The data tensor `{n}` (not differentiable)."),
+            };
+            quote!(#[doc = #doc] pub #n: #t)
+        });
+        let (generics, ty) = if has_tensors {
+            (quote!(<#scalar, #(#data_dims),*>), quote!(#data<#scalar, #(#data_dims),*>))
+        } else {
+            (TokenStream::new(), quote!(#data))
+        };
+        let doc = if has_tensors {
+            "The graph's non-differentiable data (Δ), with its data tensors in the scalar type."
+        } else {
+            "The graph's non-differentiable data (Δ)."
+        };
+        // `Clone` and `Debug` whenever every field has them: each field's bound is written out,
+        // behind a `for<'__x>` so that a field type without the trait (a user type) leaves the
+        // impl out instead of failing to compile (a bound without generics is checked eagerly).
+        let name = data.to_string();
+        quote!(
+            #[doc = #doc]
+            #vis struct #data #generics { #(#fields,)* }
+
+            #[allow(unused_lifetimes, single_use_lifetimes)]
+            impl #generics ::core::clone::Clone for #ty
+            where
+                #(for<'__x> #field_types: ::core::clone::Clone,)*
+            {
+                fn clone(&self) -> Self {
+                    #data { #(#field_names: ::core::clone::Clone::clone(&self.#field_names),)* }
                 }
             }
-        });
-        if has_tensors {
-            quote!(
-                /// The graph's non-differentiable data (Δ), with its data tensors in the scalar type.
-                #vis struct #data<#scalar, #(#data_dims),*> { #(#fields,)* }
-            )
-        } else {
-            quote!(
-                /// The graph's non-differentiable data (Δ).
-                #vis struct #data { #(#fields,)* }
-            )
-        }
+
+            #[allow(unused_lifetimes, single_use_lifetimes)]
+            impl #generics ::core::fmt::Debug for #ty
+            where
+                #(for<'__x> #field_types: ::core::fmt::Debug,)*
+            {
+                fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                    f.debug_struct(#name)#(.field(#field_strs, &self.#field_names))*.finish()
+                }
+            }
+        )
     };
     let output_names: Vec<Ident> = if outputs.len() == 1 {
         vec![format_ident!("output")]
@@ -214,6 +253,17 @@ pub(super) fn common(
             quote!(let [#(#elems),*] = #name; #(let __pack = __pack.push(#elems);)*)
         }
     });
+    // One name per pack position: an array parameter `w: [[…]; n]` gives `w[0]` … `w[n - 1]`.
+    let input_name_strs: Vec<String> = input_decls
+        .iter()
+        .flat_map(|(name, n, _)| {
+            let name = syn::ext::IdentExt::unraw(name).to_string();
+            match n {
+                None => vec![name],
+                Some(n) => (0..*n).map(|k| format!("{name}[{k}]")).collect(),
+            }
+        })
+        .collect();
     let items = quote! {
         #data_item
 
@@ -244,6 +294,14 @@ pub(super) fn common(
         }
 
         impl<#handle_bounds> #handles<#handle_generics> {
+            /// The names of the inputs, in declaration order (the order of the input pack): the
+            /// names its tensors are saved and loaded under.
+            #[must_use]
+            #[allow(clippy::unused_self)]
+            #vis fn input_names(&self) -> &'static [&'static str] {
+                &[#(#input_name_strs),*]
+            }
+
             /// The input pack, in declaration order.
             #[allow(clippy::too_many_arguments, clippy::unused_self)]
             #vis fn inputs<#scalar>(&self, #(#input_names: #tensor_tys),*) -> #p::Pack<#scalar, #inputs<#(#input_dims),*>> {

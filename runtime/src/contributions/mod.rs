@@ -99,7 +99,7 @@ fn not_a_handle(c: Contrib) -> String {
 }
 
 /// An arena of contribution descriptions; see the [module docs](self).
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct Contributions<A> {
     descriptions: Vec<Description<A>>,
     owned: Vec<RawTensor<A>>,

@@ -11,7 +11,8 @@ use crate::tensor::RawTensor;
 
 /// A typed opaque node of output shape `S`. `reads` are the handles it reads (checked to belong to
 /// the graph, shown in descriptions); `forward` gets the context prefix and the data; `vjp` gets
-/// them and the cotangent and must return one tensor per earlier position.
+/// them and the cotangent and must return one tensor per earlier position. Both closures are
+/// `Send + Sync`, so the graph can be shared by threads.
 ///
 /// ```
 /// use exactgrad_runtime::{ops, GraphData, Pack, RawTensor, Tensor, typenum::U2};
@@ -30,8 +31,8 @@ use crate::tensor::RawTensor;
 pub fn opaque<A: Scalar, D: 'static, S: Shape>(
     name: impl Into<String>,
     reads: &[&dyn ErasedPosition],
-    forward: impl Fn(&[RawTensor<A>], &D) -> RawTensor<A> + 'static,
-    vjp: impl Fn(&[RawTensor<A>], &D, &RawTensor<A>) -> Vec<RawTensor<A>> + 'static,
+    forward: impl Fn(&[RawTensor<A>], &D) -> RawTensor<A> + Send + Sync + 'static,
+    vjp: impl Fn(&[RawTensor<A>], &D, &RawTensor<A>) -> Vec<RawTensor<A>> + Send + Sync + 'static,
 ) -> Node<A, D, S> {
     Node::opaque(name, reads, forward, vjp)
 }

@@ -103,6 +103,19 @@ pub struct Program<A, D, G, O, Br, F> {
     marker: PhantomData<fn() -> (O, Br)>,
 }
 
+/// The graph, the declared outputs, the memory plan and the build error, if any (the sweep is
+/// code, and the buffers are not shown).
+impl<A: 'static, D: 'static, G, O, Br, F> core::fmt::Debug for Program<A, D, G, O, Br, F> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Program")
+            .field("graph", &self.graph)
+            .field("outputs", &self.outputs)
+            .field("plan", &self.plan)
+            .field("build_error", &self.build_error)
+            .finish_non_exhaustive()
+    }
+}
+
 impl<A: Scalar, D: 'static, G, O, Br, F: Sweep<A, D>> Program<A, D, G, O, Br, F> {
     /// The program running `sweep` over `graph`, whose declared outputs sit at `outputs`.
     /// (Called by the code `graph!` generates.)

@@ -74,6 +74,7 @@ pub struct MemoryPlan {
 /// without checking them, so other indices may panic (out of bounds). Everything that comes from
 /// the user — inputs, seeds, data, the values and VJPs of ops — is checked and returned as an
 /// [`Error`], and a panic in a user closure or op is caught at the node.
+#[derive(Clone, Debug)]
 pub struct ProgramState<A> {
     dims: Vec<Dims>,
     inputs: usize,

@@ -40,6 +40,21 @@ pub struct PreparedNode<'s, A, D> {
     dims: &'s [Dims],
 }
 
+impl<A, D> Clone for PreparedNode<'_, A, D> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<A, D> Copy for PreparedNode<'_, A, D> {}
+
+/// The node's index and the node (the saved prefix is not shown).
+impl<A: 'static, D: 'static> core::fmt::Debug for PreparedNode<'_, A, D> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("PreparedNode").field("index", &self.index).field("node", self.node).finish()
+    }
+}
+
 impl<'s, A: Scalar, D: 'static> PreparedNode<'s, A, D> {
     /// Index of the node (0 = first node).
     #[must_use]
@@ -155,11 +170,24 @@ impl<'s, A: Scalar, D: 'static> PreparedNode<'s, A, D> {
     }
 }
 
-/// The values of one forward execution of a [`RawGraph`], with its data.
+/// The values of one forward execution of a [`RawGraph`], with its data. Cloning copies the
+/// values and the data, not the graph (both saved graphs borrow the same one).
+#[derive(Clone)]
 pub struct RawSavedGraph<'g, A, D> {
     graph: &'g RawGraph<A, D>,
     values: Vec<RawTensor<A>>,
     data: D,
+}
+
+/// The graph, every value and the data.
+impl<A: core::fmt::Debug + 'static, D: core::fmt::Debug + 'static> core::fmt::Debug for RawSavedGraph<'_, A, D> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("RawSavedGraph")
+            .field("graph", self.graph)
+            .field("values", &self.values)
+            .field("data", &self.data)
+            .finish()
+    }
 }
 
 pub(crate) fn node_error<A: 'static, D: 'static>(graph: &RawGraph<A, D>, k: usize, message: String) -> Error {

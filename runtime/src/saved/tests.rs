@@ -1,7 +1,6 @@
 //! Which nodes the single-output passes visit (SEMANTICS §7).
 
-use std::cell::RefCell;
-use std::rc::Rc;
+use std::sync::{Arc, Mutex};
 
 use super::*;
 use crate::contributions::Contrib;
@@ -13,7 +12,7 @@ use crate::shape::{Position, Shape};
 use crate::tensor::Tensor;
 use crate::typenum::U2;
 
-type Log = Rc<RefCell<Vec<&'static str>>>;
+type Log = Arc<Mutex<Vec<&'static str>>>;
 
 /// The identity, logging its name each time its VJP runs.
 struct Tap {
@@ -36,7 +35,7 @@ impl CompactOp<f64, ()> for Tap {
         ctx[self.parents[0]].clone()
     }
     fn contributions(&self, _: &SavedValues<'_, f64, ()>, _: &RawTensor<f64>, c: &mut Contributions<f64>) -> Contrib {
-        self.log.borrow_mut().push(self.name);
+        self.log.lock().unwrap().push(self.name);
         c.single_cotangent(self.parents[0])
     }
 }
@@ -46,7 +45,7 @@ fn tap<S: Shape, Br>(name: &'static str, of: Position<S, Br>, log: &Log) -> Node
 }
 
 fn sorted(log: &Log) -> Vec<&'static str> {
-    let mut v = log.borrow_mut().split_off(0);
+    let mut v = log.lock().unwrap().split_off(0);
     v.sort_unstable();
     v
 }
@@ -83,7 +82,7 @@ fn an_unrelated_head_is_not_visited() {
 #[test]
 fn an_opaque_node_reaches_its_whole_prefix() {
     let log = Log::default();
-    let runs = Rc::new(RefCell::new(0usize));
+    let runs = Arc::new(Mutex::new(0usize));
     let g = GraphData::<f64, ()>::new();
     let (g, x) = g.input::<(U2,)>(); // 0
     let (g, z) = g.input::<(U2,)>(); // 1
@@ -97,7 +96,7 @@ fn an_opaque_node_reaches_its_whole_prefix() {
         &[&a],
         move |ctx, ()| ctx[pa].map(|v| 2.0 * v),
         move |ctx, (), g| {
-            *counter.borrow_mut() += 1;
+            *counter.lock().unwrap() += 1;
             let mut out: Vec<RawTensor<f64>> = ctx.iter().map(|t| RawTensor::zeros(t.dims())).collect();
             out[pa] = g.map(|d| 2.0 * d);
             out
@@ -112,10 +111,10 @@ fn an_opaque_node_reaches_its_whole_prefix() {
     assert_eq!(saved.visited_from(head).unwrap(), [0, 1, 2, 3]);
     saved.backprop_from(head, Tensor::full(1.0)).unwrap();
     assert_eq!(sorted(&log), ["a", "b", "head"]);
-    assert_eq!(*runs.borrow(), 1);
+    assert_eq!(*runs.lock().unwrap(), 1);
     saved.backprop_from_dense(head, Tensor::full(1.0)).unwrap();
     assert_eq!(sorted(&log), ["a", "b", "head"]);
-    assert_eq!(*runs.borrow(), 2);
+    assert_eq!(*runs.lock().unwrap(), 2);
 }
 
 #[test]
@@ -153,7 +152,7 @@ impl CompactOp<f64, ()> for Narrow {
         ctx[self.parents[0]].clone()
     }
     fn contributions(&self, _: &SavedValues<'_, f64, ()>, _: &RawTensor<f64>, c: &mut Contributions<f64>) -> Contrib {
-        self.log.borrow_mut().push("narrow");
+        self.log.lock().unwrap().push("narrow");
         c.single_cotangent(self.parents[0])
     }
 }

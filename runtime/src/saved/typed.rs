@@ -34,6 +34,21 @@ pub struct SavedGraph<'g, A, D, G, Ss, Br = ()> {
     graph: &'g GraphData<A, D, G, Ss, Br>,
 }
 
+impl<A: Clone, D: Clone, G, Ss, Br> Clone for SavedGraph<'_, A, D, G, Ss, Br> {
+    fn clone(&self) -> Self {
+        SavedGraph { raw: self.raw.clone(), graph: self.graph }
+    }
+}
+
+/// The untyped saved graph: the graph, every value and the data.
+impl<A: core::fmt::Debug + 'static, D: core::fmt::Debug + 'static, G, Ss, Br> core::fmt::Debug
+    for SavedGraph<'_, A, D, G, Ss, Br>
+{
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_tuple("SavedGraph").field(&self.raw).finish()
+    }
+}
+
 impl<A: Scalar, D: 'static, G, Ss, Br> GraphData<A, D, G, Ss, Br> {
     /// Checked lowering of this graph on `inputs` and `data` (SEMANTICS §6 `compile`).
     ///

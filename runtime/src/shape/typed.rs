@@ -61,6 +61,27 @@ pub struct Nil;
 /// no type-level recursion as deep as the graph is ever needed).
 pub struct Snoc<L, S>(PhantomData<fn() -> (L, S)>);
 
+impl<L, S> Clone for Snoc<L, S> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<L, S> Copy for Snoc<L, S> {}
+
+impl<L, S> Default for Snoc<L, S> {
+    fn default() -> Self {
+        Snoc(PhantomData)
+    }
+}
+
+/// `Snoc` (the list is in the type).
+impl<L, S> fmt::Debug for Snoc<L, S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Snoc")
+    }
+}
+
 /// Marker for shape lists ([`Nil`] and [`Snoc`]). Deliberately flat: it does not require the tail
 /// to be a shape list, so proving it never recurses.
 pub trait ShapeList: 'static {}
