@@ -1,9 +1,10 @@
 //! Type-level building blocks of the rule traits in [`rules`](super::rules): the dim at an axis,
-//! a tuple of axis indices as values, and the element count of a shape as a typenum number.
+//! a tuple of axis indices as values, the element count of a shape as a typenum number, and the
+//! output size of one axis of a sliding window.
 
-use core::ops::Mul;
+use core::ops::{Add, Div, Mul, Sub};
 
-use typenum::{Prod, Unsigned, U0, U1, U2, U3};
+use typenum::{Diff, IsLessOrEqual, NonZero, Prod, Quot, Sum, Unsigned, B1, U0, U1, U2, U3};
 
 use super::Shape;
 
@@ -81,4 +82,58 @@ where
     Prod<Prod<Prod<D0, D1>, D2>, D3>: Unsigned,
 {
     type Count = Prod<Prod<Prod<D0, D1>, D2>, D3>;
+}
+
+/// The padded size `size + 2·padding` of an axis.
+type Padded<I, P> = Sum<I, Prod<P, U2>>;
+/// The span `dilation·(kernel − 1) + 1` of a dilated kernel.
+type Span<K, Dl> = Sum<Prod<Dl, Diff<K, U1>>, U1>;
+/// `(padded − span) / stride + 1`.
+type Windows<I, K, S, P, Dl> = Sum<Quot<Diff<Padded<I, P>, Span<K, Dl>>, S>, U1>;
+
+/// The output size of one spatial axis of a sliding window over an axis of size `Self`:
+/// `(size + 2·padding − (dilation·(kernel − 1) + 1)) / stride + 1`, for a kernel size `K ≥ 1`,
+/// stride `S ≥ 1`, padding `P` and dilation `Dl ≥ 1` whose dilated kernel fits the padded axis
+/// (typenum arithmetic; no impl otherwise): the building block of [`Conv1dShape`],
+/// [`Conv2dShape`] and [`Pool2dShape`].
+///
+/// [`Conv1dShape`]: super::rules::Conv1dShape
+/// [`Conv2dShape`]: super::rules::Conv2dShape
+/// [`Pool2dShape`]: super::rules::Pool2dShape
+pub trait SlidingAxis<K, S, P, Dl> {
+    /// The output size.
+    type Output: Unsigned + 'static;
+}
+
+impl<I, K, S, P, Dl> SlidingAxis<K, S, P, Dl> for I
+where
+    I: Unsigned + Add<Prod<P, U2>>,
+    K: Unsigned + NonZero + Sub<U1>,
+    S: Unsigned + NonZero,
+    P: Unsigned + Mul<U2>,
+    Dl: Unsigned + NonZero + Mul<Diff<K, U1>>,
+    Prod<Dl, Diff<K, U1>>: Add<U1>,
+    Padded<I, P>: Sub<Span<K, Dl>>,
+    Diff<Padded<I, P>, Span<K, Dl>>: Div<S>,
+    Quot<Diff<Padded<I, P>, Span<K, Dl>>, S>: Add<U1>,
+    Windows<I, K, S, P, Dl>: Unsigned + 'static,
+{
+    type Output = Windows<I, K, S, P, Dl>;
+}
+
+/// A pooling window along an axis of size `Self ≥ 1` with kernel `K` and padding `P ≤ K / 2`
+/// (`2·P ≤ K`), so that every window overlaps the input: its output size is
+/// [`SlidingAxis`]`<K, S, P, U1>`.
+pub trait PoolAxis<K, S, P> {
+    /// The output size.
+    type Output: Unsigned + 'static;
+}
+
+impl<I, K, S, P> PoolAxis<K, S, P> for I
+where
+    I: Unsigned + NonZero + SlidingAxis<K, S, P, U1>,
+    P: Mul<U2>,
+    Prod<P, U2>: IsLessOrEqual<K, Output = B1>,
+{
+    type Output = <I as SlidingAxis<K, S, P, U1>>::Output;
 }
