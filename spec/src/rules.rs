@@ -419,7 +419,8 @@ fn window_axis(
     dilation: usize,
 ) -> Result<usize, Option<(usize, usize)>> {
     let padded = padding.checked_mul(2).and_then(|p| p.checked_add(size)).ok_or(None)?;
-    let span = kernel.checked_sub(1).and_then(|k| k.checked_mul(dilation)).and_then(|k| k.checked_add(1)).ok_or(None)?;
+    let span =
+        kernel.checked_sub(1).and_then(|k| k.checked_mul(dilation)).and_then(|k| k.checked_add(1)).ok_or(None)?;
     if span > padded {
         return Err(Some((span, padded)));
     }

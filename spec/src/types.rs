@@ -101,6 +101,25 @@ macro_rules! type_rules {
     };
 }
 
+/// Calls `$callback!` with one `(TraitName, message, label, note)` entry per type-level building
+/// block of the sliding-window rules: the output size of one spatial axis, whose trait is the one
+/// a broken window rule names (the runtime's `shape::rules::SlidingAxis` and `PoolAxis`).
+#[macro_export]
+macro_rules! axis_rules {
+    ($callback:ident) => {
+        $callback! {
+            (SlidingAxis,
+             "a convolution needs, along every spatial axis, a dilated kernel that fits the padded input, and a kernel size, stride and dilation of at least 1",
+             "this axis does not fit the convolution",
+             "an axis of size s gives (s + 2·padding − dilation·(kernel − 1) − 1) / stride + 1 outputs"),
+            (PoolAxis,
+             "a pooling needs, along every spatial axis, a non-empty input, a kernel that fits the padded input, a kernel size and stride of at least 1, and a padding of at most half the kernel",
+             "this axis does not fit the pooling",
+             "an axis of size s gives (s + 2·padding − kernel) / stride + 1 outputs"),
+        }
+    };
+}
+
 macro_rules! define_type_rule {
     ($(($variant:ident, $trait:ident, $message:literal, $label:literal, $note:literal)),* $(,)?) => {
         /// A type-level shape rule: the trait of the runtime's `shape::rules` module that computes

@@ -62,11 +62,10 @@ impl<A: Scalar + Div<Output = A> + FromPrimitive, D> CompactOp<A, D> for AvgPool
     fn output_dims(&self, prefix: &[Dims]) -> Result<Dims, String> {
         let x = super::dims_at("avg_pool2d", prefix, self.parents[0])?;
         let (out, p) = self.window.plane("avg_pool2d", x)?;
-        // Every count is at most the largest one, a row count times a column count.
-        let most = |axis: usize| (0..p.out[axis]).map(|o| p.axis_count(axis, o)).max().unwrap_or(0);
-        let largest = most(0) * most(1);
+        // Every count is at most `min(kernel, size)` along each axis.
+        let largest = p.kernel[0].min(p.size[0]) * p.kernel[1].min(p.size[1]);
         if A::from_usize(largest).is_none() {
-            return Err(format!("avg_pool2d cannot represent the window count {largest} in its scalar type"));
+            return Err(format!("avg_pool2d cannot represent window counts up to {largest} in its scalar type"));
         }
         Ok(out)
     }
@@ -177,7 +176,8 @@ mod tests {
         let e0: f64 = (((0.0 + -0.0 / 1.0) + 1e16 / 2.0) + 1.0 / 2.0) + -1e16 / 4.0;
         assert_eq!(d[0].data()[0].to_bits(), e0.to_bits());
         // A -0.0 cotangent alone arrives as +0.0.
-        let d = vjp(AvgPool2d::new(0, [1, 1], [1, 1], [0, 0]), &[sample(&[1, 1, 1, 1], 72)], &t(&[1, 1, 1, 1], vec![-0.0]));
+        let d =
+            vjp(AvgPool2d::new(0, [1, 1], [1, 1], [0, 0]), &[sample(&[1, 1, 1, 1], 72)], &t(&[1, 1, 1, 1], vec![-0.0]));
         assert_eq!(bits(&d[0]), [0]);
     }
 
@@ -195,7 +195,7 @@ mod tests {
     fn a_count_the_scalar_cannot_hold_is_an_error() {
         let op = AvgPool2d::new(0, [1, 300], [1, 1], [0, 0]);
         let e = <AvgPool2d as CompactOp<u8, ()>>::output_dims(&op, &[Dims::new(&[1, 1, 1, 300]).unwrap()]);
-        assert_eq!(e.unwrap_err(), "avg_pool2d cannot represent the window count 300 in its scalar type");
+        assert_eq!(e.unwrap_err(), "avg_pool2d cannot represent window counts up to 300 in its scalar type");
     }
 
     #[test]

@@ -112,7 +112,9 @@ mod tests {
                                     let r = (i * s.stride[0] + ki * s.dilation[0]).checked_sub(s.padding[0]);
                                     let c = (j * s.stride[1] + kj * s.dilation[1]).checked_sub(s.padding[1]);
                                     let v = match (r, c) {
-                                        (Some(r), Some(c)) if r < h && c < wi => x.data()[((b * ci_n + ci) * h + r) * wi + c],
+                                        (Some(r), Some(c)) if r < h && c < wi => {
+                                            x.data()[((b * ci_n + ci) * h + r) * wi + c]
+                                        }
                                         _ => 0.0,
                                     };
                                     acc += v * w.data()[((co * ci_n + ci) * kh + ki) * kw + kj];
@@ -166,7 +168,7 @@ mod tests {
         let y = forward(Conv2d::new(0, 1, sliding([1, 1], [0, 1], [1, 1])), &[x.clone(), w.clone()]);
         assert_eq!(y.data()[0], f64::INFINITY); // 0 + (0 · 2) + (1 · ∞)
         assert!(y.data()[1].is_nan()); // 0 + (1 · 2) + (0 · ∞)
-        // gw[0, 0, 0, 1] = 0 + (δ₀ · x) + (δ₁ · 0); a -0.0 cotangent gives +0 sums.
+                                       // gw[0, 0, 0, 1] = 0 + (δ₀ · x) + (δ₁ · 0); a -0.0 cotangent gives +0 sums.
         let d = vjp(Conv2d::new(0, 1, sliding([1, 1], [0, 1], [1, 1])), &[x, w], &t(&[1, 1, 1, 2], vec![-0.0, -0.0]));
         assert_eq!(bits(&d[1]), [0, 0]);
         assert!(d[0].data()[0].is_nan()); // (0 + (0 + -0·2)) + (0 + -0·∞)

@@ -185,7 +185,8 @@ mod tests {
         let nan1 = f64::from_bits(0x7ff8_0000_0000_0001);
         let nan2 = f64::from_bits(0xfff8_0000_0000_0002);
         // Windows of 4: a tie of -0 and +0, a tie of 2s, NaNs after a number, a larger later value.
-        let x = t(&[1, 1, 2, 8], vec![-0.0, 0.0, 2.0, 1.0, 1.0, nan1, 1.0, 3.0, 0.0, -0.0, 2.0, 0.0, nan2, 7.0, 2.0, 4.0]);
+        let x =
+            t(&[1, 1, 2, 8], vec![-0.0, 0.0, 2.0, 1.0, 1.0, nan1, 1.0, 3.0, 0.0, -0.0, 2.0, 0.0, nan2, 7.0, 2.0, 4.0]);
         let op = MaxPool2d::new(0, [2, 2], [2, 2], [0, 0]);
         let y = forward(op.clone(), std::slice::from_ref(&x));
         assert_eq!(bits(&y), [(-0.0f64).to_bits(), 2.0f64.to_bits(), nan1.to_bits(), 4.0f64.to_bits()]);

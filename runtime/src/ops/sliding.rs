@@ -72,7 +72,9 @@ impl Plane {
     /// or `None` in the padding. The shape rule has bounded every index, so nothing overflows.
     #[inline]
     pub(crate) fn input_at(&self, axis: usize, o: usize, k: usize) -> Option<usize> {
-        (o * self.stride[axis] + k * self.dilation[axis]).checked_sub(self.padding[axis]).filter(|&i| i < self.size[axis])
+        (o * self.stride[axis] + k * self.dilation[axis])
+            .checked_sub(self.padding[axis])
+            .filter(|&i| i < self.size[axis])
     }
 
     /// Elements of an input plane.
@@ -90,33 +92,39 @@ impl Plane {
         self.kernel[0] * self.kernel[1]
     }
 
-    /// The input positions (within its plane, row-major) of the window of output `(i, j)`, in
-    /// window order (tap rows ascending, then tap columns), padding skipped.
+    /// The taps `k` along `axis` at which output index `o` reads inside the input (the others
+    /// read the padding): one ascending range, computed without visiting the taps (a pooling's
+    /// kernel may be far larger than its input).
     #[inline]
-    pub(crate) fn window(&self, i: usize, j: usize) -> impl Iterator<Item = usize> + Clone + '_ {
-        (0..self.kernel[0]).filter_map(move |ki| self.input_at(0, i, ki)).flat_map(move |r| {
-            (0..self.kernel[1]).filter_map(move |kj| self.input_at(1, j, kj)).map(move |c| r * self.size[1] + c)
-        })
+    pub(crate) fn inside(&self, axis: usize, o: usize) -> core::ops::Range<usize> {
+        let (start, d) = (o * self.stride[axis], self.dilation[axis]);
+        // `start + k·d − padding` lies in `0..size` for `k` in `lo..hi`.
+        let lo = self.padding[axis].saturating_sub(start).div_ceil(d);
+        let hi = (self.padding[axis] + self.size[axis]).saturating_sub(start).div_ceil(d).min(self.kernel[axis]);
+        lo..hi.max(lo)
     }
 
     /// How many taps of a window along `axis` at output index `o` fall inside the input.
     #[inline]
     pub(crate) fn axis_count(&self, axis: usize, o: usize) -> usize {
-        if self.dilation[axis] == 1 {
-            // Padded indices `o·stride .. o·stride + kernel` against the input's `padding ..
-            // padding + size`.
-            let start = o * self.stride[axis];
-            let end = (start + self.kernel[axis]).min(self.padding[axis] + self.size[axis]);
-            end.saturating_sub(start.max(self.padding[axis]))
-        } else {
-            (0..self.kernel[axis]).filter(|&k| self.input_at(axis, o, k).is_some()).count()
-        }
+        self.inside(axis, o).len()
     }
 
     /// How many input elements the window of output `(i, j)` holds (padding not counted).
     #[inline]
     pub(crate) fn count(&self, i: usize, j: usize) -> usize {
         self.axis_count(0, i) * self.axis_count(1, j)
+    }
+
+    /// The input positions (within its plane, row-major) of the window of output `(i, j)`, in
+    /// window order (tap rows ascending, then tap columns), padding skipped.
+    #[inline]
+    pub(crate) fn window(&self, i: usize, j: usize) -> impl Iterator<Item = usize> + Clone + '_ {
+        let at = |axis: usize, o: usize, k: usize| o * self.stride[axis] + k * self.dilation[axis] - self.padding[axis];
+        self.inside(0, i).flat_map(move |ki| {
+            let r = at(0, i, ki);
+            self.inside(1, j).map(move |kj| r * self.size[1] + at(1, j, kj))
+        })
     }
 
     /// Appends the patch matrix of `x` (`batch·channels` planes of `size`) to `out`: one row per
@@ -200,11 +208,25 @@ mod tests {
         assert_eq!(p.window(1, 0).collect::<Vec<_>>(), [0, 2, 4, 6]);
         assert_eq!(p.window(3, 0).collect::<Vec<_>>(), [8, 10]);
         assert_eq!((p.count(0, 0), p.count(1, 0), p.count(3, 0)), (2, 4, 2));
-        let q = Plane { dilation: [1, 1], ..p };
-        for (axis, outs) in [(0, 4), (1, 2)] {
-            for o in 0..outs {
-                let looped = (0..q.kernel[axis]).filter(|&k| q.input_at(axis, o, k).is_some()).count();
-                assert_eq!(q.axis_count(axis, o), looped);
+        // The ranges of inside taps are the taps `input_at` accepts, for any geometry.
+        for stride in 1..4 {
+            for padding in 0..4 {
+                for dilation in 1..4 {
+                    for size in 0..5 {
+                        let q = Plane {
+                            size: [size, 3],
+                            stride: [stride, 1],
+                            padding: [padding, 0],
+                            dilation: [dilation, 1],
+                            kernel: [3, 1],
+                            ..p
+                        };
+                        for o in 0..6 {
+                            let looped: Vec<usize> = (0..3).filter(|&k| q.input_at(0, o, k).is_some()).collect();
+                            assert_eq!(q.inside(0, o).collect::<Vec<_>>(), looped, "{q:?} at {o}");
+                        }
+                    }
+                }
             }
         }
     }

@@ -167,7 +167,13 @@ pub enum RefOp<A, D> {
     Conv { x: usize, w: usize, stride: Vec<usize>, padding: Vec<usize>, dilation: Vec<usize>, mul: fn(A, A) -> A },
     /// Max pooling of `x` (`[n, c, spatial…]`): one kernel size, stride and padding per spatial
     /// axis.
-    MaxPool { x: usize, kernel: Vec<usize>, stride: Vec<usize>, padding: Vec<usize>, cmp: fn(&A, &A) -> Option<Ordering> },
+    MaxPool {
+        x: usize,
+        kernel: Vec<usize>,
+        stride: Vec<usize>,
+        padding: Vec<usize>,
+        cmp: fn(&A, &A) -> Option<Ordering>,
+    },
     /// Average pooling of `x`, the padding not counted.
     AvgPool {
         x: usize,

@@ -89,21 +89,38 @@ impl Geometry {
 
     /// The value of plane `(b, ch)` of `x` at the taps `(ki, kj)` of output `(i, j)`, the
     /// scalar's `0` in the padding.
-    fn padded<A: Scalar>(&self, x: &RefTensor<A>, b: usize, ch: usize, (i, j): (usize, usize), (ki, kj): (usize, usize)) -> A {
+    fn padded<A: Scalar>(
+        &self,
+        x: &RefTensor<A>,
+        b: usize,
+        ch: usize,
+        (i, j): (usize, usize),
+        (ki, kj): (usize, usize),
+    ) -> A {
         match (self.tap(0, i, ki), self.tap(1, j, kj)) {
             (Some(r), Some(col)) => x.data[((b * self.c + ch) * self.h + r) * self.w + col].clone(),
             _ => A::zero(),
         }
     }
 
-    /// The taps `(r, col)` of the window of output `(i, j)` inside the plane, in window order.
+    /// The input rows (`axis = 0`) or columns of a pooling window at output index `o`: the padded
+    /// indices `o·stride .. o·stride + kernel` (a pooling's dilation is 1) that fall inside the
+    /// input, shifted back by the padding; ascending.
+    fn within(&self, axis: usize, o: usize) -> core::ops::Range<usize> {
+        let (size, pad) = (if axis == 0 { self.h } else { self.w }, self.padding[axis]);
+        let first = o * self.stride[axis];
+        let lo = first.max(pad);
+        let hi = (first + self.kernel[axis]).min(pad + size).max(lo);
+        lo - pad..hi - pad
+    }
+
+    /// The elements `(r, col)` of the pooling window of output `(i, j)` inside the plane, in
+    /// window order (rows ascending, then columns).
     fn window(&self, i: usize, j: usize) -> Vec<(usize, usize)> {
         let mut taps = Vec::new();
-        for ki in 0..self.kernel[0] {
-            for kj in 0..self.kernel[1] {
-                if let (Some(r), Some(col)) = (self.tap(0, i, ki), self.tap(1, j, kj)) {
-                    taps.push((r, col));
-                }
+        for r in self.within(0, i) {
+            for col in self.within(1, j) {
+                taps.push((r, col));
             }
         }
         taps
@@ -231,8 +248,8 @@ pub(super) struct PoolArgs<'a> {
 fn pool_geometry<A>(x: &RefTensor<A>, a: &PoolArgs<'_>) -> Result<Geometry, String> {
     let ones = vec![1; a.kernel.len()];
     let g = Geometry::new(&x.dims, a.kernel, a.stride, a.padding, &ones)?;
-    let empty = (0..g.oh).any(|i| (0..g.ow).any(|j| g.window(i, j).is_empty()));
-    if g.n * g.c > 0 && empty {
+    let empty = || (0..g.oh).any(|i| g.within(0, i).is_empty()) || (0..g.ow).any(|j| g.within(1, j).is_empty());
+    if g.n * g.c > 0 && empty() {
         return Err(format!("a window of {:?} padded by {:?} holds no element of {:?}", a.kernel, a.padding, x.dims));
     }
     Ok(g)
@@ -249,7 +266,15 @@ fn stays<A>(cmp: fn(&A, &A) -> Option<Ordering>, m: &A, v: &A) -> bool {
 
 /// The tap `(r, col)` of plane `(b, ch)` that max pooling keeps in the window of `(i, j)`: the
 /// first maximal one in window order.
-fn kept<A>(x: &RefTensor<A>, g: &Geometry, cmp: fn(&A, &A) -> Option<Ordering>, b: usize, ch: usize, i: usize, j: usize) -> (usize, usize) {
+fn kept<A>(
+    x: &RefTensor<A>,
+    g: &Geometry,
+    cmp: fn(&A, &A) -> Option<Ordering>,
+    b: usize,
+    ch: usize,
+    i: usize,
+    j: usize,
+) -> (usize, usize) {
     let at = |(r, col): (usize, usize)| &x.data[((b * g.c + ch) * g.h + r) * g.w + col];
     let window = g.window(i, j);
     let mut best = window[0];
