@@ -223,8 +223,13 @@ impl Lowering<'_> {
                     ok = false;
                 }
                 Err(None) => {
-                    let shape = if spatial == 1 { "an integer literal" } else { "an integer literal or a pair `(h, w)` of them" };
-                    self.errors.at_site(&Site::new(a.right.span(), &a.right), format!("{}'s {key} is {shape}", op.name));
+                    let shape = if spatial == 1 {
+                        "an integer literal"
+                    } else {
+                        "an integer literal or a pair `(h, w)` of them"
+                    };
+                    self.errors
+                        .at_site(&Site::new(a.right.span(), &a.right), format!("{}'s {key} is {shape}", op.name));
                     ok = false;
                 }
             }
