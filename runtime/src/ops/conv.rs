@@ -10,7 +10,13 @@
 //!   channels), then `Plane::add_columns` adds each entry onto the input element it taps;
 //! * weight gradient: `δ' · patches` with `δ'` the cotangent as `c_out × (n·out)` (products
 //!   `δ * x`, one sum over every batch item and output position).
+//!
+//! Scratch: the VJP takes its patch and column buffers from the `Contributions` pool; the forward
+//! keeps its patch matrix in a per-thread buffer for `f32` and `f64` ([`with_scratch`]), so a
+//! generated program's runs after the first allocate nothing (other scalars allocate it per call).
 
+use core::any::{Any, TypeId};
+use core::cell::RefCell;
 use core::ops::Mul;
 
 use exactgrad_spec::rules::{self, Sliding};
@@ -23,6 +29,37 @@ use crate::reference::RefOp;
 use crate::scalar::Scalar;
 use crate::shape::Dims;
 use crate::tensor::RawTensor;
+
+thread_local! {
+    static SCRATCH_F32: RefCell<Vec<f32>> = const { RefCell::new(Vec::new()) };
+    static SCRATCH_F64: RefCell<Vec<f64>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Runs `f` on an empty buffer: for `f32` and `f64` this thread's reused one (taken out for the
+/// call, so a nested call gets a fresh one), for other scalars a new one.
+fn with_scratch<A: 'static, R>(f: impl FnOnce(&mut Vec<A>) -> R) -> R {
+    fn reuse<T: 'static, A: 'static, R>(
+        key: &'static std::thread::LocalKey<RefCell<Vec<T>>>,
+        f: impl FnOnce(&mut Vec<A>) -> R,
+    ) -> R {
+        let mut v = key.with(|c| c.take());
+        v.clear();
+        let r = match (&mut v as &mut dyn Any).downcast_mut::<Vec<A>>() {
+            Some(typed) => f(typed),
+            None => f(&mut Vec::new()),
+        };
+        v.clear();
+        key.with(|c| c.replace(v));
+        r
+    }
+    if TypeId::of::<A>() == TypeId::of::<f32>() {
+        reuse(&SCRATCH_F32, f)
+    } else if TypeId::of::<A>() == TypeId::of::<f64>() {
+        reuse(&SCRATCH_F64, f)
+    } else {
+        f(&mut Vec::new())
+    }
+}
 
 /// A convolution over `N` spatial axes (`conv1d`: `N = 1`, `conv2d`: `N = 2`) of an input
 /// `[n, c_in, spatial…]` with a weight `[c_out, c_in, kernel…]` (formulas: `conv1d.rs`,
@@ -127,14 +164,16 @@ impl<A: Scalar + Mul<Output = A>, D, const N: usize> CompactOp<A, D> for Conv<N>
         if c_out * out == 0 {
             return;
         }
-        let mut patches = Vec::with_capacity(p.batch * out * taps);
-        p.patches(x.data(), &mut patches);
-        let weights = MatrixView::row_major(w.data(), taps);
-        for b in 0..p.batch {
-            // y_b[co, o] = Σ_t patches[b·out + o, t] * w[co, t]: the input on the left.
-            let rows = MatrixView::transposed(&patches[b * out * taps..(b + 1) * out * taps], taps);
-            gemm::<A, true>(c_out, taps, out, weights, rows, y);
-        }
+        with_scratch(|patches: &mut Vec<A>| {
+            patches.reserve(p.batch * out * taps);
+            p.patches(x.data(), patches);
+            let weights = MatrixView::row_major(w.data(), taps);
+            for b in 0..p.batch {
+                // y_b[co, o] = Σ_t patches[b·out + o, t] * w[co, t]: the input on the left.
+                let rows = MatrixView::transposed(&patches[b * out * taps..(b + 1) * out * taps], taps);
+                gemm::<A, true>(c_out, taps, out, weights, rows, y);
+            }
+        });
     }
     fn contributions(&self, saved: &SavedValues<'_, A, D>, g: &RawTensor<A>, c: &mut Contributions<A>) -> Contrib {
         let [px, pw] = self.parents;
