@@ -427,7 +427,7 @@ fn window_axis(
     Ok((padded - span) / stride + 1)
 }
 
-/// `conv1d` (`N = 1`) and `conv2d` (`N = 2`): the input `x` is `[n, c_in, spatial…]`, the weight
+/// `conv1d` (`N = 1`) and `conv2d` (`N = 2`; other `N` are refused): the input `x` is `[n, c_in, spatial…]`, the weight
 /// `w` is `[c_out, c_in, kernel…]`, and each spatial axis becomes
 /// `(size + 2·padding − (dilation·(kernel − 1) + 1)) / stride + 1`: output `[n, c_out, out…]`.
 /// Every stride and dilation is at least 1, every kernel size at least 1, and the dilated kernel
@@ -443,7 +443,7 @@ pub fn conv<D: Dim, const N: usize>(op: &str, x: &[D], w: &[D], g: &Sliding<N>) 
     } else {
         "an input [n, c_in, h, w] and a weight [c_out, c_in, kh, kw]"
     };
-    if x.len() != N + 2 || w.len() != N + 2 {
+    if !(1..=2).contains(&N) || x.len() != N + 2 || w.len() != N + 2 {
         return Err(format!("{op} needs {layout}, got shapes {} and {}", Dims(x), Dims(w)));
     }
     if !may_equal(&x[1], &w[1]) {
@@ -497,7 +497,8 @@ pub fn conv<D: Dim, const N: usize>(op: &str, x: &[D], w: &[D], g: &Sliding<N>) 
     Ok(out)
 }
 
-/// `max_pool2d` and `avg_pool2d` (`N = 2`): the input is `[n, c, spatial…]`, each spatial axis
+/// `max_pool2d` and `avg_pool2d` (`N = 2`; `N = 1` is a one-dimensional pooling, other `N` are
+/// refused): the input is `[n, c, spatial…]`, each spatial axis
 /// becomes `(size + 2·padding − kernel) / stride + 1`: output `[n, c, out…]`. Every kernel size and
 /// stride is at least 1, the padding at most half the kernel (`2·padding ≤ kernel`) and every
 /// spatial size at least 1, so that every window holds at least one element of the input; the
@@ -513,7 +514,7 @@ pub fn pool<D: Dim, const N: usize>(
     stride: [usize; N],
     padding: [usize; N],
 ) -> Outcome<D> {
-    if x.len() != N + 2 {
+    if !(1..=2).contains(&N) || x.len() != N + 2 {
         let layout = if N == 1 { "[n, c, l]" } else { "[n, c, h, w]" };
         return Err(format!("{op} needs an input {layout}, got shape {}", Dims(x)));
     }
@@ -661,6 +662,8 @@ mod tests {
             e(pool("max_pool2d", &[1, 4, 4], [2, 2], [1, 1], [0, 0])),
             "max_pool2d needs an input [n, c, h, w], got shape [1, 4, 4]"
         );
+        assert!(e(conv::<usize, 0>("conv0d", &[1, 1], &[1, 1], &Sliding { stride: [], padding: [], dilation: [] }))
+            .starts_with("conv0d needs"));
         assert_eq!(
             e(pool("max_pool2d", &[1, 1, 4, 4], [2, 0], [1, 1], [0, 0])),
             "max_pool2d needs kernel sizes and strides of at least 1, got kernel (2, 0) and stride (1, 1)"

@@ -61,22 +61,33 @@ fn with_scratch<A: 'static, R>(f: impl FnOnce(&mut Vec<A>) -> R) -> R {
     }
 }
 
-/// A convolution over `N` spatial axes (`conv1d`: `N = 1`, `conv2d`: `N = 2`) of an input
-/// `[n, c_in, spatial…]` with a weight `[c_out, c_in, kernel…]` (formulas: `conv1d.rs`,
-/// `conv2d.rs`).
+/// A convolution over `N` spatial axes (`conv1d`: `N = 1`, `conv2d`: `N = 2`, the only two that
+/// can be built) of an input `[n, c_in, spatial…]` with a weight `[c_out, c_in, kernel…]`
+/// (formulas: `conv1d.rs`, `conv2d.rs`).
 #[derive(Clone, Debug)]
 pub struct Conv<const N: usize> {
     parents: [usize; 2],
     sliding: Sliding<N>,
 }
 
-impl<const N: usize> Conv<N> {
-    /// The convolution of the input at position `x` with the weight at position `w`, with the
-    /// stride, padding and dilation of `sliding` along each spatial axis.
-    pub fn new(x: usize, w: usize, sliding: Sliding<N>) -> Self {
+impl Conv<1> {
+    /// `conv1d` of the input at position `x` (`[n, c_in, l]`) with the weight at position `w`
+    /// (`[c_out, c_in, k]`), with the stride, padding and dilation of `sliding`.
+    pub fn new(x: usize, w: usize, sliding: Sliding<1>) -> Self {
         Conv { parents: [x, w], sliding }
     }
+}
 
+impl Conv<2> {
+    /// `conv2d` of the input at position `x` (`[n, c_in, h, w]`) with the weight at position `w`
+    /// (`[c_out, c_in, kh, kw]`), with the strides, paddings and dilations of `sliding` (height,
+    /// width).
+    pub fn new(x: usize, w: usize, sliding: Sliding<2>) -> Self {
+        Conv { parents: [x, w], sliding }
+    }
+}
+
+impl<const N: usize> Conv<N> {
     /// The op's name.
     fn op_name() -> &'static str {
         if N == 1 {
