@@ -78,6 +78,16 @@
 //!   as written. A **parameter array** `w: [[64, 64]; 4]` is 4 inputs `w[0]`…`w[3]`: its handle
 //!   field is `w: [Position<…>; 4]` and `inputs(…)` takes `[Tensor<…>; 4]`; `w[i]` out of range is
 //!   an error. Nodes made in an iteration are labelled `h@i=3` in `describe_backward`.
+//! * **Convolutions and poolings** take their values, then their constants by name, each an
+//!   integer literal (every spatial axis) or, for a two-dimensional op, a pair `(height, width)`:
+//!   `conv2d(x, w, stride = 2, padding = (1, 0), dilation = 1)` (defaults 1, 0, 1),
+//!   `max_pool2d(x, kernel = 2)`, `avg_pool2d(x, kernel = (2, 3), stride = 1, padding = 1)`
+//!   (stride defaults to the kernel, padding to 0). Layouts are channels first: images
+//!   `[n, c, h, w]`, sequences `[n, c, l]` (`conv1d`), filters `[c_out, c_in, kh, kw]`; the
+//!   spatial sizes are literal, the batch and the channels may be generic dims. There is no bias
+//!   operand: add one per channel with `add_row` on the channels-last form (`permute`, `reshape`).
+//!   Padded taps are zeros in a convolution's products, skipped by max pooling, and not counted by
+//!   average pooling; SEMANTICS §8.1 fixes the order of every sum and the ties and NaNs of the max.
 //! * **Opaque nodes** wrap user closures: `let y: [3] = opaque(a, b, forward = |a, b| …, vjp =
 //!   |a, b, g| [da, db]);`. `forward` gets the read values (`&RawTensor`) and returns the output;
 //!   `vjp` gets them and the cotangent and returns one gradient per read value (zeros elsewhere in

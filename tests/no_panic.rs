@@ -502,3 +502,96 @@ fn a_stale_contribution_handle_is_an_error_from_read_and_dense() {
     assert!(c.read(s, 0, &g).unwrap_err().contains("not a handle of this arena"));
     assert!(c.dense(s, &[Dims::vector(2)], &g).unwrap_err().contains("not a handle of this arena"));
 }
+
+// ---------------------------------------------------------------------------------------------
+// Convolutions and poolings on degenerate shapes and constants.
+// ---------------------------------------------------------------------------------------------
+
+/// Every pass of a one-node graph over inputs of `dims`, against the reference; `Err` when the
+/// node is refused at push.
+fn window_node(dims: &[&[usize]], node: RawNode<f64, ()>) -> Result<Vec<RawTensor<f64>>, Error> {
+    let dims: Vec<Dims> = dims.iter().map(|d| Dims::new(d).unwrap()).collect();
+    let mut g = RawGraph::<f64, ()>::new(dims.clone());
+    let y = g.push(node)?;
+    let inputs: Vec<RawTensor<f64>> = dims.iter().map(|&d| RawTensor::from_fn(d, |i| i as f64 * 0.5 - 1.0)).collect();
+    let saved = RawSavedGraph::compile(&g, inputs.clone(), ()).unwrap();
+    let seed = RawTensor::full(g.dims()[y.index()], 1.0);
+    let from = saved.backprop_from(y, seed.clone()).unwrap().into_vec();
+    let reference = g.backprop_from_ctx(&inputs, &(), y, seed).unwrap();
+    let bits = |p: &[RawTensor<f64>]| {
+        p.iter().map(|t| t.data().iter().map(|x| x.to_bits()).collect::<Vec<_>>()).collect::<Vec<_>>()
+    };
+    assert_eq!(bits(&from), bits(&reference));
+    Ok(from)
+}
+
+#[test]
+fn window_ops_on_degenerate_shapes_are_errors_or_run() {
+    use ops::Sliding;
+    let s2 = |stride: [usize; 2], padding: [usize; 2], dilation: [usize; 2]| Sliding { stride, padding, dilation };
+    // Empty batch, channels or filters, or only padding to slide over: sums of no term, or of
+    // products with padded zeros, are zeros.
+    for (x, w) in [
+        (&[0, 2, 3, 3][..], &[4, 2, 2, 2][..]),
+        (&[2, 0, 3, 3], &[4, 0, 2, 2]),
+        (&[2, 2, 3, 3], &[0, 2, 2, 2]),
+        (&[2, 2, 0, 3], &[1, 2, 1, 2]),
+    ] {
+        let padding = if x[2] == 0 { [1, 0] } else { [0, 0] };
+        let out = window_node(&[x, w], RawNode::compact(ops::Conv2d::new(0, 1, s2([1, 1], padding, [1, 1])))).unwrap();
+        assert!(out[0].data().iter().chain(out[1].data()).all(|&v| v == 0.0), "{x:?} {w:?}");
+    }
+    window_node(&[&[0, 1, 4, 4]], RawNode::compact(ops::MaxPool2d::new(0, [2, 2], [2, 2], [0, 0]))).unwrap();
+    window_node(&[&[2, 0, 4, 4]], RawNode::compact(ops::AvgPool2d::new(0, [2, 2], [2, 2], [1, 1]))).unwrap();
+    // A kernel far larger than the input, half of it padding: 2 × 3 windows, each found without
+    // visiting its 2^64 taps; every window holds both elements.
+    let huge = 1 << 32;
+    let out = window_node(
+        &[&[1, 1, 1, 2]],
+        RawNode::compact(ops::MaxPool2d::new(0, [huge, huge], [1, 1], [huge / 2, huge / 2])),
+    );
+    assert_eq!(out.unwrap()[0].data(), &[0.0, 6.0]);
+    let out = window_node(
+        &[&[1, 1, 1, 2]],
+        RawNode::compact(ops::AvgPool2d::new(0, [huge, huge], [1, 1], [huge / 2, huge / 2])),
+    );
+    assert_eq!(out.unwrap()[0].data(), &[3.0, 3.0]);
+    // Refused at push, in words: zero constants, overflowing padding, a patch matrix beyond usize.
+    let refused = |dims: &[&[usize]], node: RawNode<f64, ()>, words: &str| match window_node(dims, node) {
+        Err(Error::Node { message, .. }) => assert!(message.contains(words), "{message}"),
+        other => panic!("{words}: {:?}", other.map(|p| p.len())),
+    };
+    refused(
+        &[&[1, 1, 3, 3], &[1, 1, 2, 2]],
+        RawNode::compact(ops::Conv2d::new(0, 1, s2([0, 1], [0, 0], [1, 1]))),
+        "at least 1",
+    );
+    refused(
+        &[&[1, 1, 3, 3], &[1, 1, 2, 2]],
+        RawNode::compact(ops::Conv2d::new(0, 1, s2([1, 1], [usize::MAX, 0], [1, 1]))),
+        "overflows",
+    );
+    refused(
+        &[&[1, 1, 3, 3], &[1, 1, 3, 3]],
+        RawNode::compact(ops::Conv2d::new(0, 1, s2([1, 1], [0, 0], [BIG, 1]))),
+        "overflows",
+    );
+    refused(
+        &[&[0, 1, 3, 3], &[1, 1, 1, 1]],
+        RawNode::compact(ops::Conv2d::new(0, 1, s2([1, 1], [BIG / 4, BIG / 4], [1, 1]))),
+        "patch matrix",
+    );
+    refused(&[&[1, 1, 3], &[1, 2, 1]], RawNode::compact(ops::Conv1d::new(0, 1, Sliding::default())), "input channels");
+    refused(&[&[1, 1, 3, 3]], RawNode::compact(ops::MaxPool2d::new(0, [2, 2], [0, 1], [0, 0])), "at least 1");
+    refused(
+        &[&[1, 1, 3, 3]],
+        RawNode::compact(ops::AvgPool2d::new(0, [2, 2], [1, 1], [usize::MAX, 0])),
+        "half the kernel",
+    );
+    refused(
+        &[&[1, 1, 3, 3]],
+        RawNode::compact(ops::AvgPool2d::new(0, [usize::MAX, 2], [1, 1], [usize::MAX / 2, 0])),
+        "overflows",
+    );
+    refused(&[&[2, 3]], RawNode::compact(ops::MaxPool2d::new(0, [1, 1], [1, 1], [0, 0])), "[n, c, h, w]");
+}

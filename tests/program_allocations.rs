@@ -41,6 +41,16 @@ graph! {
     }
 }
 
+graph! {
+    /// Convolutions and poolings (their patch matrices and columns are scratch).
+    fn cnn(x: [2, 2, 6, 6], k: [3, 2, 3, 3], q: [2, 3, 2, 2], s: [2, 2, 7], r: [4, 2, 3]) -> [] {
+        let h = relu(conv2d(x, k, padding = 1));
+        let p = max_pool2d(h, kernel = 2);
+        let c = conv2d(p, q, dilation = (1, 2), padding = (0, 1));
+        sum(avg_pool2d(c, kernel = 2, stride = 1, padding = 1)) + sum(conv1d(s, r, stride = 2))
+    }
+}
+
 fn filled<S: exactgrad::Shape>(salt: u32) -> Tensor<f32, S> {
     Tensor::from_fn(|i| ((i as u32 * 7 + salt) % 11) as f32 * 0.25 - 1.0)
 }
@@ -94,9 +104,24 @@ fn two_outputs() {
     }
 }
 
+fn convolutions() {
+    let (_, h) = cnn::<f32>();
+    let mut inputs = h.inputs(filled(1), filled(2), filled(3), filled(4), filled(5));
+    let seed = Tensor::full(1.0);
+    let mut prog = Cnn::program::<f32>();
+    prog.gradients(&mut inputs, &(), &seed).expect("runs");
+    for run in 2..8 {
+        let n = allocations(|| {
+            prog.gradients(&mut inputs, &(), &seed).expect("runs");
+        });
+        assert_eq!(n, 0, "run {run} of the convolutions allocated {n} times");
+    }
+}
+
 #[test]
 fn programs_allocate_only_on_their_first_run() {
     let _profiler = dhat::Profiler::builder().testing().build();
     attention_block();
     two_outputs();
+    convolutions();
 }

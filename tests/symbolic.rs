@@ -242,17 +242,23 @@ fn symbolic_pack(plan_dims: &[Dims], prefix: &str, rng: &mut Rng, zero_in: u64) 
 
 fn run_case(plan: &Plan, seed: u64) {
     Sym::reset();
-    let mut rng = Rng::new(seed);
     let g = build(plan);
-    let inputs = symbolic_pack(&plan.inputs, "x", &mut rng, 6);
-    let saved = RawSavedGraph::compile(&g, inputs.clone(), ()).unwrap();
-    let n_in = plan.inputs.len();
+    check_graph(&g, &plan.inputs, &plan.dims, seed);
+}
 
-    let seeds = symbolic_pack(&plan.dims, "s", &mut rng, 3);
+/// Every pass of `g` (inputs of dims `input_dims`, positions of dims `dims`) on symbolic inputs
+/// and seeds drawn from `seed`, against the reference's trees.
+fn check_graph(g: &RawGraph<Sym, ()>, input_dims: &[Dims], dims: &[Dims], seed: u64) {
+    let mut rng = Rng::new(seed);
+    let inputs = symbolic_pack(input_dims, "x", &mut rng, 6);
+    let saved = RawSavedGraph::compile(g, inputs.clone(), ()).unwrap();
+    let n_in = input_dims.len();
+
+    let seeds = symbolic_pack(dims, "s", &mut rng, 3);
     // The graph-level reference (`ofGraph_*`): its trees are the dense pass's.
     let reference = g.backprop_all_ctx(&inputs, &(), seeds.clone()).unwrap();
     let dense = saved.backprop_all_dense(seeds.clone()).unwrap();
-    assert_eq!(dense.len(), plan.len());
+    assert_eq!(dense.len(), dims.len());
     assert_same("all_dense vs backprop_all_ctx", &dense, &reference);
     assert_same("all_array", &saved.backprop_all_array(seeds.clone()).unwrap(), &dense);
     assert_same("all_stored", &saved.backprop_all_stored(seeds.clone()).unwrap(), &dense);
@@ -260,13 +266,14 @@ fn run_case(plan: &Plan, seed: u64) {
     assert_same("inputs_dense vs all_dense", &inputs_dense, &dense[..n_in]);
     assert_same("inputs_array", &saved.backprop_inputs_array(seeds.clone()).unwrap(), &inputs_dense);
     assert_same("inputs_stored", &saved.backprop_inputs_stored(seeds).unwrap(), &inputs_dense);
+    assert_same("compile's values vs eval_ctx", saved.values(), &g.eval_ctx(&inputs, &()).unwrap());
 
     // Single-output pass from two outputs: the last node, and a random position.
-    for output in [plan.len() - 1, rng.below(plan.len() as u64) as usize] {
+    for output in [dims.len() - 1, rng.below(dims.len() as u64) as usize] {
         let seed = if rng.below(5) == 0 {
-            RawTensor::zeros(plan.dims[output])
+            RawTensor::zeros(dims[output])
         } else {
-            leaves(plan.dims[output], &format!("o{output}_"))
+            leaves(dims[output], &format!("o{output}_"))
         };
         let at = saved.graph().position(output).unwrap();
         let reference = g.backprop_from_ctx(&inputs, &(), at, seed.clone()).unwrap();
@@ -310,5 +317,138 @@ fn fixed_graphs_fast_passes_build_the_reference_trees() {
     assert!(plan.steps.contains(&Step::MatMul(2, 2)), "{plan:?}");
     for seed in 0..16 {
         run_case(&plan, seed);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Convolutions and poolings (SEMANTICS §8.1).
+// ---------------------------------------------------------------------------------------------
+
+/// The input shapes of the window graphs: images `[n, c, h, w]` and sequences `[n, c, l]`, and
+/// weights that fit them.
+const WINDOW_SHAPES: [&[usize]; 6] =
+    [&[2, 2, 3, 3], &[1, 2, 4, 3], &[3, 2, 2, 2], &[1, 2, 5], &[2, 2, 2], &[2, 2, 2, 1]];
+
+/// A random graph of `conv1d`, `conv2d`, `max_pool2d`, `avg_pool2d` and `add` nodes over
+/// [`WINDOW_SHAPES`] inputs, each node's constants drawn from `raw` (and replaced by ones that
+/// fit when they do not).
+fn window_graph(shapes: &[usize], raw: &[(u8, u32, u32, u8)]) -> RawGraph<Sym, ()> {
+    use exactgrad::spec::rules::{self, Sliding};
+    let dims: Vec<Dims> = shapes.iter().map(|&s| Dims::new(WINDOW_SHAPES[s % WINDOW_SHAPES.len()]).unwrap()).collect();
+    let mut g = RawGraph::<Sym, ()>::new(dims);
+    for &(kind, r1, r2, bits) in raw {
+        let all = g.dims().to_vec();
+        let pick = |c: &[usize], r: u32| c[r as usize % c.len()];
+        let bit = |k: u8| usize::from((bits >> k) & 1);
+        let node = match kind % 5 {
+            0 | 1 => {
+                // conv(x, w) over every pair of one rank (3 or 4) with the same channels, a
+                // position with itself included.
+                let pairs: Vec<usize> = (0..all.len() * all.len())
+                    .filter(|&q| {
+                        let (x, w) = (all[q / all.len()].as_slice(), all[q % all.len()].as_slice());
+                        x.len() >= 3 && x.len() == w.len() && x[1] == w[1] && w[2..].iter().all(|&k| k > 0)
+                    })
+                    .collect();
+                // Kind 0 prefers conv2d, kind 1 conv1d.
+                let rank = if kind % 5 == 0 { 4 } else { 3 };
+                let preferred: Vec<usize> =
+                    pairs.iter().copied().filter(|&q| all[q / all.len()].rank() == rank).collect();
+                let pairs = if preferred.is_empty() { pairs } else { preferred };
+                if pairs.is_empty() {
+                    continue;
+                }
+                let q = pick(&pairs, r1);
+                let (x, w) = (q / all.len(), q % all.len());
+                let (sx, sw) = (all[x].as_slice(), all[w].as_slice());
+                if sx.len() == 3 {
+                    let fit = |s: Sliding<1>| rules::conv("conv1d", sx, sw, &s).is_ok().then_some(s);
+                    let s = Sliding { stride: [1 + bit(0)], padding: [bit(1) + bit(2)], dilation: [1 + bit(3)] };
+                    let s = fit(s).or_else(|| fit(Sliding { padding: [sw[2]], ..Sliding::default() }));
+                    let Some(s) = s else { continue };
+                    RawNode::compact(ops::Conv1d::new(x, w, s))
+                } else {
+                    let fit = |s: Sliding<2>| rules::conv("conv2d", sx, sw, &s).is_ok().then_some(s);
+                    let s = Sliding {
+                        stride: [1 + bit(0), 1 + bit(4)],
+                        padding: [bit(1) + bit(2), bit(5)],
+                        dilation: [1 + bit(3), 1 + bit(6)],
+                    };
+                    let s = fit(s).or_else(|| fit(Sliding { padding: [sw[2], sw[3]], ..Sliding::default() }));
+                    let Some(s) = s else { continue };
+                    RawNode::compact(ops::Conv2d::new(x, w, s))
+                }
+            }
+            2 | 3 => {
+                let images: Vec<usize> = (0..all.len())
+                    .filter(|&q| all[q].rank() == 4 && all[q].as_slice()[2..].iter().all(|&s| s > 0))
+                    .collect();
+                if images.is_empty() {
+                    continue;
+                }
+                let x = pick(&images, r1);
+                let kernel = [1 + bit(0) + bit(1), 1 + bit(2)];
+                let (stride, padding) = ([1 + bit(3), 1 + bit(4)], [bit(5), bit(6)]);
+                let fits = rules::pool("max_pool2d", all[x].as_slice(), kernel, stride, padding).is_ok();
+                let (kernel, stride, padding) = if fits { (kernel, stride, padding) } else { ([1, 1], [1, 1], [0, 0]) };
+                if kind % 5 == 2 {
+                    RawNode::compact(ops::MaxPool2d::new(x, kernel, stride, padding))
+                } else {
+                    RawNode::compact(ops::AvgPool2d::new(x, kernel, stride, padding))
+                }
+            }
+            _ => {
+                let a = r1 as usize % all.len();
+                let same: Vec<usize> = (0..all.len()).filter(|&q| all[q] == all[a]).collect();
+                RawNode::compact(ops::Add::new(a, pick(&same, r2)))
+            }
+        };
+        g.push(node).unwrap();
+    }
+    g
+}
+
+/// Runs [`check_graph`] on a window graph.
+fn run_window_case(shapes: &[usize], raw: &[(u8, u32, u32, u8)], seed: u64) {
+    Sym::reset();
+    let g = window_graph(shapes, raw);
+    let dims = g.dims().to_vec();
+    check_graph(&g, &dims[..g.num_inputs()], &dims, seed);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// Convolutions and poolings (with repeated parents, padding, strides and dilations) build the
+    /// reference's trees in every pass: the order of every addition of SEMANTICS §8.1.
+    #[test]
+    fn conv_and_pool_graphs_build_the_reference_trees(
+        shapes in proptest::collection::vec(0..WINDOW_SHAPES.len(), 1..=3),
+        raw in proptest::collection::vec(any::<(u8, u32, u32, u8)>(), 1..=6),
+        seed in any::<u64>(),
+    ) {
+        run_window_case(&shapes, &raw, seed);
+    }
+}
+
+/// A fixed window graph with every window op, padding, strides, dilations and overlapping
+/// pooling windows (the constants come from the bits; ones that do not fit are replaced).
+#[test]
+fn fixed_window_graph_builds_the_reference_trees() {
+    // Inputs [2, 2, 3, 3], [3, 2, 2, 2], [1, 2, 5].
+    let raw = [
+        (0, 1, 0, 0b0000_0110),
+        (0, 0, 0, 0b0010_1001),
+        (2, 0, 0, 0b0010_0101),
+        (3, 0, 0, 0b0110_0011),
+        (1, 8, 0, 0b0000_1010),
+        (4, 0, 0, 0),
+    ];
+    Sym::reset();
+    let g = window_graph(&[0, 2, 3], &raw);
+    let names: Vec<&str> = g.nodes().iter().map(|n| n.name()).collect();
+    assert_eq!(names, ["conv2d", "conv2d", "max_pool2d", "avg_pool2d", "conv1d", "add"], "{}", g.describe());
+    for seed in 0..8 {
+        run_window_case(&[0, 2, 3], &raw, seed);
     }
 }

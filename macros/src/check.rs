@@ -52,4 +52,29 @@ mod tests {
         assert!(e.to_string().starts_with("unknown op `nope`"), "{e}");
         assert!(check_source("fn f(x: [2]) -> [2] { \"unterminated }").is_err());
     }
+
+    #[test]
+    fn window_ops_take_named_constants() {
+        for src in [
+            "fn f(x: [2, 3, 8, 8], w: [4, 3, 3, 3]) -> [2, 4, 4, 4] { conv2d(x, w, stride = 2, padding = 1) }",
+            "fn f<B>(x: [B, 3, 8, 8], w: [4, 3, 3, 3]) -> [B, 4, 3, 2] { max_pool2d(x.conv2d(w, dilation = (1, 2)), kernel = 2) }",
+            "fn f(x: [1, 2, 7], w: [2, 2, 3]) -> [1, 2, 4] { conv1d(x, w, padding = 1, stride = 2) }",
+            "fn f(x: [1, 2, 5, 4]) -> [1, 2, 5, 2] { avg_pool2d(x, kernel = (3, 2), stride = (1, 2), padding = (1, 0)) }",
+        ] {
+            assert!(check_source(src).is_ok(), "{src}: {:?}", check_source(src).err().map(|e| e.to_string()));
+        }
+        for (src, message) in [
+            ("fn f(x: [1, 1, 4, 4], w: [1, 1, 3, 3]) -> [] { sum(conv2d(x, w, 1)) }", "conv2d takes 2 values and its constants by name, as in `conv2d(x, w, stride = 1, padding = 0, dilation = 1)`, got 3 values"),
+            ("fn f(x: [1, 1, 4, 4]) -> [] { sum(max_pool2d(x)) }", "max_pool2d needs its kernel size, as in `max_pool2d(x, kernel = 2, stride = 2, padding = 0)`"),
+            ("fn f(x: [1, 1, 4], w: [1, 1, 2]) -> [] { sum(conv1d(x, w, stride = (1, 2))) }", "conv1d's stride is an integer literal"),
+            ("fn f(x: [1, 1, 4, 4]) -> [] { sum(max_pool2d(x, kernel = 2, kernel = 3)) }", "max_pool2d's kernel is given twice"),
+            ("fn f(x: [1, 1, 4, 4]) -> [] { sum(max_pool2d(x, size = 2)) }", "max_pool2d takes the constants kernel, stride, padding"),
+            ("fn f(x: [1, 1, 4, 4]) -> [] { sum(avg_pool2d(x, kernel = x)) }", "avg_pool2d's kernel is an integer literal or a pair `(h, w)` of them"),
+            ("fn f<H>(x: [1, 1, H, 4]) -> [] { sum(max_pool2d(x, kernel = 2)) }", "max_pool2d needs literal spatial sizes to compute its output, got shape [1, 1, H, 4]"),
+            ("fn f(x: [1, 3, 4, 4], w: [2, 2, 3, 3]) -> [] { sum(conv2d(x, w)) }", "conv2d needs the weight's input channels (2) to equal the input's channels (3), got shapes [1, 3, 4, 4] and [2, 2, 3, 3]"),
+        ] {
+            let e = check_source(src).expect_err(src).to_string();
+            assert!(e.starts_with(message), "{src}: {e}");
+        }
+    }
 }

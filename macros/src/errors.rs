@@ -52,6 +52,18 @@ impl Errors {
         self.add(e);
     }
 
+    /// An error made elsewhere (its message gets the current prefix).
+    pub(crate) fn push(&mut self, e: syn::Error) {
+        if self.prefix.is_empty() {
+            self.add(e);
+        } else {
+            for one in e {
+                let e = syn::Error::new(one.span(), format!("{}{one}", self.prefix));
+                self.add(e);
+            }
+        }
+    }
+
     /// An error underlining the whole site.
     pub(crate) fn at_site(&mut self, site: &Site, message: impl core::fmt::Display) {
         match &site.tokens {

@@ -5,7 +5,7 @@
 
 use exactgrad_spec::{rules, OpSpec, Rule};
 
-use crate::ir::{Dim, ExtraArg, Shape};
+use crate::ir::{Dim, ExtraArg, Shape, Window};
 
 fn shape(s: exactgrad_spec::Shape<Dim>) -> Shape {
     Shape(s.dims().to_vec())
@@ -54,6 +54,12 @@ pub(crate) fn output(
             return Ok(out);
         }
         (Rule::Leaf, _) => rules::leaf(&data.unwrap_or(&empty).0),
+        (Rule::Conv1d, ExtraArg::Window(w)) => rules::conv(name, x(0), x(1), &w.sliding::<1>()),
+        (Rule::Conv2d, ExtraArg::Window(w)) => rules::conv(name, x(0), x(1), &w.sliding::<2>()),
+        (Rule::Pool2d, ExtraArg::Window(w)) => {
+            let axes = Window::axes::<2>;
+            rules::pool(name, x(0), axes(&w.kernel), axes(&w.stride), axes(&w.padding))
+        }
         (rule, _) => unreachable!("lowering gives {rule:?} ({name}) its extra arguments"),
     };
     out.map(shape)

@@ -80,6 +80,35 @@ pub(crate) enum ExtraArg {
     Factor(Expr),
     /// A data tensor's name (`matmul_data`'s left operand, `data_tensor`'s value).
     Data(Ident),
+    /// A sliding-window op's constants.
+    Window(Window),
+}
+
+/// The constants of a convolution or a pooling (`exactgrad_spec::Args::Conv`, `Args::Pool`), one
+/// entry per spatial axis (`conv1d`: the length; the others: height, width). A convolution's
+/// kernel is its weight's, so `kernel` is empty for it; a pooling's `dilation` is all ones.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Window {
+    pub(crate) kernel: Vec<usize>,
+    pub(crate) stride: Vec<usize>,
+    pub(crate) padding: Vec<usize>,
+    pub(crate) dilation: Vec<usize>,
+}
+
+impl Window {
+    /// `v` as `N` entries (`N` is the op's spatial count, which lowering gave every list).
+    pub(crate) fn axes<const N: usize>(v: &[usize]) -> [usize; N] {
+        core::array::from_fn(|k| v.get(k).copied().unwrap_or(1))
+    }
+
+    /// The stride, padding and dilation as the shape rule takes them.
+    pub(crate) fn sliding<const N: usize>(&self) -> exactgrad_spec::rules::Sliding<N> {
+        exactgrad_spec::rules::Sliding {
+            stride: Self::axes(&self.stride),
+            padding: Self::axes(&self.padding),
+            dilation: Self::axes(&self.dilation),
+        }
+    }
 }
 
 /// What a node runs.

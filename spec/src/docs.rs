@@ -1,13 +1,14 @@
 //! The op table of the crate docs, generated from [`OPS`](crate::ops::OPS): the facade's docs
 //! include `docs/ops.md`, and a test keeps that file equal to [`op_table`].
 
-use crate::ops::{Form, OPS};
+use crate::ops::{Args, Form, OpSpec, OPS};
 use crate::vjp::{Pattern, Reads};
 
-/// Operand names for the table's VJP column, by arity.
-fn operand_names(arity: usize) -> &'static [&'static str] {
-    match arity {
+/// Operand names for the table's VJP column, by arity (a convolution's are its input and weight).
+fn operand_names(op: &OpSpec) -> &'static [&'static str] {
+    match op.arity {
         1 => &["x"],
+        2 if op.args == Args::Conv => &["x", "w"],
         2 => &["a", "b"],
         _ => &["x", "gain", "bias"],
     }
@@ -45,7 +46,7 @@ fn written(name: &str, form: Form, aliases: &[&str]) -> String {
 pub fn op_table() -> String {
     let mut out = String::from("| op | shape rule | compact VJP (support) | VJP reads |\n|---|---|---|---|\n");
     for op in OPS {
-        let names = operand_names(op.arity);
+        let names = operand_names(op);
         let vjp = match op.vjp {
             Pattern::Zero => "`zero()`".to_owned(),
             p => format!("`{}`", p.describe(names)),

@@ -32,6 +32,13 @@ pub enum Args {
     Perm,
     /// A constant factor (`x * c`).
     Factor,
+    /// Named window constants of a convolution, each optional: `stride` (default 1), `padding`
+    /// (default 0), `dilation` (default 1); each an integer literal (every spatial axis) or, for a
+    /// two-dimensional op, a pair `(height, width)`.
+    Conv,
+    /// Named window constants of a pooling: `kernel` (required), `stride` (default: the kernel),
+    /// `padding` (default 0); each an integer literal or a pair `(height, width)`.
+    Pool,
 }
 
 /// How the op is written in `graph!`.
@@ -343,6 +350,50 @@ pub const OPS: &[OpSpec] = {
             bounds = &[Mul],
             form = Form::Lowered,
             direct = Direct::Product
+        ),
+        op!(
+            "conv1d",
+            2,
+            Conv1d,
+            Conv1d,
+            BINARY,
+            BOTH,
+            "`[n, c_in, l] , [c_out, c_in, k] → [n, c_out, l_out]` (`conv1d(x, w, stride = 1, padding = 0, dilation = 1)`, every constant optional)",
+            args = Args::Conv,
+            bounds = &[Mul]
+        ),
+        op!(
+            "conv2d",
+            2,
+            Conv2d,
+            Conv2d,
+            BINARY,
+            BOTH,
+            "`[n, c_in, h, w] , [c_out, c_in, kh, kw] → [n, c_out, h_out, w_out]` (`conv2d(x, w, stride = 1, padding = 0, dilation = 1)`, every constant optional, or a pair `(h, w)`)",
+            args = Args::Conv,
+            bounds = &[Mul]
+        ),
+        op!(
+            "max_pool2d",
+            1,
+            Pool2d,
+            Pool2d,
+            S0,
+            OPERAND,
+            "`[n, c, h, w] → [n, c, h_out, w_out]` (`max_pool2d(x, kernel = 2, stride = 2, padding = 0)`, stride defaults to the kernel)",
+            args = Args::Pool,
+            bounds = &[PartialOrd]
+        ),
+        op!(
+            "avg_pool2d",
+            1,
+            Pool2d,
+            Pool2d,
+            S0,
+            NOTHING,
+            "`[n, c, h, w] → [n, c, h_out, w_out]` (`avg_pool2d(x, kernel = 2, stride = 2, padding = 0)`, padding not counted)",
+            args = Args::Pool,
+            bounds = &[Div, FromPrimitive]
         ),
         op!(
             "data_tensor",

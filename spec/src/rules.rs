@@ -46,6 +46,13 @@ pub enum Rule {
     GatherRows,
     /// [`leaf`]: the declared shape (a data tensor).
     Leaf,
+    /// [`conv`] with one spatial axis: `[n, c_in, l] , [c_out, c_in, k] → [n, c_out, l_out]`.
+    Conv1d,
+    /// [`conv`] with two spatial axes: `[n, c_in, h, w] , [c_out, c_in, kh, kw] → [n, c_out, h_out,
+    /// w_out]`.
+    Conv2d,
+    /// [`pool`] with two spatial axes: `[n, c, h, w] → [n, c, h_out, w_out]`.
+    Pool2d,
 }
 
 /// `false` only when the dims are known to differ.
@@ -351,6 +358,204 @@ pub fn leaf<D: Dim>(declared: &[D]) -> Outcome<D> {
     Ok(shape(declared))
 }
 
+/// The constants of a convolution along its `N` spatial axes (`conv1d`: the length; `conv2d`:
+/// the height, then the width).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Sliding<const N: usize> {
+    /// The step between windows (at least 1).
+    pub stride: [usize; N],
+    /// Zeros added before and after the input (the same count on both sides).
+    pub padding: [usize; N],
+    /// The step between kernel taps (at least 1; 1 is a dense kernel).
+    pub dilation: [usize; N],
+}
+
+impl<const N: usize> Default for Sliding<N> {
+    /// Stride 1, no padding, dilation 1.
+    fn default() -> Self {
+        Sliding { stride: [1; N], padding: [0; N], dilation: [1; N] }
+    }
+}
+
+/// Writes one constant per spatial axis: `2` for one axis, `(2, 1)` for two.
+struct PerAxis<'a>(&'a [usize]);
+
+impl core::fmt::Display for PerAxis<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self.0 {
+            [one] => write!(f, "{one}"),
+            many => {
+                f.write_str("(")?;
+                for (i, v) in many.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(", ")?;
+                    }
+                    write!(f, "{v}")?;
+                }
+                f.write_str(")")
+            }
+        }
+    }
+}
+
+/// The name of spatial axis `k` of `n` in messages.
+fn axis_name(n: usize, k: usize) -> &'static str {
+    match (n, k) {
+        (1, _) => "the length",
+        (_, 0) => "the height",
+        _ => "the width",
+    }
+}
+
+/// One spatial axis of a sliding window: the output size
+/// `(size + 2·padding − (dilation·(kernel − 1) + 1)) / stride + 1`, or `Err(None)` on overflow and
+/// `Err(Some((span, padded)))` when the dilated kernel (`span` entries) does not fit the padded
+/// input (`padded` entries).
+fn window_axis(
+    size: usize,
+    kernel: usize,
+    stride: usize,
+    padding: usize,
+    dilation: usize,
+) -> Result<usize, Option<(usize, usize)>> {
+    let padded = padding.checked_mul(2).and_then(|p| p.checked_add(size)).ok_or(None)?;
+    let span =
+        kernel.checked_sub(1).and_then(|k| k.checked_mul(dilation)).and_then(|k| k.checked_add(1)).ok_or(None)?;
+    if span > padded {
+        return Err(Some((span, padded)));
+    }
+    Ok((padded - span) / stride + 1)
+}
+
+/// `conv1d` (`N = 1`) and `conv2d` (`N = 2`; other `N` are refused): the input `x` is `[n, c_in, spatial…]`, the weight
+/// `w` is `[c_out, c_in, kernel…]`, and each spatial axis becomes
+/// `(size + 2·padding − (dilation·(kernel − 1) + 1)) / stride + 1`: output `[n, c_out, out…]`.
+/// Every stride and dilation is at least 1, every kernel size at least 1, and the dilated kernel
+/// fits the padded input. The spatial sizes of `x` and the kernel's sizes must be known (literal
+/// sizes in `graph!`); `n`, `c_in` and `c_out` may be generic.
+///
+/// # Errors
+/// The rule's message, in the words the macro's checker and `compile` report, when the
+/// operands do not fit or a size overflows `usize`.
+pub fn conv<D: Dim, const N: usize>(op: &str, x: &[D], w: &[D], g: &Sliding<N>) -> Outcome<D> {
+    let layout = if N == 1 {
+        "an input [n, c_in, l] and a weight [c_out, c_in, k]"
+    } else {
+        "an input [n, c_in, h, w] and a weight [c_out, c_in, kh, kw]"
+    };
+    if !(1..=2).contains(&N) || x.len() != N + 2 || w.len() != N + 2 {
+        return Err(format!("{op} needs {layout}, got shapes {} and {}", Dims(x), Dims(w)));
+    }
+    if !may_equal(&x[1], &w[1]) {
+        return Err(format!(
+            "{op} needs the weight's input channels ({}) to equal the input's channels ({}), got shapes {} and {}",
+            w[1],
+            x[1],
+            Dims(x),
+            Dims(w)
+        ));
+    }
+    if g.stride.contains(&0) || g.dilation.contains(&0) {
+        return Err(format!(
+            "{op} needs strides and dilations of at least 1, got stride {} and dilation {}",
+            PerAxis(&g.stride),
+            PerAxis(&g.dilation)
+        ));
+    }
+    let mut out = shape(x).with(1, w[0].clone());
+    for k in 0..N {
+        let (Some(size), Some(kernel)) = (x[k + 2].size(), w[k + 2].size()) else {
+            return Err(format!(
+                "{op} needs literal spatial sizes of the input and the kernel to compute its output, got shapes {} and {}",
+                Dims(x),
+                Dims(w)
+            ));
+        };
+        if kernel == 0 {
+            return Err(format!("{op} needs a non-empty kernel, got weight shape {}", Dims(w)));
+        }
+        let axis = window_axis(size, kernel, g.stride[k], g.padding[k], g.dilation[k]).map_err(|e| match e {
+            None => format!(
+                "{op} of shapes {} and {} with padding {} and dilation {} overflows",
+                Dims(x),
+                Dims(w),
+                PerAxis(&g.padding),
+                PerAxis(&g.dilation)
+            ),
+            Some((span, padded)) => format!(
+                "{op} needs the dilated kernel ({span} along {}) to fit the padded input ({padded} along {}), got shapes {} and {} with padding {} and dilation {}",
+                axis_name(N, k),
+                axis_name(N, k),
+                Dims(x),
+                Dims(w),
+                PerAxis(&g.padding),
+                PerAxis(&g.dilation)
+            ),
+        })?;
+        out = out.with(k + 2, D::of_size(axis));
+    }
+    Ok(out)
+}
+
+/// `max_pool2d` and `avg_pool2d` (`N = 2`; `N = 1` is a one-dimensional pooling, other `N` are
+/// refused): the input is `[n, c, spatial…]`, each spatial axis
+/// becomes `(size + 2·padding − kernel) / stride + 1`: output `[n, c, out…]`. Every kernel size and
+/// stride is at least 1, the padding at most half the kernel (`2·padding ≤ kernel`) and every
+/// spatial size at least 1, so that every window holds at least one element of the input; the
+/// kernel fits the padded input. The spatial sizes must be known (literal sizes in `graph!`).
+///
+/// # Errors
+/// The rule's message, in the words the macro's checker and `compile` report, when the
+/// operand does not fit or a size overflows `usize`.
+pub fn pool<D: Dim, const N: usize>(
+    op: &str,
+    x: &[D],
+    kernel: [usize; N],
+    stride: [usize; N],
+    padding: [usize; N],
+) -> Outcome<D> {
+    if !(1..=2).contains(&N) || x.len() != N + 2 {
+        let layout = if N == 1 { "[n, c, l]" } else { "[n, c, h, w]" };
+        return Err(format!("{op} needs an input {layout}, got shape {}", Dims(x)));
+    }
+    if kernel.contains(&0) || stride.contains(&0) {
+        return Err(format!(
+            "{op} needs kernel sizes and strides of at least 1, got kernel {} and stride {}",
+            PerAxis(&kernel),
+            PerAxis(&stride)
+        ));
+    }
+    if (0..N).any(|k| padding[k] > kernel[k] / 2) {
+        return Err(format!(
+            "{op} needs a padding of at most half the kernel, got padding {} for kernel {}",
+            PerAxis(&padding),
+            PerAxis(&kernel)
+        ));
+    }
+    let mut out = shape(x);
+    for k in 0..N {
+        let Some(size) = x[k + 2].size() else {
+            return Err(format!("{op} needs literal spatial sizes to compute its output, got shape {}", Dims(x)));
+        };
+        if size == 0 {
+            return Err(format!("{op} needs a non-empty input along every spatial axis, got shape {}", Dims(x)));
+        }
+        let axis = window_axis(size, kernel[k], stride[k], padding[k], 1).map_err(|e| match e {
+            None => format!("{op} of shape {} with padding {} overflows", Dims(x), PerAxis(&padding)),
+            Some((span, padded)) => format!(
+                "{op} needs the kernel ({span} along {}) to fit the padded input ({padded} along {}), got shape {} with kernel {} and padding {}",
+                axis_name(N, k),
+                axis_name(N, k),
+                Dims(x),
+                PerAxis(&kernel),
+                PerAxis(&padding)
+            ),
+        })?;
+        out = out.with(k + 2, D::of_size(axis));
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -373,6 +578,13 @@ mod tests {
         assert_eq!(dims(matmul_data(7, &[3, 5])), [7, 5]);
         assert_eq!(dims(row_params("layer_norm", &[2, 3], &[3], &[3])), [2, 3]);
         assert_eq!(dims(logits("cross_entropy", &[2, 3])), Vec::<usize>::new());
+        let same = Sliding { stride: [1, 1], padding: [1, 1], dilation: [1, 1] };
+        assert_eq!(dims(conv("conv2d", &[2, 3, 8, 8], &[4, 3, 3, 3], &same)), [2, 4, 8, 8]);
+        let strided = Sliding { stride: [2, 3], padding: [0, 1], dilation: [1, 2] };
+        // Height (7 - 3) / 2 + 1 = 3; width (6 + 2 - (2·2 + 1)) / 3 + 1 = 2.
+        assert_eq!(dims(conv("conv2d", &[1, 2, 7, 6], &[5, 2, 3, 3], &strided)), [1, 5, 3, 2]);
+        assert_eq!(dims(conv("conv1d", &[2, 3, 10], &[4, 3, 3], &Sliding::<1>::default())), [2, 4, 8]);
+        assert_eq!(dims(pool("max_pool2d", &[1, 2, 5, 4], [2, 2], [2, 2], [0, 1])), [1, 2, 2, 3]);
     }
 
     #[test]
@@ -409,5 +621,52 @@ mod tests {
         assert_eq!(e(last_axis("softmax", &[])), "softmax needs a non-empty last axis, got shape []");
         assert!(e(permute(&[2, 3], &[0, 0])).starts_with("permute needs a permutation of the axes 0..2"));
         assert!(e(add_row(&[4, 3], &[2])).starts_with("add_row needs the row vector's length (2)"));
+        let g = Sliding::<2>::default();
+        assert_eq!(
+            e(conv("conv2d", &[1, 3, 8, 8], &[4, 2, 3, 3], &g)),
+            "conv2d needs the weight's input channels (2) to equal the input's channels (3), got shapes [1, 3, 8, 8] and [4, 2, 3, 3]"
+        );
+        assert_eq!(
+            e(conv("conv2d", &[1, 1, 2, 2], &[1, 1, 3, 3], &Sliding { padding: [0, 1], dilation: [2, 1], ..g })),
+            "conv2d needs the dilated kernel (5 along the height) to fit the padded input (2 along the height), got shapes [1, 1, 2, 2] and [1, 1, 3, 3] with padding (0, 1) and dilation (2, 1)"
+        );
+        assert_eq!(
+            e(conv("conv1d", &[1, 1, 4], &[1, 1, 3], &Sliding { stride: [0], ..Sliding::default() })),
+            "conv1d needs strides and dilations of at least 1, got stride 0 and dilation 1"
+        );
+        assert_eq!(
+            e(conv("conv1d", &[2, 4], &[1, 1, 3], &Sliding::<1>::default())),
+            "conv1d needs an input [n, c_in, l] and a weight [c_out, c_in, k], got shapes [2, 4] and [1, 1, 3]"
+        );
+        assert_eq!(
+            e(conv("conv1d", &[1, 1, 4], &[1, 1, 0], &Sliding::<1>::default())),
+            "conv1d needs a non-empty kernel, got weight shape [1, 1, 0]"
+        );
+        assert!(e(conv("conv1d", &[1, 1, 4], &[1, 1, 3], &Sliding { padding: [usize::MAX], ..Sliding::default() }))
+            .ends_with("overflows"));
+        assert!(e(conv("conv1d", &[1, 1, 4], &[1, 1, usize::MAX], &Sliding { dilation: [2], ..Sliding::default() }))
+            .ends_with("overflows"));
+        assert_eq!(
+            e(pool("max_pool2d", &[1, 1, 4, 4], [3, 3], [1, 1], [2, 0])),
+            "max_pool2d needs a padding of at most half the kernel, got padding (2, 0) for kernel (3, 3)"
+        );
+        assert_eq!(
+            e(pool("avg_pool2d", &[1, 1, 2, 4], [3, 3], [1, 1], [0, 1])),
+            "avg_pool2d needs the kernel (3 along the height) to fit the padded input (2 along the height), got shape [1, 1, 2, 4] with kernel (3, 3) and padding (0, 1)"
+        );
+        assert_eq!(
+            e(pool("max_pool2d", &[1, 1, 0, 4], [2, 2], [1, 1], [1, 1])),
+            "max_pool2d needs a non-empty input along every spatial axis, got shape [1, 1, 0, 4]"
+        );
+        assert_eq!(
+            e(pool("max_pool2d", &[1, 4, 4], [2, 2], [1, 1], [0, 0])),
+            "max_pool2d needs an input [n, c, h, w], got shape [1, 4, 4]"
+        );
+        assert!(e(conv::<usize, 0>("conv0d", &[1, 1], &[1, 1], &Sliding { stride: [], padding: [], dilation: [] }))
+            .starts_with("conv0d needs"));
+        assert_eq!(
+            e(pool("max_pool2d", &[1, 1, 4, 4], [2, 0], [1, 1], [0, 0])),
+            "max_pool2d needs kernel sizes and strides of at least 1, got kernel (2, 0) and stride (1, 1)"
+        );
     }
 }

@@ -81,10 +81,41 @@ macro_rules! type_rules {
              "a data tensor has its declared shape",
              "not a tensor shape",
              "a shape is `()` or a tuple of 1 to 4 typenum dims"),
+            (Conv1d, Conv1dShape,
+             "conv1d needs an input [n, c_in, l] and a weight [c_out, c_in, k] whose dilated kernel fits the padded input",
+             "these shapes do not fit this convolution",
+             "the weight's second dim is the input's channels; stride and dilation are at least 1"),
+            (Conv2d, Conv2dShape,
+             "conv2d needs an input [n, c_in, h, w] and a weight [c_out, c_in, kh, kw] whose dilated kernel fits the padded input",
+             "these shapes do not fit this convolution",
+             "the weight's second dim is the input's channels; strides and dilations are at least 1"),
+            (Pool2d, Pool2dShape,
+             "max_pool2d and avg_pool2d need an input [n, c, h, w] that every window of the kernel overlaps",
+             "this shape does not fit this pooling",
+             "kernel sizes and strides are at least 1, the padding at most half the kernel, the spatial sizes at least 1"),
             (Declared, DeclaredShape,
              "the declared shape differs from the shape the graph computes",
              "these shapes may differ",
              "change the declared shape (let annotation or signature) to the computed one"),
+        }
+    };
+}
+
+/// Calls `$callback!` with one `(TraitName, message, label, note)` entry per type-level building
+/// block of the sliding-window rules: the output size of one spatial axis, whose trait is the one
+/// a broken window rule names (the runtime's `shape::rules::SlidingAxis` and `PoolAxis`).
+#[macro_export]
+macro_rules! axis_rules {
+    ($callback:ident) => {
+        $callback! {
+            (SlidingAxis,
+             "a convolution needs, along every spatial axis, a dilated kernel that fits the padded input, and a kernel size, stride and dilation of at least 1",
+             "this axis does not fit the convolution",
+             "an axis of size s gives (s + 2·padding − dilation·(kernel − 1) − 1) / stride + 1 outputs"),
+            (PoolAxis,
+             "a pooling needs, along every spatial axis, a non-empty input, a kernel that fits the padded input, a kernel size and stride of at least 1, and a padding of at most half the kernel",
+             "this axis does not fit the pooling",
+             "an axis of size s gives (s + 2·padding − kernel) / stride + 1 outputs"),
         }
     };
 }

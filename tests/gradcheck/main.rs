@@ -33,9 +33,10 @@
 //! wrong opaque VJP that the checker must catch.
 //!
 //! Layout: the helpers and the coverage test here; the checks in `elementwise`, `reductions`,
-//! `structure`, `data` and `custom`.
+//! `structure`, `data`, `conv` (the sliding-window ops) and `custom`.
 #![allow(clippy::unwrap_used)] // test helpers unwrap: a failure is a test failure
 
+mod conv;
 mod custom;
 mod data;
 mod elementwise;
@@ -87,10 +88,15 @@ const CHECKED: &[&str] = &[
     "gather_rows",
     "matmul_data",
     "data_tensor",
+    "conv1d",
+    "conv2d",
+    "max_pool2d",
+    "avg_pool2d",
 ];
 
 /// The sources of the modules holding the checks.
 const SOURCES: &[&str] = &[
+    include_str!("conv.rs"),
     include_str!("custom.rs"),
     include_str!("data.rs"),
     include_str!("elementwise.rs"),

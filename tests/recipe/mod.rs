@@ -303,17 +303,20 @@ pub fn assert_bits_eq<'t, T: TestScalar>(
 // ---------------------------------------------------------------------------------------------
 
 /// The shapes inputs and opaque nodes may take (other shapes arise from matmul, e.g. 3×3, and from
-/// concat, slice and `gather_rows`). Ranks 3 and 4 give `permute` more than a transpose to do.
-pub const SHAPES: [&[usize]; 9] = [&[4], &[2, 2], &[2, 3], &[3, 2], &[], &[2], &[3], &[3, 1, 2], &[1, 2, 1, 2]];
+/// concat, slice, `gather_rows`, the convolutions and the poolings). Ranks 3 and 4 give `permute`
+/// more than a transpose to do, and the convolutions (`[n, c, l]`, `[n, c, h, w]`) and poolings
+/// something to slide over.
+pub const SHAPES: [&[usize]; 11] =
+    [&[4], &[2, 2], &[2, 3], &[3, 2], &[], &[2], &[3], &[3, 1, 2], &[1, 2, 1, 2], &[2, 2, 3, 3], &[1, 2, 5]];
 
-/// Number of node kinds: 26 built-in kinds (kind 17 picks among five float ops, kind 20 among the
-/// row-wise float ops; 22 to 25 are permute, concat, slice and `gather_rows`), 3 opaque kinds and a
-/// user compact op with uniforms (twice as likely as the others).
-pub const KINDS: u8 = 31;
+/// Number of node kinds: 28 built-in kinds (kind 17 picks among five float ops, kind 20 among the
+/// row-wise float ops; 22 to 25 are permute, concat, slice and `gather_rows`; 26 a convolution, 27
+/// a pooling), 3 opaque kinds and a user compact op with uniforms (twice as likely as the others).
+pub const KINDS: u8 = 33;
 /// Built-in kinds only (0..BUILTIN).
-pub const BUILTIN: u8 = 26;
+pub const BUILTIN: u8 = 28;
 /// The first kind of the user compact op [`Uniforms`].
-pub const UNIFORMS: u8 = 29;
+pub const UNIFORMS: u8 = 31;
 
 /// The ids `gather_rows` nodes look up (row 1 twice: its VJP scatter-adds two cotangent rows).
 pub const GATHER_IDS: [usize; 3] = [1, 0, 1];
@@ -637,8 +640,10 @@ impl<T: TestScalar> Case<T> {
                 }
                 RawNode::compact(ops::GatherRows::new(tables[a % tables.len()], gather_ids, GATHER_IDS.len()))
             }
-            26 => Self::opaque_ordinary(dims, pa, extra),
-            27 => Self::opaque_bias(dims, pa, b % len, extra),
+            26 => conv(dims, a, b, extra).unwrap_or_else(fallback),
+            27 => pool(dims, a, extra).unwrap_or_else(fallback),
+            28 => Self::opaque_ordinary(dims, pa, extra),
+            29 => Self::opaque_bias(dims, pa, b % len, extra),
             _ => Self::opaque_nan(dims, pa, b % len, extra),
         }
     }
@@ -715,6 +720,62 @@ impl<T: TestScalar> Case<T> {
             },
         )
     }
+}
+
+/// `conv1d(x, w)` or `conv2d(x, w)` for a pair of positions of one rank (3 or 4) whose channels
+/// agree (a position with itself included), with stride, padding and dilation drawn from the bits
+/// of `extra` per spatial axis; constants that do not fit give way to stride 1, dilation 1 and a
+/// padding of the kernel's size (which always fits). `None` when no pair fits.
+pub fn conv<T: TestScalar>(dims: &[Dims], a: usize, b: usize, extra: u8) -> Option<RawNode<T, ()>> {
+    use exactgrad::spec::rules::{self, Sliding};
+    let mut pairs = Vec::new();
+    for (x, dx) in dims.iter().enumerate() {
+        for (w, dw) in dims.iter().enumerate() {
+            let (sx, sw) = (dx.as_slice(), dw.as_slice());
+            if (3..=4).contains(&sx.len()) && sx.len() == sw.len() && sx[1] == sw[1] && sw[2..].iter().all(|&k| k > 0) {
+                pairs.push((x, w));
+            }
+        }
+    }
+    if pairs.is_empty() {
+        return None;
+    }
+    let (x, w) = pairs[(a * 7 + b) % pairs.len()];
+    let (sx, sw) = (dims[x].as_slice(), dims[w].as_slice());
+    let bit = |k: u8| usize::from((extra >> k) & 1);
+    if sx.len() == 3 {
+        let drawn = Sliding { stride: [1 + bit(0)], padding: [bit(1) + 2 * bit(2)], dilation: [1 + bit(3)] };
+        let safe = Sliding { padding: [sw[2]], ..Sliding::default() };
+        let s = if rules::conv("conv1d", sx, sw, &drawn).is_ok() { drawn } else { safe };
+        Some(RawNode::compact(ops::Conv1d::new(x, w, s)))
+    } else {
+        let drawn = Sliding {
+            stride: [1 + bit(0), 1 + bit(4)],
+            padding: [bit(1) + 2 * bit(2), bit(5)],
+            dilation: [1 + bit(3), 1 + bit(6)],
+        };
+        let safe = Sliding { padding: [sw[2], sw[3]], ..Sliding::default() };
+        let s = if rules::conv("conv2d", sx, sw, &drawn).is_ok() { drawn } else { safe };
+        Some(RawNode::compact(ops::Conv2d::new(x, w, s)))
+    }
+}
+
+/// `max_pool2d(x)` or `avg_pool2d(x)` (by the top bit of `extra`) of a position `[n, c, h, w]`
+/// with `h, w ≥ 1`, kernel, stride and padding drawn from the other bits (a 1 × 1 window when
+/// they do not fit). `None` when no position fits.
+pub fn pool<T: TestScalar>(dims: &[Dims], a: usize, extra: u8) -> Option<RawNode<T, ()>> {
+    let images: Vec<usize> =
+        (0..dims.len()).filter(|&q| dims[q].rank() == 4 && dims[q].as_slice()[2..].iter().all(|&s| s > 0)).collect();
+    let x = *images.get(a % images.len().max(1))?;
+    let bit = |k: u8| usize::from((extra >> k) & 1);
+    let (kernel, stride, padding) = ([1 + bit(0) + bit(1), 1 + bit(2)], [1 + bit(3), 1 + bit(4)], [bit(5), bit(6)]);
+    let fits = exactgrad::spec::rules::pool("max_pool2d", dims[x].as_slice(), kernel, stride, padding).is_ok();
+    let (kernel, stride, padding) = if fits { (kernel, stride, padding) } else { ([1, 1], [1, 1], [0, 0]) };
+    Some(if extra >> 7 == 0 {
+        RawNode::compact(ops::MaxPool2d::new(x, kernel, stride, padding))
+    } else {
+        RawNode::compact(ops::AvgPool2d::new(x, kernel, stride, padding))
+    })
 }
 
 /// A user compact op (SEMANTICS §4 combinators) whose contributions have a non-zero uniform:

@@ -18,6 +18,7 @@ pub enum Expr {
     Add(Sym, Sym),
     Sub(Sym, Sym),
     Mul(Sym, Sym),
+    Div(Sym, Sym),
     Neg(Sym),
 }
 
@@ -77,6 +78,7 @@ impl Sym {
             Expr::Add(l, r) => format!("({} + {})", l.render(d), r.render(d)),
             Expr::Sub(l, r) => format!("({} - {})", l.render(d), r.render(d)),
             Expr::Mul(l, r) => format!("({} * {})", l.render(d), r.render(d)),
+            Expr::Div(l, r) => format!("({} / {})", l.render(d), r.render(d)),
             Expr::Neg(x) => format!("-{}", x.render(d)),
         }
     }
@@ -106,6 +108,31 @@ impl core::ops::Mul for Sym {
     type Output = Sym;
     fn mul(self, rhs: Sym) -> Sym {
         Sym::intern(Expr::Mul(self, rhs))
+    }
+}
+
+impl core::ops::Div for Sym {
+    type Output = Sym;
+    fn div(self, rhs: Sym) -> Sym {
+        Sym::intern(Expr::Div(self, rhs))
+    }
+}
+
+/// An order by interned id: arbitrary but fixed within a run, so an op that compares values (max
+/// pooling) picks the same elements in every pass and in the reference.
+impl PartialOrd for Sym {
+    fn partial_cmp(&self, other: &Sym) -> Option<core::cmp::Ordering> {
+        self.0.partial_cmp(&other.0)
+    }
+}
+
+/// A number is the leaf of its decimal digits (an element count of a mean or an average pool).
+impl num_traits::FromPrimitive for Sym {
+    fn from_i64(n: i64) -> Option<Sym> {
+        Some(Sym::leaf(n.to_string()))
+    }
+    fn from_u64(n: u64) -> Option<Sym> {
+        Some(Sym::leaf(n.to_string()))
     }
 }
 

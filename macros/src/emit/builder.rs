@@ -245,6 +245,22 @@ impl Cx<'_> {
                 values.push(default.clone());
                 vec![ps[0].clone(), quote_spanned!(span=> (#(#axes,)*)), out.clone()]
             }
+            (TypeRule::Conv1d | TypeRule::Conv2d | TypeRule::Pool2d, ExtraArg::Window(w)) => {
+                // Each constant is a value of its typenum type (a pair for two spatial axes), and
+                // every axis's number a type argument of its own.
+                let lists: [&[usize]; 3] = if op.type_rule == TypeRule::Pool2d {
+                    [&w.kernel, &w.stride, &w.padding]
+                } else {
+                    [&w.stride, &w.padding, &w.dilation]
+                };
+                let mut t = ps.clone();
+                for list in lists {
+                    values.push(default.clone());
+                    t.extend(list.iter().map(|&n| typenum(n)));
+                }
+                t.push(out.clone());
+                t
+            }
             (TypeRule::GatherRows, ExtraArg::Labels(ids)) => {
                 values.push(accessor(ids));
                 let rows = dim_tokens(&node.shape.0[0], span);

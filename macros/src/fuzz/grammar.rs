@@ -54,7 +54,7 @@ fn expr(rng: &mut Rng, scope: &Scope, depth: usize) -> String {
         return leaf(rng);
     }
     let sub = |rng: &mut Rng| expr(rng, scope, depth - 1);
-    match rng.below(12) {
+    match rng.below(13) {
         0 => format!("{} + {}", sub(rng), sub(rng)),
         1 => format!("{} - {}", sub(rng), sub(rng)),
         2 => format!("{} * {}", sub(rng), sub(rng)),
@@ -68,6 +68,18 @@ fn expr(rng: &mut Rng, scope: &Scope, depth: usize) -> String {
             format!("permute({}, [{}])", sub(rng), perm.join(", "))
         }
         9 => format!("{} / {}", sub(rng), sub(rng)),
+        10 => {
+            // A window op with named constants (integers or pairs, some keys wrong or repeated).
+            let name = pick(rng, &["conv1d", "conv2d", "max_pool2d", "avg_pool2d"]);
+            let mut args: Vec<String> = (0..1 + rng.below(2)).map(|_| sub(rng)).collect();
+            for _ in 0..rng.below(4) {
+                let key = pick(rng, &["stride", "padding", "dilation", "kernel", "size"]);
+                let value =
+                    if rng.below(3) == 0 { format!("({}, {})", small(rng), small(rng)) } else { small(rng).to_owned() };
+                args.push(format!("{key} = {value}"));
+            }
+            format!("{name}({})", args.join(", "))
+        }
         _ => {
             // Any op by name, with one to three values and zero to three integer arguments.
             let names = call_names();

@@ -36,6 +36,12 @@ pub(super) const BUILT_IN: &[&str] = &[
         let u: [3, 2] = reshape(t);
         u * 0.5 - u * 2 + -u
     }",
+    "fn cnn<B>(x: [B, 2, 6, 6], k: [3, 2, 3, 3], s: [B, 2, 5], q: [4, 2, 2]) -> ([B, 3, 3, 3], [B, 4, 2]) {
+        let h = relu(conv2d(x, k, padding = 1, stride = (1, 1), dilation = 1));
+        let p = max_pool2d(h, kernel = 2);
+        let a = avg_pool2d(h, kernel = (3, 2), stride = 2, padding = (1, 0));
+        (p + a, conv1d(s, q, stride = 2))
+    }",
     "fn norm(x: [4, 3], g: [3], b: [3]) -> ([4, 3], [4, 3]) {
         let y = layer_norm(x, g, b);
         (softmax(y), log_softmax(y * 1e-3))

@@ -7,6 +7,7 @@ use core::cmp::Ordering;
 
 use super::op::{FloatKit, RefOp, Unary};
 use super::tensor::{around, numel, plus, times, RefTensor};
+use super::window;
 use crate::scalar::Scalar;
 
 /// The value at position `p` of the prefix, or a message.
@@ -353,6 +354,16 @@ pub(super) fn forward<A: Scalar, D>(op: &RefOp<A, D>, vals: &[RefTensor<A>], dat
                 return Err(format!("data tensor of dims {} for {dims:?}", v.dims()));
             }
             Ok(RefTensor::of_raw(v))
+        }
+        RefOp::Conv { x, w, stride, padding, dilation, mul } => {
+            let args = window::ConvArgs { stride, padding, dilation, mul: *mul };
+            window::conv(at(vals, *x)?, at(vals, *w)?, &args)
+        }
+        RefOp::MaxPool { x, kernel, stride, padding, cmp } => {
+            window::max_pool(at(vals, *x)?, &window::PoolArgs { kernel, stride, padding }, *cmp)
+        }
+        RefOp::AvgPool { x, kernel, stride, padding, div, count: c } => {
+            window::avg_pool(at(vals, *x)?, &window::PoolArgs { kernel, stride, padding }, *div, *c)
         }
     }
 }

@@ -27,6 +27,7 @@ mod forward;
 mod op;
 mod tensor;
 mod vjp;
+mod window;
 
 pub use op::{FloatKit, RefOp, Unary};
 pub use tensor::{plus, times, RefTensor};

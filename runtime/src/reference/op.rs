@@ -164,6 +164,27 @@ pub enum RefOp<A, D> {
     GatherRows { table: usize, ids: LabelAccessor<D>, count: usize },
     /// A copy of a data tensor of dims `dims`.
     DataTensor { dims: Vec<usize>, x: TensorAccessor<A, D> },
+    /// The convolution of `x` (`[n, c_in, spatial…]`) with `w` (`[c_out, c_in, kernel…]`): one
+    /// stride, padding and dilation per spatial axis (one or two).
+    Conv { x: usize, w: usize, stride: Vec<usize>, padding: Vec<usize>, dilation: Vec<usize>, mul: fn(A, A) -> A },
+    /// Max pooling of `x` (`[n, c, spatial…]`): one kernel size, stride and padding per spatial
+    /// axis.
+    MaxPool {
+        x: usize,
+        kernel: Vec<usize>,
+        stride: Vec<usize>,
+        padding: Vec<usize>,
+        cmp: fn(&A, &A) -> Option<Ordering>,
+    },
+    /// Average pooling of `x`, the padding not counted.
+    AvgPool {
+        x: usize,
+        kernel: Vec<usize>,
+        stride: Vec<usize>,
+        padding: Vec<usize>,
+        div: fn(A, A) -> A,
+        count: fn(usize) -> Option<A>,
+    },
 }
 
 impl<A, D> RefOp<A, D> {
@@ -235,6 +256,30 @@ impl<A, D> RefOp<A, D> {
         A: Mul<Output = A>,
     {
         RefOp::MatMulData { w, rows, x, mul: |p, q| p * q }
+    }
+
+    /// The convolution of `x` with `w` (one entry per spatial axis in each list).
+    pub fn conv(x: usize, w: usize, stride: Vec<usize>, padding: Vec<usize>, dilation: Vec<usize>) -> Self
+    where
+        A: Mul<Output = A>,
+    {
+        RefOp::Conv { x, w, stride, padding, dilation, mul: |p, q| p * q }
+    }
+
+    /// Max pooling of `x` (one entry per spatial axis in each list).
+    pub fn max_pool(x: usize, kernel: Vec<usize>, stride: Vec<usize>, padding: Vec<usize>) -> Self
+    where
+        A: PartialOrd,
+    {
+        RefOp::MaxPool { x, kernel, stride, padding, cmp: A::partial_cmp }
+    }
+
+    /// Average pooling of `x` (one entry per spatial axis in each list).
+    pub fn avg_pool(x: usize, kernel: Vec<usize>, stride: Vec<usize>, padding: Vec<usize>) -> Self
+    where
+        A: Div<Output = A> + FromPrimitive,
+    {
+        RefOp::AvgPool { x, kernel, stride, padding, div: |p, q| p / q, count: A::from_usize }
     }
 
     /// The mean of every element of `a`.

@@ -11,6 +11,7 @@ use super::forward::{
 };
 use super::op::{RefOp, Unary};
 use super::tensor::{around, numel, plus, times, RefTensor};
+use super::window;
 use crate::scalar::Scalar;
 
 /// The terms of one node's dense VJP, added left to right at every position of the prefix.
@@ -263,6 +264,19 @@ pub(super) fn vjp<A: Scalar, D>(
             vec![(*table, acc)]
         }
         RefOp::DataTensor { .. } => Vec::new(),
+        RefOp::Conv { x, w, stride, padding, dilation, mul } => {
+            let args = window::ConvArgs { stride, padding, dilation, mul: *mul };
+            let (gx, gw) = window::conv_vjp(at(vals, *x)?, at(vals, *w)?, g, &args)?;
+            vec![(*x, gx), (*w, gw)]
+        }
+        RefOp::MaxPool { x, kernel, stride, padding, cmp } => {
+            let args = window::PoolArgs { kernel, stride, padding };
+            vec![(*x, window::max_pool_vjp(at(vals, *x)?, g, &args, *cmp)?)]
+        }
+        RefOp::AvgPool { x, kernel, stride, padding, div, count: c } => {
+            let args = window::PoolArgs { kernel, stride, padding };
+            vec![(*x, window::avg_pool_vjp(at(vals, *x)?, g, &args, *div, *c)?)]
+        }
     })
 }
 

@@ -17,6 +17,27 @@
 //! assert_eq!(<Joined as exactgrad_runtime::Shape>::dims().as_slice(), &[3, 3]);
 //! ```
 //!
+//! The sliding-window rules compute output sizes with typenum arithmetic:
+//!
+//! ```
+//! use exactgrad_runtime::shape::rules::{Conv2dShape, Pool2dShape};
+//! use exactgrad_runtime::typenum::{U0, U1, U2, U3, U4, U8};
+//! // [2, 3, 8, 8] * [4, 3, 3, 3], stride 1, padding 1, dilation 1: [2, 4, 8, 8].
+//! type Y = <(U2, U3, U8, U8) as Conv2dShape<(U4, U3, U3, U3), (U1, U1), (U1, U1), (U1, U1)>>::Output;
+//! assert_eq!(<Y as exactgrad_runtime::Shape>::dims().as_slice(), &[2, 4, 8, 8]);
+//! // A 2 × 2 window, stride 2: [2, 4, 4, 4].
+//! type P = <Y as Pool2dShape<(U2, U2), (U2, U2), (U0, U0)>>::Output;
+//! assert_eq!(<P as exactgrad_runtime::Shape>::dims().as_slice(), &[2, 4, 4, 4]);
+//! ```
+//!
+//! ```compile_fail
+//! use exactgrad_runtime::shape::rules::Conv2dShape;
+//! use exactgrad_runtime::typenum::{U0, U1, U2, U3};
+//! fn output<X: Conv2dShape<W, S, P, Dl>, W, S, P, Dl>() {}
+//! // A 3 × 3 kernel does not fit a 2 × 2 input without padding.
+//! output::<(U1, U1, U2, U2), (U1, U1, U3, U3), (U1, U1), (U0, U0), (U1, U1)>();
+//! ```
+//!
 //! ```compile_fail
 //! use exactgrad_runtime::shape::rules::MatMulShape;
 //! use exactgrad_runtime::typenum::{U2, U3, U5};
@@ -258,6 +279,75 @@ macro_rules! rule_traits {
             type Output = S;
         }
     };
+    (@ Conv1dShape, $m:literal, $l:literal, $n:literal) => {
+        /// `conv1d`: `[n, c_in, l] , [c_out, c_in, k] → [n, c_out, l_out]` with stride `S`,
+        /// padding `P` and dilation `Dl` (typenum numbers), `l_out` by [`SlidingAxis`].
+        #[diagnostic::on_unimplemented(message = $m, label = $l, note = $n)]
+        pub trait Conv1dShape<W, S, P, Dl> {
+            /// The output shape.
+            type Output: Shape;
+        }
+        #[diagnostic::do_not_recommend]
+        impl<N, C, L, CO, K, S, P, Dl> Conv1dShape<(CO, C, K), S, P, Dl> for (N, C, L)
+        where
+            N: Unsigned + 'static,
+            C: Unsigned + 'static,
+            CO: Unsigned + 'static,
+            K: Unsigned + 'static,
+            L: Unsigned + SlidingAxis<K, S, P, Dl> + 'static,
+        {
+            type Output = (N, CO, <L as SlidingAxis<K, S, P, Dl>>::Output);
+        }
+    };
+    (@ Conv2dShape, $m:literal, $l:literal, $n:literal) => {
+        /// `conv2d`: `[n, c_in, h, w] , [c_out, c_in, kh, kw] → [n, c_out, h_out, w_out]` with
+        /// strides `(SH, SW)`, paddings `(PH, PW)` and dilations `(DH, DW)` (typenum numbers),
+        /// each output axis by [`SlidingAxis`].
+        #[diagnostic::on_unimplemented(message = $m, label = $l, note = $n)]
+        pub trait Conv2dShape<W, S, P, Dl> {
+            /// The output shape.
+            type Output: Shape;
+        }
+        #[diagnostic::do_not_recommend]
+        impl<N, C, H, X, CO, KH, KW, SH, SW, PH, PW, DH, DW>
+            Conv2dShape<(CO, C, KH, KW), (SH, SW), (PH, PW), (DH, DW)> for (N, C, H, X)
+        where
+            N: Unsigned + 'static,
+            C: Unsigned + 'static,
+            CO: Unsigned + 'static,
+            KH: Unsigned + 'static,
+            KW: Unsigned + 'static,
+            H: Unsigned + SlidingAxis<KH, SH, PH, DH> + 'static,
+            X: Unsigned + SlidingAxis<KW, SW, PW, DW> + 'static,
+        {
+            type Output = (
+                N,
+                CO,
+                <H as SlidingAxis<KH, SH, PH, DH>>::Output,
+                <X as SlidingAxis<KW, SW, PW, DW>>::Output,
+            );
+        }
+    };
+    (@ Pool2dShape, $m:literal, $l:literal, $n:literal) => {
+        /// `max_pool2d`, `avg_pool2d`: `[n, c, h, w] → [n, c, h_out, w_out]` with kernel
+        /// `(KH, KW)`, strides `(SH, SW)` and paddings `(PH, PW)` (typenum numbers), each output
+        /// axis by [`PoolAxis`].
+        #[diagnostic::on_unimplemented(message = $m, label = $l, note = $n)]
+        pub trait Pool2dShape<K, S, P> {
+            /// The output shape.
+            type Output: Shape;
+        }
+        #[diagnostic::do_not_recommend]
+        impl<N, C, H, X, KH, KW, SH, SW, PH, PW> Pool2dShape<(KH, KW), (SH, SW), (PH, PW)> for (N, C, H, X)
+        where
+            N: Unsigned + 'static,
+            C: Unsigned + 'static,
+            H: Unsigned + PoolAxis<KH, SH, PH> + 'static,
+            X: Unsigned + PoolAxis<KW, SW, PW> + 'static,
+        {
+            type Output = (N, C, <H as PoolAxis<KH, SH, PH>>::Output, <X as PoolAxis<KW, SW, PW>>::Output);
+        }
+    };
     (@ DeclaredShape, $m:literal, $l:literal, $n:literal) => {
         /// `L` (a declared shape or dim) is `R` (the computed one).
         #[diagnostic::on_unimplemented(message = $m, label = $l, note = $n)]
@@ -344,7 +434,7 @@ macro_rules! slice_impls {
 
 exactgrad_spec::type_rules!(rule_traits);
 
-pub use super::type_ops::{AxisAt, AxisList, Numel};
+pub use super::type_ops::{AxisAt, AxisList, Numel, PoolAxis, SlidingAxis};
 
 /// Compile-time check that the declared shape (or dim) `L` is the computed one `R` ([`DeclaredShape`]):
 /// `graph!` emits it where a `let` annotation or the signature declares generic dims it cannot

@@ -1,9 +1,10 @@
 //! Type-level building blocks of the rule traits in [`rules`](super::rules): the dim at an axis,
-//! a tuple of axis indices as values, and the element count of a shape as a typenum number.
+//! a tuple of axis indices as values, the element count of a shape as a typenum number, and the
+//! output size of one axis of a sliding window.
 
-use core::ops::Mul;
+use core::ops::{Add, Div, Mul, Sub};
 
-use typenum::{Prod, Unsigned, U0, U1, U2, U3};
+use typenum::{Diff, IsLessOrEqual, NonZero, Prod, Quot, Sum, Unsigned, B1, U0, U1, U2, U3};
 
 use super::Shape;
 
@@ -82,3 +83,82 @@ where
 {
     type Count = Prod<Prod<Prod<D0, D1>, D2>, D3>;
 }
+
+/// The padded size `size + 2·padding` of an axis.
+type Padded<I, P> = Sum<I, Prod<P, U2>>;
+/// The span `dilation·(kernel − 1) + 1` of a dilated kernel.
+type Span<K, Dl> = Sum<Prod<Dl, Diff<K, U1>>, U1>;
+/// `(padded − span) / stride + 1`.
+type Windows<I, K, S, P, Dl> = Sum<Quot<Diff<Padded<I, P>, Span<K, Dl>>, S>, U1>;
+/// `(padded − kernel) / stride + 1`.
+type PoolWindows<I, K, S, P> = Sum<Quot<Diff<Padded<I, P>, K>, S>, U1>;
+
+macro_rules! axis_traits {
+    ($(($trait:ident, $message:literal, $label:literal, $note:literal)),* $(,)?) => {
+        $( axis_traits!(@ $trait, $message, $label, $note); )*
+    };
+    (@ SlidingAxis, $m:literal, $l:literal, $n:literal) => {
+        /// The output size of one spatial axis of a convolution over an axis of size `Self`:
+        /// `(size + 2·padding − (dilation·(kernel − 1) + 1)) / stride + 1`, for a kernel size
+        /// `K ≥ 1`, stride `S ≥ 1`, padding `P` and dilation `Dl ≥ 1` whose dilated kernel fits the
+        /// padded axis (typenum arithmetic; no impl otherwise): the building block of
+        /// [`Conv1dShape`] and [`Conv2dShape`].
+        ///
+        /// [`Conv1dShape`]: super::rules::Conv1dShape
+        /// [`Conv2dShape`]: super::rules::Conv2dShape
+        #[diagnostic::on_unimplemented(message = $m, label = $l, note = $n)]
+        pub trait SlidingAxis<K, S, P, Dl> {
+            /// The output size.
+            type Output: Unsigned + 'static;
+        }
+
+        #[diagnostic::do_not_recommend]
+        impl<I, K, S, P, Dl> SlidingAxis<K, S, P, Dl> for I
+        where
+            I: Unsigned + Add<Prod<P, U2>>,
+            K: Unsigned + NonZero + Sub<U1>,
+            S: Unsigned + NonZero,
+            P: Unsigned + Mul<U2>,
+            Dl: Unsigned + NonZero + Mul<Diff<K, U1>>,
+            Prod<Dl, Diff<K, U1>>: Add<U1>,
+            Padded<I, P>: Sub<Span<K, Dl>>,
+            Diff<Padded<I, P>, Span<K, Dl>>: Div<S>,
+            Quot<Diff<Padded<I, P>, Span<K, Dl>>, S>: Add<U1>,
+            Windows<I, K, S, P, Dl>: Unsigned + 'static,
+        {
+            type Output = Windows<I, K, S, P, Dl>;
+        }
+    };
+    (@ PoolAxis, $m:literal, $l:literal, $n:literal) => {
+        /// The output size of one spatial axis of a pooling over an axis of size `Self ≥ 1`:
+        /// `(size + 2·padding − kernel) / stride + 1`, for a kernel size `K ≥ 1`, stride `S ≥ 1`
+        /// and padding `P ≤ K / 2` (`2·P ≤ K`, so that every window overlaps the input) whose
+        /// kernel fits the padded axis (no impl otherwise): the building block of
+        /// [`Pool2dShape`].
+        ///
+        /// [`Pool2dShape`]: super::rules::Pool2dShape
+        #[diagnostic::on_unimplemented(message = $m, label = $l, note = $n)]
+        pub trait PoolAxis<K, S, P> {
+            /// The output size.
+            type Output: Unsigned + 'static;
+        }
+
+        #[diagnostic::do_not_recommend]
+        impl<I, K, S, P> PoolAxis<K, S, P> for I
+        where
+            I: Unsigned + NonZero + Add<Prod<P, U2>>,
+            K: Unsigned + NonZero,
+            S: Unsigned + NonZero,
+            P: Unsigned + Mul<U2>,
+            Prod<P, U2>: IsLessOrEqual<K, Output = B1>,
+            Padded<I, P>: Sub<K>,
+            Diff<Padded<I, P>, K>: Div<S>,
+            Quot<Diff<Padded<I, P>, K>, S>: Add<U1>,
+            PoolWindows<I, K, S, P>: Unsigned + 'static,
+        {
+            type Output = PoolWindows<I, K, S, P>;
+        }
+    };
+}
+
+exactgrad_spec::axis_rules!(axis_traits);

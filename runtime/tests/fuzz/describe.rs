@@ -1,8 +1,9 @@
 //! Random graph descriptions for the runtime fuzzer: inputs of random dims (rank 0 to 5, dims 0,
 //! small, huge or overflowing), nodes of every built-in op with parent positions that may be out of
 //! range or forward-referencing, random axes, slice ranges, permutations, reshape targets and
-//! constants (NaN, ±inf, huge, −0), data tensors and labels, and opaque nodes whose closures may
-//! panic or return the wrong shapes. A description is plain data, built into a `RawGraph` by
+//! constants (NaN, ±inf, huge, −0), window constants of the convolutions and poolings (zero, small,
+//! huge), data tensors and labels, and opaque nodes whose closures may panic or return the wrong
+//! shapes. A description is plain data, built into a `RawGraph` by
 //! `main.rs`.
 
 use exactgrad_runtime::Dims;
@@ -44,7 +45,8 @@ pub(crate) const VALUES: &[f64] =
 /// most of the time a shape from a small palette, so that operands often agree.
 pub(crate) fn dims(rng: &mut Rng) -> Dims {
     if rng.below(10) < 7 {
-        let d: &[usize] = rng.pick(&[&[2, 3][..], &[3, 2], &[3], &[2], &[], &[2, 3], &[3, 3], &[1, 2, 3]]);
+        let d: &[usize] =
+            rng.pick(&[&[2, 3][..], &[3, 2], &[3], &[2], &[], &[2, 3], &[3, 3], &[1, 2, 3], &[1, 2, 3, 3], &[2, 2, 2]]);
         return Dims::new(d).unwrap_or_else(Dims::scalar);
     }
     let rank = rng.pick(&[0, 1, 1, 2, 2, 2, 3, 4, 5]);
@@ -86,6 +88,9 @@ pub(crate) enum Op {
     GatherRows(usize, usize),
     DataTensor(Dims),
     MatMulData(usize, usize),
+    /// `conv1d`, `conv2d`, `max_pool2d`, `avg_pool2d` (by the number) of `x` (and weight `w`),
+    /// with three constants per axis (stride, padding, dilation; or kernel, stride, padding).
+    Window(u8, usize, usize, [usize; 6]),
     Opaque(Dims, Vec<usize>, Opaque),
 }
 
@@ -107,7 +112,7 @@ fn small(rng: &mut Rng) -> usize {
 /// A random node for a graph whose prefix has `len` positions.
 pub(crate) fn op(rng: &mut Rng, len: usize) -> Op {
     let p = |rng: &mut Rng| position(rng, len);
-    match rng.below(16) {
+    match rng.below(17) {
         0..=2 => Op::Binary(rng.below(8) as u8, p(rng), p(rng)),
         3..=5 => Op::Unary(rng.below(16) as u8, p(rng)),
         6 => Op::Scale(p(rng), rng.pick(VALUES)),
@@ -127,6 +132,10 @@ pub(crate) fn op(rng: &mut Rng, len: usize) -> Op {
             3 => Op::DataTensor(dims(rng)),
             _ => Op::MatMulData(small(rng), p(rng)),
         },
+        14 => {
+            let constants = core::array::from_fn(|_| rng.pick(&[0, 1, 1, 2, 1, 3, 1 << 32, usize::MAX]));
+            Op::Window(rng.below(4) as u8, p(rng), p(rng), constants)
+        }
         _ => {
             let parents: Vec<usize> = (0..rng.below(3)).map(|_| p(rng)).collect();
             let kinds = [

@@ -122,6 +122,20 @@ fn node(op: &Op) -> RawNode<f64, Data> {
         Op::GatherRows(table, count) => RawNode::compact(ops::GatherRows::new(table, labels, count)),
         Op::DataTensor(dims) => RawNode::compact(ops::DataTensor::new(data_x, dims)),
         Op::MatMulData(rows, w) => RawNode::compact(ops::MatMulData::new(data_x, rows, w)),
+        Op::Window(k, x, w, c) => match k {
+            0 => RawNode::compact(ops::Conv1d::new(
+                x,
+                w,
+                ops::Sliding { stride: [c[0]], padding: [c[1]], dilation: [c[2]] },
+            )),
+            1 => RawNode::compact(ops::Conv2d::new(
+                x,
+                w,
+                ops::Sliding { stride: [c[0], c[3]], padding: [c[1], c[4]], dilation: [c[2], c[5]] },
+            )),
+            2 => RawNode::compact(ops::MaxPool2d::new(x, [c[0], c[3]], [c[1], c[4]], [c[2], c[5]])),
+            _ => RawNode::compact(ops::AvgPool2d::new(x, [c[0], c[3]], [c[1], c[4]], [c[2], c[5]])),
+        },
         Op::Opaque(dims, parents, kind) => opaque(dims, parents, kind),
     }
 }

@@ -2,7 +2,7 @@ use exactgrad::graph;
 
 graph! {
     fn model(x: [2, 3]) -> [2, 3] {
-        conv2d(x)
+        conv3d(x)
     }
 }
 
