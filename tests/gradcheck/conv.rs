@@ -9,84 +9,19 @@
 //! relative tolerance of `1e-6` (relative to `max(1, |numeric|, |analytic|)`). Inputs keep their
 //! elements apart (no ties within a pooling window), so the max is differentiable there.
 
+use super::{check, run, t, weighted_sum, weights};
 use exactgrad::typenum::{U0, U1, U2, U3, U4, U5, U6};
-use exactgrad::{ops, GraphData, Pack, Position, RawPackIter, SavedGraph, Shape, Snoc, Tensor};
+use exactgrad::{ops, GraphData, Pack};
 
-const H: f64 = 1e-6;
-const TOL: f64 = 1e-6;
-
-/// Varied values in about `[-1, 1.8]`, none near zero and no two within `1e-4` of each other (so
-/// no max-pooling window has a tie within reach of the finite differences).
+/// Varied values in about `[-1, 1.8]` (the other modules' [`sample`](super::sample) plus `i / 100`),
+/// none near zero and no two within `1e-4` of each other (so no max-pooling window has a tie
+/// within reach of the finite differences).
 fn sample(n: usize, seed: u64) -> Vec<f64> {
-    let v: Vec<f64> = (0..n as u64)
-        .map(|i| {
-            let x = (i + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15).wrapping_add(seed.wrapping_mul(0xD1B5_4A32_D192_ED03));
-            let u = (x >> 11) as f64 / (1u64 << 53) as f64;
-            let v = u * 1.6 - 0.8;
-            v + 0.2 * v.signum() + i as f64 * 1e-2
-        })
-        .collect();
+    let v: Vec<f64> = super::sample(n, seed).into_iter().enumerate().map(|(i, v)| v + i as f64 * 1e-2).collect();
     for (i, a) in v.iter().enumerate() {
         assert!(a.abs() > 1e-3 && v[..i].iter().all(|b| (a - b).abs() > 1e-4), "sample {seed}: pick another seed");
     }
     v
-}
-
-fn t<S: Shape>(v: &[f64]) -> Tensor<f64, S> {
-    Tensor::from_vec(v.to_vec()).unwrap()
-}
-
-/// Fixed, non-zero weights of varied sign.
-fn weights<S: Shape>() -> Tensor<f64, S> {
-    Tensor::from_fn(|i| ((i * 7 + 3) % 5) as f64 * 0.4 - 0.9)
-}
-
-/// `loss = sum(y * w)`.
-#[allow(clippy::type_complexity)]
-fn weighted_sum<G, Ss, S: Shape>(
-    g: GraphData<f64, (), G, Ss>,
-    y: Position<S>,
-    w: Position<S>,
-) -> (GraphData<f64, (), G, Snoc<Snoc<Ss, S>, ()>>, Position<()>) {
-    let (g, yw) = g.push(ops::mul(y, w));
-    g.push(ops::sum(yw))
-}
-
-/// The loss value and the gradients at positions `of`, from `backprop_from(loss, 1)` (checked
-/// bit-equal to `backprop_from_dense`).
-fn run<G, Ss>(saved: &SavedGraph<'_, f64, (), G, Ss>, loss: Position<()>, of: &[usize]) -> (f64, Vec<Vec<f64>>) {
-    let value = saved.value(loss).unwrap().data()[0];
-    let grads = saved.backprop_from(loss, Tensor::full(1.0)).unwrap();
-    let dense = saved.backprop_from_dense(loss, Tensor::full(1.0)).unwrap();
-    let bits = |p: RawPackIter<'_, f64>| -> Vec<Vec<u64>> {
-        p.map(|t| t.data().iter().map(|x| x.to_bits()).collect()).collect()
-    };
-    assert_eq!(bits(grads.iter()), bits(dense.iter()), "backprop_from vs backprop_from_dense");
-    (value, of.iter().map(|&p| grads.raw()[p].data().to_vec()).collect())
-}
-
-/// Compares the analytic gradients of `f` at `inputs` with central differences of its value.
-fn check(inputs: &[Vec<f64>], f: impl Fn(&[Vec<f64>]) -> (f64, Vec<Vec<f64>>)) {
-    let (_, analytic) = f(inputs);
-    assert_eq!(analytic.len(), inputs.len());
-    for (q, x) in inputs.iter().enumerate() {
-        assert_eq!(analytic[q].len(), x.len());
-        for i in 0..x.len() {
-            let (xp, xm) = (x[i] + H, x[i] - H);
-            let mut plus = inputs.to_vec();
-            plus[q][i] = xp;
-            let mut minus = inputs.to_vec();
-            minus[q][i] = xm;
-            let numeric = (f(&plus).0 - f(&minus).0) / (xp - xm);
-            let a = analytic[q][i];
-            let scale = 1f64.max(numeric.abs()).max(a.abs());
-            assert!(
-                (numeric - a).abs() <= TOL * scale,
-                "input {q} element {i}: numeric {numeric:e} vs analytic {a:e} (diff {:e})",
-                (numeric - a).abs()
-            );
-        }
-    }
 }
 
 type Image = (U2, U2, U5, U4);
