@@ -91,10 +91,28 @@ pub(crate) enum Stmt {
 /// How deeply `for` loops may nest.
 const MAX_NESTING: usize = 16;
 
-/// `const …; fn name<dims>(inputs; data) -> outputs { stmts; result }`.
+/// A parameter of a helper: a name, optionally annotated with a shape whose dims are literals,
+/// constants, the graph's generic dims, or names bound at the call (`x: [n, d]`).
+pub(crate) struct HelperParam {
+    pub(crate) name: Ident,
+    pub(crate) shape: Option<ShapeDecl>,
+}
+
+/// `fn name(params) { stmts; result }` without `->`: a helper sub-graph, inlined at each call.
+pub(crate) struct HelperDef {
+    pub(crate) name: Ident,
+    pub(crate) params: Vec<HelperParam>,
+    pub(crate) stmts: Vec<Stmt>,
+    pub(crate) result: Expr,
+}
+
+/// `const …; fn helper(…) { … } fn name<dims>(inputs; data) -> outputs { stmts; result }`: the
+/// graph's `fn` is the one with `->`; `const` items and helpers go before or after it.
 pub(crate) struct GraphDef {
-    /// The `const` items before the `fn`.
+    /// The `const` items outside every `fn`, in order.
     pub(crate) consts: Vec<ConstStmt>,
+    /// The helper `fn`s, in order.
+    pub(crate) helpers: Vec<HelperDef>,
     pub(crate) attrs: Vec<Attribute>,
     pub(crate) vis: Visibility,
     pub(crate) name: Ident,
@@ -227,16 +245,117 @@ fn statements(body: ParseStream<'_>, depth: usize) -> syn::Result<Vec<Stmt>> {
     }
 }
 
+/// A helper's parameters, `x, w: [n, d], c`.
+fn helper_params(params: ParseStream<'_>) -> syn::Result<Vec<HelperParam>> {
+    let mut out = Vec::new();
+    while !params.is_empty() {
+        let name: Ident = params.parse()?;
+        let shape = if params.peek(Token![:]) {
+            params.parse::<Token![:]>()?;
+            Some(params.parse::<ShapeDecl>()?)
+        } else {
+            None
+        };
+        out.push(HelperParam { name, shape });
+        if !params.is_empty() {
+            params.parse::<Token![,]>()?;
+        }
+    }
+    Ok(out)
+}
+
+/// A body `{ stmts; result }` (of the graph or a helper).
+fn body(input: ParseStream<'_>, whose: &str) -> syn::Result<(Vec<Stmt>, Expr)> {
+    let body;
+    let brace = syn::braced!(body in input);
+    let stmts = statements(&body, 0)?;
+    if body.is_empty() {
+        return Err(syn::Error::new(brace.span.close(), format!("the body must end with {whose} result expression")));
+    }
+    let result: Expr = body.parse()?;
+    if !body.is_empty() {
+        return Err(
+            body.error("the body is statements (`let`, `h = …;`, `const`, `for`) followed by one result expression")
+        );
+    }
+    Ok((stmts, result))
+}
+
+/// The graph's `fn` after its name: generics, parameters, outputs and body.
+struct GraphFn {
+    dims: Vec<Ident>,
+    scalar: Option<(Ident, Punctuated<syn::TypeParamBound, Token![+]>)>,
+    inputs: Vec<InputDecl>,
+    data: Vec<DataDecl>,
+    outputs: Vec<ShapeDecl>,
+    stmts: Vec<Stmt>,
+    result: Expr,
+}
+
 impl Parse for GraphDef {
     fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
         let mut consts = Vec::new();
-        while input.peek(Token![const]) {
-            consts.push(input.parse::<ConstStmt>()?);
+        let mut helpers = Vec::new();
+        let mut graph: Option<(Vec<Attribute>, Visibility, Ident, GraphFn)> = None;
+        while !input.is_empty() {
+            if input.peek(Token![const]) {
+                consts.push(input.parse::<ConstStmt>()?);
+                continue;
+            }
+            let attrs = input.call(Attribute::parse_outer)?;
+            let vis: Visibility = input.parse()?;
+            input.parse::<Token![fn]>()?;
+            let name: Ident = input.parse()?;
+            // A helper: no generics, no `->`.
+            let helper = input.peek(syn::token::Paren) && {
+                let fork = input.fork();
+                let _params;
+                parenthesized!(_params in fork);
+                !fork.peek(Token![->])
+            };
+            if helper {
+                if let Some(a) = attrs.first() {
+                    return Err(syn::Error::new(
+                        a.span(),
+                        "a helper `fn` takes no attributes; document the graph's `fn`",
+                    ));
+                }
+                if !matches!(vis, Visibility::Inherited) {
+                    return Err(syn::Error::new(
+                        vis.span(),
+                        "a helper `fn` is private to the macro: remove its visibility",
+                    ));
+                }
+                let params;
+                parenthesized!(params in input);
+                let params = helper_params(&params)?;
+                let (stmts, result) = body(input, "the helper's")?;
+                helpers.push(HelperDef { name, params, stmts, result });
+                continue;
+            }
+            if let Some((_, _, first, _)) = &graph {
+                return Err(syn::Error::new(
+                    name.span(),
+                    format!("one `graph!` defines one graph, and `{first}` is it (a `fn` with `->`); a helper `fn` has no `->` (its result's shape is inferred)"),
+                ));
+            }
+            let f = graph_fn(input)?;
+            graph = Some((attrs, vis, name, f));
         }
-        let attrs = input.call(Attribute::parse_outer)?;
-        let vis: Visibility = input.parse()?;
-        input.parse::<Token![fn]>()?;
-        let name: Ident = input.parse()?;
+        let Some((attrs, vis, name, f)) = graph else {
+            let what = if helpers.is_empty() { "" } else { " (a `fn` without `->` is a helper)" };
+            return Err(input.error(format!(
+                "expected the graph's `fn`, which declares its output shapes with `->`{what}, e.g. `fn model<B>(x: [B, 4], w: [4, 2]) -> [] {{ … }}`"
+            )));
+        };
+        let GraphFn { dims, scalar, inputs, data, outputs, stmts, result } = f;
+        Ok(GraphDef { consts, helpers, attrs, vis, name, dims, scalar, inputs, data, outputs, stmts, result })
+    }
+}
+
+/// The graph's `fn` after its name.
+fn graph_fn(input: ParseStream<'_>) -> syn::Result<GraphFn> {
+    {
         let mut dims = Vec::new();
         let mut scalar = None;
         if input.peek(Token![<]) {
@@ -317,18 +436,8 @@ impl Parse for GraphDef {
         } else {
             vec![input.parse::<ShapeDecl>()?]
         };
-        let body;
-        let brace = syn::braced!(body in input);
-        let stmts = statements(&body, 0)?;
-        if body.is_empty() {
-            return Err(syn::Error::new(brace.span.close(), "the body must end with the graph's result expression"));
-        }
-        let result: Expr = body.parse()?;
-        if !body.is_empty() {
-            return Err(body
-                .error("the body is statements (`let`, `h = …;`, `const`, `for`) followed by one result expression"));
-        }
-        Ok(GraphDef { consts, attrs, vis, name, dims, scalar, inputs, data, outputs, stmts, result })
+        let (stmts, result) = body(input, "the graph's")?;
+        Ok(GraphFn { dims, scalar, inputs, data, outputs, stmts, result })
     }
 }
 

@@ -141,6 +141,10 @@ impl Lowering<'_> {
                     self.errors.at(p.span(), "a user op needs its output shape: write `let y: [d0, …] = MyOp(…);`");
                     return None;
                 };
+                if let Some(h) = self.helper(&ident.to_string()) {
+                    let args: Vec<&Expr> = call.args.iter().collect();
+                    return self.inline(h, &args, &Site::new(ident.span(), expr), expr).map(Operand::Value);
+                }
                 if is_special(call) {
                     self.errors.at(
                         ident.span(),
@@ -153,6 +157,9 @@ impl Lowering<'_> {
             Expr::MethodCall(m) => {
                 let mut args = vec![&*m.receiver];
                 args.extend(m.args.iter());
+                if let Some(h) = self.helper(&m.method.to_string()) {
+                    return self.inline(h, &args, &Site::new(m.method.span(), expr), expr).map(Operand::Value);
+                }
                 self.call(&m.method, args, &Site::new(m.method.span(), expr)).map(Operand::Value)
             }
             Expr::Closure(c) => {

@@ -6,6 +6,7 @@
 mod calls;
 pub(crate) mod consts;
 mod expr;
+mod helpers;
 mod stmts;
 
 use std::collections::HashMap;
@@ -16,7 +17,7 @@ use syn::{Expr, ExprCall, Ident};
 use crate::errors::{Errors, Site};
 use crate::infer::{self, Compared};
 use crate::ir::{Check, Dim, Graph, Node, NodeKind, Shape};
-use crate::parse::{DimDecl, GraphDef, ShapeDecl};
+use crate::parse::{DimDecl, GraphDef, HelperDef, ShapeDecl};
 use consts::{Const, NotConst};
 
 pub(crate) struct Lowering<'d> {
@@ -34,8 +35,20 @@ pub(crate) struct Lowering<'d> {
     consts: HashMap<String, Const>,
     /// Parameter arrays: the value of the first element and the length.
     arrays: HashMap<String, (usize, usize)>,
-    /// The loop iterations being lowered, innermost last.
+    /// The loop iterations and helper calls being lowered, innermost last.
     iterations: Vec<stmts::Iteration>,
+    /// The helpers by name.
+    helpers: HashMap<String, &'d HelperDef>,
+    /// The calls of each helper so far (`block#2` is the second).
+    calls: HashMap<String, usize>,
+    /// The constants outside every `fn` (what a helper sees besides its parameters).
+    globals: HashMap<String, Const>,
+    /// The dims a helper's parameter annotations bound at the call (`x: [n, d]`).
+    dim_vars: HashMap<String, Dim>,
+    /// Statements run so far while unrolling (loops and helper calls), and whether the cap
+    /// stopped the lowering.
+    steps: usize,
+    stopped: bool,
     /// The name nodes made now are described by (`h@i=3`), inside a loop.
     label: Option<String>,
     errors: Errors,
@@ -95,12 +108,20 @@ pub(crate) fn lower(def: &GraphDef) -> Result<Graph, syn::Error> {
         consts: HashMap::new(),
         arrays: HashMap::new(),
         iterations: Vec::new(),
+        helpers: HashMap::new(),
+        calls: HashMap::new(),
+        globals: HashMap::new(),
+        dim_vars: HashMap::new(),
+        steps: 0,
+        stopped: false,
         label: None,
         errors: Errors::default(),
     };
     for c in &def.consts {
         stmts::const_item(&mut l.consts, &mut l.errors, c);
     }
+    l.globals = l.consts.clone();
+    l.helper_declarations(&def.helpers);
     l.declarations(def);
     l.statements(&def.stmts);
     let results: Vec<&Expr> = match &def.result {
@@ -222,6 +243,9 @@ impl Lowering<'_> {
                 .map(|d| match d {
                     DimDecl::Lit(n, _) => Dim::Lit(*n),
                     DimDecl::Sym(i) => {
+                        if let Some(d) = self.dim_vars.get(&i.to_string()) {
+                            return d.clone();
+                        }
                         if let (false, Some(Const::Int(n))) = (self.dims.contains(i), self.consts.get(&i.to_string())) {
                             return match u64::try_from(*n) {
                                 Ok(n) => Dim::Lit(n),

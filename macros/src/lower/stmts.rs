@@ -29,13 +29,15 @@ struct Undo {
     constant: Option<Const>,
 }
 
-/// A loop iteration being lowered.
+/// A loop iteration or a helper call being lowered.
 pub(super) struct Iteration {
-    /// `i=3`, in node labels.
-    label: String,
-    errors_before: usize,
-    /// What every error of the iteration starts with.
-    prefix: String,
+    /// `i=3` (an iteration) or `block#2` (a call), in node labels.
+    pub(super) label: String,
+    pub(super) errors_before: usize,
+    /// What every error of the iteration (or call) starts with.
+    pub(super) prefix: String,
+    /// A helper call, not a loop iteration.
+    pub(super) call: bool,
 }
 
 /// A loop body being run (or the graph's body, without `lp`).
@@ -84,12 +86,14 @@ impl Lowering<'_> {
     /// Runs the body's statements, unrolling every loop.
     pub(super) fn statements(&mut self, body: &[Stmt]) {
         let mut stack = vec![Frame { stmts: body, next: 0, lp: None, undo: Vec::new() }];
-        let mut steps = 0usize;
         while let Some(top) = stack.last_mut() {
+            if self.stopped {
+                break;
+            }
             if let Some(stmt) = top.stmts.get(top.next) {
                 top.next += 1;
-                steps += 1;
-                if steps > MAX_STEPS || self.graph.nodes.len() > MAX_NODES {
+                self.steps += 1;
+                if self.steps > MAX_STEPS || self.graph.nodes.len() > MAX_NODES {
                     let span = match stmt {
                         Stmt::For(f) => f.var.span(),
                         Stmt::Let(l) => l.name.span(),
@@ -98,8 +102,9 @@ impl Lowering<'_> {
                     };
                     self.errors.at(
                         span,
-                        format!("the graph unrolls to more than {MAX_NODES} nodes or {MAX_STEPS} statements; use fewer loop iterations"),
+                        format!("the graph unrolls to more than {MAX_NODES} nodes or {MAX_STEPS} statements; use fewer loop iterations or helper calls"),
                     );
+                    self.stopped = true;
                     break;
                 }
                 match stmt {
@@ -157,7 +162,12 @@ impl Lowering<'_> {
         let outer = self.iterations.last().map(|it| it.prefix.clone()).unwrap_or_default();
         let prefix = format!("{outer}in iteration {var} = {i} of `{}`: ", f.header);
         self.errors.prefix.clone_from(&prefix);
-        self.iterations.push(Iteration { label: format!("{var}={i}"), errors_before: self.errors.count(), prefix });
+        self.iterations.push(Iteration {
+            label: format!("{var}={i}"),
+            errors_before: self.errors.count(),
+            prefix,
+            call: false,
+        });
     }
 
     /// Everything `name` means now.
@@ -215,17 +225,29 @@ impl Lowering<'_> {
         Some((start?, end?))
     }
 
-    /// The label of nodes bound to `name` now (inside a loop only).
-    fn label_for(&self, name: &syn::Ident) -> Option<String> {
+    /// The label of nodes bound to `name` now (inside a loop or a helper only): the helper calls
+    /// being lowered, outermost first, then the name and the loop iterations,
+    /// `block#2/h@i=3` (documented in the facade crate's `graph!` syntax).
+    pub(super) fn label_for(&self, name: &str) -> Option<String> {
         if self.iterations.is_empty() {
             return None;
         }
-        let its: Vec<&str> = self.iterations.iter().map(|it| it.label.as_str()).collect();
-        Some(format!("{name}@{}", its.join(",")))
+        let mut label = String::new();
+        for call in self.iterations.iter().filter(|it| it.call) {
+            label.push_str(&call.label);
+            label.push('/');
+        }
+        label.push_str(name);
+        let its: Vec<&str> = self.iterations.iter().filter(|it| !it.call).map(|it| it.label.as_str()).collect();
+        if !its.is_empty() {
+            label.push('@');
+            label.push_str(&its.join(","));
+        }
+        Some(label)
     }
 
     fn let_stmt(&mut self, stmt: &LetStmt, undo: &mut Vec<Undo>) {
-        self.label = self.label_for(&stmt.name);
+        self.label = self.label_for(&stmt.name.to_string());
         let value = match (&stmt.expr, &stmt.annotation) {
             (Expr::Call(call), Some(ann)) if is_special(call) => self.special(call, ann, &stmt.name),
             (Expr::Call(call), None) if is_special(call) => {
@@ -295,7 +317,7 @@ impl Lowering<'_> {
             }
             return;
         };
-        self.label = self.label_for(&stmt.name);
+        self.label = self.label_for(&stmt.name.to_string());
         let value = self.value(&stmt.expr);
         self.label = None;
         let Some(v) = value else {
