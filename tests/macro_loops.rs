@@ -7,8 +7,8 @@
 
 mod floats;
 
-use exactgrad::{graph, GraphData, Pack, Position, RawTensor, Shape, Tensor};
-use floats::{adv, adversarial, all_bits, assert_all_eq, Bits, TestFloat};
+use exactgrad::{graph, Tensor};
+use floats::{adv, all_bits, outcome, TestFloat};
 
 graph! {
     const D: usize = 4;
@@ -41,46 +41,6 @@ graph! {
         let s1 = s0 * 0.5 + mean(w1);
         s1 * 0.5 + mean(w2)
     }
-}
-
-/// Values and every pass of `g`, as bits.
-fn outcome<A: TestFloat, G, Ss, Br, S: Shape>(
-    g: &GraphData<A, (), G, Ss, Br>,
-    inputs: Pack<A, G>,
-    output: Position<S, Br>,
-    salt: u64,
-) -> Vec<Vec<Bits>> {
-    let saved = g.compile(inputs, ()).unwrap();
-    let raw = saved.raw();
-    let dims = g.raw().dims().to_vec();
-    let seeds: Vec<RawTensor<A>> = (0..dims.len()).map(|p| adversarial::<A>(dims[p], salt + 97 * p as u64)).collect();
-    let mut out = vec![all_bits(raw.values())];
-    let all = [
-        all_bits(&raw.backprop_all_dense(seeds.clone()).unwrap()),
-        all_bits(&raw.backprop_all_array(seeds.clone()).unwrap()),
-        all_bits(&raw.backprop_all_stored(seeds.clone()).unwrap()),
-    ];
-    assert_all_eq("backprop_all", &all);
-    let inputs = [
-        all_bits(&raw.backprop_inputs_dense(seeds.clone()).unwrap()),
-        all_bits(&raw.backprop_inputs_array(seeds.clone()).unwrap()),
-        all_bits(&raw.backprop_inputs_stored(seeds.clone()).unwrap()),
-    ];
-    assert_all_eq("backprop_inputs", &inputs);
-    out.extend(all);
-    out.extend(inputs);
-    for (p, seed) in seeds.iter().enumerate() {
-        let at = raw.graph().position(p).unwrap();
-        let r = [
-            all_bits(&raw.backprop_from_dense(at, seed.clone()).unwrap()),
-            all_bits(&raw.backprop_from(at, seed.clone()).unwrap()),
-        ];
-        assert_all_eq("backprop_from", &r);
-        out.extend(r);
-    }
-    let typed: Tensor<A, S> = Tensor::try_from_raw(seeds[output.index()].clone()).unwrap();
-    out.push(all_bits(saved.backprop_from(output, typed).unwrap().iter()));
-    out
 }
 
 fn check<A: TestFloat>(salt: u64) {

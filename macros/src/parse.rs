@@ -314,10 +314,10 @@ impl Parse for GraphDef {
                 !fork.peek(Token![->])
             };
             if helper {
-                if let Some(a) = attrs.first() {
+                if let Some(a) = attrs.iter().find(|a| !a.path().is_ident("doc")) {
                     return Err(syn::Error::new(
                         a.span(),
-                        "a helper `fn` takes no attributes; document the graph's `fn`",
+                        "a helper `fn` takes no attributes (only doc comments, which document nothing generated)",
                     ));
                 }
                 if !matches!(vis, Visibility::Inherited) {
