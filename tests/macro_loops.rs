@@ -97,3 +97,30 @@ fn handles_and_descriptions_name_iterations_and_array_elements() {
     assert!(text.contains("(s@j=1)"), "{text}");
     assert!(text.contains("input %1 (w[0])"), "{text}");
 }
+
+graph! {
+    const N: usize = 2;
+    /// A const dim in a data tensor's shape, and a size (1500) typenum does not predefine.
+    fn with_data(w: [4, 1500]; x: [N, 4]) -> [N, 1500] {
+        x.matmul(w)
+    }
+}
+
+graph! {
+    fn with_data_by_hand(w: [4, 1500]; x: [2, 4]) -> [2, 1500] {
+        x.matmul(w)
+    }
+}
+
+#[test]
+fn const_dims_type_data_tensors() {
+    use exactgrad::typenum::{U2, U4};
+    let (g, h) = with_data::<f64>();
+    let (ug, uh) = with_data_by_hand::<f64>();
+    // The data struct's field has the const's size.
+    let x: Tensor<f64, (U2, U4)> = adv(3, 0);
+    let w = adv(3, 1);
+    let values = g.compile(h.inputs(w.clone()), WithDataData { x: x.clone() }).unwrap().raw().values().to_vec();
+    let by_hand = ug.compile(uh.inputs(w), WithDataByHandData { x }).unwrap().raw().values().to_vec();
+    assert_eq!(all_bits(&values), all_bits(&by_hand));
+}

@@ -66,6 +66,24 @@ pub(crate) fn array_lengths(def: &GraphDef) -> Vec<Option<usize>> {
     def.inputs.iter().map(|i| i.count.as_ref().map(|c| array_length(&consts, &mut errors, c).unwrap_or(0))).collect()
 }
 
+/// The size of each integer `const` outside every `fn` that is one (what a `const` dim of a
+/// declared shape means, `x: [N, 4]`); the generated items' declared shapes use it.
+pub(crate) fn const_sizes(def: &GraphDef) -> HashMap<String, u64> {
+    let mut consts = HashMap::new();
+    let mut errors = Errors::default();
+    for c in &def.consts {
+        stmts::const_item(&mut consts, &mut errors, c);
+    }
+    consts
+        .into_iter()
+        .filter(|(k, _)| !def.dims.iter().any(|d| d == k))
+        .filter_map(|(k, c)| match c {
+            Const::Int(n) => u64::try_from(n).ok().map(|n| (k, n)),
+            Const::Float(_) => None,
+        })
+        .collect()
+}
+
 fn array_length(consts: &HashMap<String, Const>, errors: &mut Errors, count: &Expr) -> Option<usize> {
     match consts::int(consts, count) {
         Ok(n) => match usize::try_from(n) {
