@@ -13,7 +13,7 @@ use syn::Ident;
 
 thread_local! {
     /// The hidden module of the expansion under way and the sizes it must define.
-    static SIZES: RefCell<Option<(Ident, BTreeSet<u64>)>> = const { RefCell::new(None) };
+    static SIZES: RefCell<Option<(Ident, TokenStream, BTreeSet<u64>)>> = const { RefCell::new(None) };
 }
 
 /// Whether typenum defines `U{n}` (`typenum::consts`): `0..=1024`, the powers of two, the
@@ -29,15 +29,16 @@ pub(crate) fn predefined(n: u64) -> bool {
     n <= 1024 || n.is_power_of_two() || (n != u64::MAX && (n + 1).is_power_of_two()) || power_of_ten || n == 3600
 }
 
-/// Starts an expansion whose other sizes go in the module `module` (one per graph).
-pub(crate) fn begin(module: Ident) {
-    SIZES.with(|s| *s.borrow_mut() = Some((module, BTreeSet::new())));
+/// Starts an expansion whose other sizes go in the module `module` (one per graph), of the
+/// graph's visibility `vis` (so rustdoc, which spells out aliases it cannot link to, names them).
+pub(crate) fn begin(module: Ident, vis: TokenStream) {
+    SIZES.with(|s| *s.borrow_mut() = Some((module, vis, BTreeSet::new())));
 }
 
 /// Ends the expansion: the hidden module with an alias for every size used that typenum does not
 /// predefine (nothing when there is none).
 pub(crate) fn sizes_module() -> TokenStream {
-    let Some((module, sizes)) = SIZES.with(|s| s.borrow_mut().take()) else { return TokenStream::new() };
+    let Some((module, vis, sizes)) = SIZES.with(|s| s.borrow_mut().take()) else { return TokenStream::new() };
     if sizes.is_empty() {
         return TokenStream::new();
     }
@@ -51,7 +52,7 @@ pub(crate) fn sizes_module() -> TokenStream {
         /// Sizes of the graph that typenum does not predefine, named in decimal.
         #[doc(hidden)]
         #[allow(non_snake_case, dead_code, unreachable_pub)]
-        mod #module {
+        #vis mod #module {
             #(#aliases)*
         }
     }
@@ -64,7 +65,7 @@ pub(crate) fn unsigned(n: u64, span: Span) -> TokenStream {
         return quote_spanned!(span=> ::exactgrad::__private::typenum::#name);
     }
     let module = SIZES.with(|s| {
-        s.borrow_mut().as_mut().map(|(m, sizes)| {
+        s.borrow_mut().as_mut().map(|(m, _, sizes)| {
             sizes.insert(n);
             m.clone()
         })
@@ -105,11 +106,8 @@ mod tests {
             assert!(!predefined(n), "{n}");
         }
         // Outside an expansion (no module), a size is built structurally.
-        assert_eq!(
-            s(1025),
-            structural(1025, Span::call_site()).to_string().replace(' ', ""),
-        );
-        begin(format_ident!("__sizes"));
+        assert_eq!(s(1025), structural(1025, Span::call_site()).to_string().replace(' ', ""),);
+        begin(format_ident!("__sizes"), TokenStream::new());
         assert_eq!(s(3072), "__sizes::U3072");
         let module = sizes_module().to_string();
         assert!(module.contains("pub type U3072 = :: exactgrad :: __private :: typenum :: UInt"), "{module}");

@@ -22,7 +22,8 @@ fn private() -> TokenStream {
 pub(crate) fn expand(def: &GraphDef) -> TokenStream {
     let names = Names::new(&def.name);
     let module = syn::ext::IdentExt::unraw(&def.name).to_string();
-    crate::typenum::begin(quote::format_ident!("__exactgrad_sizes_{}", module.trim_start_matches('_')));
+    let vis = &def.vis;
+    crate::typenum::begin(quote::format_ident!("__exactgrad_sizes_{}", module.trim_start_matches('_')), quote!(#vis));
     let items = match crate::lower::lower(def) {
         Ok(graph) => builder::full(def, &graph, &names),
         Err(e) => {

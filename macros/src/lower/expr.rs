@@ -70,7 +70,10 @@ impl Lowering<'_> {
                 }
                 match self.names.get(&ident.to_string()) {
                     Some(&Some(v)) => Some(Operand::Value(v)),
-                    Some(None) => None,
+                    Some(None) => {
+                        self.poisoned += 1;
+                        None
+                    }
                     None if self.data_tensor_index(ident).is_some() => {
                         self.data_tensor_index(ident).map(|k| Operand::Value(self.data_leaf(k, ident.span())))
                     }
@@ -84,10 +87,18 @@ impl Lowering<'_> {
                         None
                     }
                     None => {
+                        let name = ident.to_string();
+                        let hint = if consts::const_like(&name) {
+                            consts::outside_hint(&name, "f64")
+                        } else if self.in_helper() {
+                            "; a helper sees only its parameters, the macro's `const`s and the graph's data: pass it as an argument".to_owned()
+                        } else {
+                            String::new()
+                        };
                         self.errors.at(
                             ident.span(),
                             format!(
-                                "cannot find `{ident}` in this graph: it is neither an input nor a `let` binding above"
+                                "cannot find `{ident}` in this graph: it is neither an input nor a `let` binding above{hint}"
                             ),
                         );
                         None

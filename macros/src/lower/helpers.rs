@@ -107,6 +107,11 @@ impl<'d> Lowering<'d> {
         }
     }
 
+    /// Whether a helper's body is being lowered.
+    pub(super) fn in_helper(&self) -> bool {
+        self.iterations.iter().any(|it| it.call)
+    }
+
     /// The helper called `name`, if there is one.
     pub(super) fn helper(&self, name: &str) -> Option<&'d HelperDef> {
         self.helpers.get(name).copied()
@@ -164,7 +169,8 @@ impl<'d> Lowering<'d> {
         let outer = self.errors.prefix.clone();
         let prefix = format!("{outer}in call {label} `{}`: ", pretty(call));
         let errors_before = self.errors.count();
-        self.iterations.push(Iteration { label, errors_before, prefix: prefix.clone(), call: true });
+        let poisoned_before = self.poisoned;
+        self.iterations.push(Iteration { label, errors_before, poisoned_before, prefix: prefix.clone(), call: true });
         self.errors.prefix = prefix;
         let scope = Scope {
             names: take(&mut self.names),
@@ -452,7 +458,7 @@ mod tests {
         assert_eq!(
             e("fn g(w) { w + x } fn f(x: [2]) -> [] { sum(g(x)) }"),
             [
-                "in call g#1 `g(x)`: cannot find `x` in this graph: it is neither an input nor a `let` binding above",
+                "in call g#1 `g(x)`: cannot find `x` in this graph: it is neither an input nor a `let` binding above; a helper sees only its parameters, the macro's `const`s and the graph's data: pass it as an argument",
                 "this call of `g` fails: the errors above in `g`'s body name it `in call g#1`",
             ]
         );

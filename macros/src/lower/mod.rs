@@ -49,13 +49,16 @@ pub(crate) struct Lowering<'d> {
     /// stopped the lowering.
     steps: usize,
     stopped: bool,
+    /// Uses of bindings whose value failed (reported once, where it failed): a loop iteration
+    /// with one stops its loop, as one with an error does.
+    poisoned: usize,
     /// The name nodes made now are described by (`h@i=3`), inside a loop.
     label: Option<String>,
     errors: Errors,
 }
 
 /// The length of each parameter array declared in `def` (`None` for a plain input), by the
-/// `const` items before the `fn`; a length that is no valid constant is 0 (and reported by
+/// `const` items outside the `fn`; a length that is no valid constant is 0 (and reported by
 /// [`lower`]).
 pub(crate) fn array_lengths(def: &GraphDef) -> Vec<Option<usize>> {
     let mut consts = HashMap::new();
@@ -87,7 +90,12 @@ pub(crate) fn const_sizes(def: &GraphDef) -> HashMap<String, u64> {
 fn array_length(consts: &HashMap<String, Const>, errors: &mut Errors, count: &Expr) -> Option<usize> {
     match consts::int(consts, count) {
         Ok(n) => match usize::try_from(n) {
-            Ok(n) => Some(n),
+            Ok(n) if n <= stmts::MAX_NODES => Some(n),
+            Ok(n) => {
+                errors
+                    .at(count.span(), format!("a parameter array holds at most {} inputs, not {n}", stmts::MAX_NODES));
+                None
+            }
             Err(_) => {
                 errors.at(count.span(), format!("a parameter array's length is a size, not {n}"));
                 None
@@ -100,7 +108,7 @@ fn array_length(consts: &HashMap<String, Const>, errors: &mut Errors, count: &Ex
         Err(NotConst::Value) => {
             errors.at(
                 count.span(),
-                "a parameter array's length is an integer literal or a `const` declared before the `fn` in this macro, e.g. `w: [[64, 64]; 4]`",
+                "a parameter array's length is an integer literal or a `const` declared outside the `fn` in this macro, e.g. `w: [[64, 64]; 4]`",
             );
             None
         }
@@ -132,6 +140,7 @@ pub(crate) fn lower(def: &GraphDef) -> Result<Graph, syn::Error> {
         dim_vars: HashMap::new(),
         steps: 0,
         stopped: false,
+        poisoned: 0,
         label: None,
         errors: Errors::default(),
     };
@@ -277,7 +286,8 @@ impl Lowering<'_> {
                             self.errors.at(
                                 i.span(),
                                 format!(
-                                    "unknown dim `{i}`: declare it as a generic dim of the graph, `fn name<{i}>(…)`, or as an integer `const` before the `fn`"
+                                    "unknown dim `{i}`: declare it as a generic dim of the graph, `fn name<{i}>(…)`, or as an integer `const` in this macro{}",
+                                    consts::outside_hint(&i.to_string(), "usize")
                                 ),
                             );
                         }
