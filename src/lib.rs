@@ -55,10 +55,13 @@
 //!   [Data tensors](#data-tensors)). A data parameter of any other type (`labels: Vec<usize>`)
 //!   only names labels or ids; using it as a tensor is an error, and so is naming a data tensor
 //!   as labels or ids.
-//! * **Expressions**: names of inputs and earlier bindings; `+`, `-`, `*` (elementwise) and unary
-//!   `-`; `matrix + row_vector` broadcasts (`add_row`); `x * 0.5` or `2 * x` scales by a constant
-//!   (the constant is converted to the scalar type; one that does not fit is reported by
-//!   `compile`); built-in ops in function or method form, nested freely:
+//! * **Expressions**: names of inputs and earlier bindings; `+`, `-`, `*`, `/` (elementwise:
+//!   `add`, `sub`, `mul`, `div`) and unary `-`; `matrix + row_vector` broadcasts (`add_row`);
+//!   `x * 0.5` or `2 * x` scales by a constant (the constant is converted to the scalar type; one
+//!   that does not fit is reported by `compile`). `x * c` is the only operator that takes a
+//!   constant: `x / c`, `x + c`, `c - x`, … are errors, because no built-in op divides by a constant
+//!   or adds one per element, and the rewrites that look equal (`x * (1.0 / c)`) round differently —
+//!   write the one you mean. Built-in ops in function or method form, nested freely:
 //!
 //!   every built-in op is listed in the table below (generated from `exactgrad_spec`, the one
 //!   source of op facts, and checked against it by a test), with its shape rule, its compact VJP

@@ -25,6 +25,25 @@ pub(super) fn by_name(name: &str) -> &'static OpSpec {
     }
 }
 
+/// Why `x op c` (or `c op x`, `on_left`) of a graph value and a constant is refused: only `*` takes
+/// a constant (`scale`); no built-in op adds a constant or divides by one per element, and the
+/// rewrites that look equal round differently, so the macro does not choose one silently.
+fn constant_operand(name: &str, on_left: bool) -> String {
+    let what = match (name, on_left) {
+        ("div", false) => "no op divides by a constant per element; `x * (1.0 / c)` scales by the rounded reciprocal (other bits than a division), and `x / y` divides by a graph value `y`",
+        ("div", true) => "no op divides a constant by a graph value; divide two graph values with `x / y`",
+        _ => "no op adds a constant to a graph value; add a graph value (an input, or a data tensor holding the constant) instead",
+    };
+    let op = match name {
+        "add" => "+",
+        "sub" => "-",
+        _ => "/",
+    };
+    format!(
+        "`{op}` of a graph value and a constant is not an op: only `*` takes a constant (`x * 0.5`, `scale`); {what}"
+    )
+}
+
 impl Lowering<'_> {
     /// An expression that must be a graph value.
     pub(super) fn value(&mut self, expr: &Expr) -> Option<usize> {
@@ -117,9 +136,12 @@ impl Lowering<'_> {
                     BinOp::Add(_) => "add",
                     BinOp::Sub(_) => "sub",
                     BinOp::Mul(_) => "mul",
+                    BinOp::Div(_) => "div",
                     _ => {
-                        self.errors
-                            .at(b.op.span(), "unsupported operator: graph values support `+`, `-`, `*` and unary `-`");
+                        self.errors.at(
+                            b.op.span(),
+                            "unsupported operator: graph values support `+`, `-`, `*`, `/` and unary `-`",
+                        );
                         return None;
                     }
                 };
@@ -137,8 +159,9 @@ impl Lowering<'_> {
                             .map(Operand::Value)
                     }
                     (Operand::Const(_), Operand::Const(_)) => Some(Operand::Const(expr.clone())),
-                    _ => {
-                        self.errors.at_site(&Site::new(b.op.span(), expr), format!("`{name}` of a graph value and a constant is not an op; only `*` takes a constant (`x * 0.5`)"));
+                    (l, _) => {
+                        let on_left = matches!(l, Operand::Const(_));
+                        self.errors.at_site(&Site::new(b.op.span(), expr), constant_operand(name, on_left));
                         None
                     }
                 }

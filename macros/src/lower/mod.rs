@@ -373,6 +373,22 @@ mod tests {
     }
 
     #[test]
+    fn division_of_values_is_div_and_constants_only_scale() {
+        let g = lower_src("fn f(x: [2], y: [2]) -> [] { sum(x / y * 0.5) }").expect("lowers");
+        assert_eq!(ops(&g), ["div", "scale", "sum"]);
+        let e = |src: &str| lower_src(src).err().unwrap_or_default().join("\n");
+        assert!(
+            e("fn f(x: [2]) -> [] { sum(x / 4.0) }").starts_with(
+                "`/` of a graph value and a constant is not an op: only `*` takes a constant (`x * 0.5`, `scale`); no op divides by a constant per element"
+            ),
+            "{}",
+            e("fn f(x: [2]) -> [] { sum(x / 4.0) }")
+        );
+        assert!(e("fn f(x: [2]) -> [] { sum(1.0 + x) }").contains("no op adds a constant to a graph value"));
+        assert!(e("fn f(x: [2]) -> [] { sum(1.0 / x) }").contains("no op divides a constant by a graph value"));
+    }
+
+    #[test]
     fn independent_errors_are_all_reported_without_cascades() {
         let errors = lower_src(
             "fn f(x: [4, 3], w: [2, 5], b: [7]) -> [] {

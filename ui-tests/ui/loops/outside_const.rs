@@ -10,7 +10,7 @@ graph! {
         for i in 0..N {
             h = h * SCALE;
         }
-        sum(h)
+        sum(h * SCALE)
     }
 }
 
