@@ -21,7 +21,7 @@ thread_local! {
 pub(crate) fn predefined(n: u64) -> bool {
     let power_of_ten = {
         let mut m = n;
-        while m >= 10 && m % 10 == 0 {
+        while m >= 10 && m.is_multiple_of(10) {
             m /= 10;
         }
         m == 1
