@@ -104,7 +104,7 @@
 //!   (`1.0 / (D as f64).sqrt()`); an integer `const` is a dim anywhere a shape is declared — inputs,
 //!   data tensors (`x: [N, 4]`), annotations, outputs. A float constant that does not fit the
 //!   scalar type (`x * 1e39` in an `f32` graph) is reported by `compile` as a node error naming the
-//!   node and its op (the macro does not know the scalar type; one that overflows `f64` is an error
+//!   node, its op and the constant (the macro does not know the scalar type; one that overflows `f64` is an error
 //!   when the macro expands).
 //! * **Convolutions and poolings** take their values, then their constants by name, each an
 //!   integer literal (every spatial axis) or, for a two-dimensional op, a pair `(height, width)`:
