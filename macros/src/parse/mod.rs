@@ -88,8 +88,9 @@ pub(crate) enum Stmt {
     For(ForStmt),
 }
 
-/// How deeply `for` loops may nest.
-const MAX_NESTING: usize = 16;
+mod body;
+
+use body::body;
 
 /// A parameter of a helper: a name, optionally annotated with a shape whose dims are literals,
 /// constants, the graph's generic dims, or names bound at the call (`x: [n, d]`).
@@ -126,123 +127,12 @@ pub(crate) struct GraphDef {
     pub(crate) result: Expr,
 }
 
-impl Parse for ShapeDecl {
-    fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
-        if !input.peek(syn::token::Bracket) {
-            return Err(input.error("a shape is written `[d0, d1, …]` with integer or generic dims, e.g. `[B, 784]`"));
-        }
-        let content;
-        let bracket = bracketed!(content in input);
-        let items = Punctuated::<Expr, Token![,]>::parse_terminated(&content)?;
-        let mut dims = Vec::new();
-        for item in items {
-            dims.push(match &item {
-                Expr::Lit(syn::ExprLit { lit: syn::Lit::Int(i), .. }) => {
-                    DimDecl::Lit(i.base10_parse::<u64>()?, i.span())
-                }
-                Expr::Path(p) if p.path.get_ident().is_some() && p.qself.is_none() => {
-                    DimDecl::Sym(p.path.get_ident().cloned().unwrap_or_else(|| Ident::new("_", p.span())))
-                }
-                other => {
-                    return Err(syn::Error::new(
-                        other.span(),
-                        "a dim is an integer literal or a declared generic dim (e.g. `B`), not an expression",
-                    ))
-                }
-            });
-        }
-        if dims.len() > 4 {
-            return Err(syn::Error::new(bracket.span.join(), "a shape has at most 4 dims"));
-        }
-        Ok(ShapeDecl { dims, span: bracket.span.join() })
-    }
-}
-
 /// Whether the bracketed tokens next are an array type `[T; N]` (a data parameter of that Rust
 /// type) rather than a shape.
 fn is_array_type(input: ParseStream<'_>) -> bool {
     input.fork().parse::<proc_macro2::Group>().is_ok_and(|g| {
         g.stream().into_iter().any(|t| matches!(t, proc_macro2::TokenTree::Punct(p) if p.as_char() == ';'))
     })
-}
-
-impl Parse for ConstStmt {
-    fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
-        input.parse::<Token![const]>()?;
-        let name: Ident = input.parse()?;
-        input.parse::<Token![:]>()?;
-        let ty: Type = input.parse()?;
-        input.parse::<Token![=]>()?;
-        let expr: Expr = input.parse()?;
-        input.parse::<Token![;]>()?;
-        Ok(ConstStmt { name, ty, expr })
-    }
-}
-
-/// Statements up to the end of `body` (a loop body) or up to its result expression (the graph's
-/// body, `top`). Loops nest at most [`MAX_NESTING`] deep.
-fn statements(body: ParseStream<'_>, depth: usize) -> syn::Result<Vec<Stmt>> {
-    let mut stmts = Vec::new();
-    loop {
-        if body.peek(Token![let]) {
-            body.parse::<Token![let]>()?;
-            let mutable = body.parse::<Option<Token![mut]>>()?.is_some();
-            let name: Ident = body.parse()?;
-            let annotation = if body.peek(Token![:]) {
-                body.parse::<Token![:]>()?;
-                Some(body.parse::<ShapeDecl>()?)
-            } else {
-                None
-            };
-            body.parse::<Token![=]>()?;
-            let expr: Expr = body.parse()?;
-            body.parse::<Token![;]>()?;
-            stmts.push(Stmt::Let(LetStmt { name, mutable, annotation, expr }));
-        } else if body.peek(Token![const]) {
-            stmts.push(Stmt::Const(body.parse()?));
-        } else if body.peek(Token![for]) {
-            let for_token = body.parse::<Token![for]>()?;
-            let var: Ident = body.parse()?;
-            body.parse::<Token![in]>()?;
-            let range = Expr::parse_without_eager_brace(body)?;
-            let header = format!("for {var} in {}", quote::quote!(#range)).replace(" .. ", "..");
-            let (start, end) = match range {
-                Expr::Range(syn::ExprRange {
-                    start: Some(s),
-                    limits: syn::RangeLimits::HalfOpen(_),
-                    end: Some(e),
-                    ..
-                }) => (*s, *e),
-                other => {
-                    return Err(syn::Error::new(
-                        other.span(),
-                        "a graph loop runs over a range `start..end` of constants, e.g. `for i in 0..4`",
-                    ))
-                }
-            };
-            if depth >= MAX_NESTING {
-                return Err(syn::Error::new(
-                    for_token.span,
-                    format!("loops nest at most {MAX_NESTING} deep in a graph"),
-                ));
-            }
-            let content;
-            syn::braced!(content in body);
-            let inner = statements(&content, depth + 1)?;
-            if !content.is_empty() {
-                return Err(content.error("a loop body is `let` bindings, reassignments (`h = …;`), `const` items and loops, each ending with `;` (a loop has no result)"));
-            }
-            stmts.push(Stmt::For(ForStmt { var, start, end, header, body: inner }));
-        } else if body.peek(Ident) && body.peek2(Token![=]) && !body.peek2(Token![==]) {
-            let name: Ident = body.parse()?;
-            body.parse::<Token![=]>()?;
-            let expr: Expr = body.parse()?;
-            body.parse::<Token![;]>()?;
-            stmts.push(Stmt::Assign(AssignStmt { name, expr }));
-        } else {
-            return Ok(stmts);
-        }
-    }
 }
 
 /// A helper's parameters, `x, w: [n, d], c`.
@@ -262,23 +152,6 @@ fn helper_params(params: ParseStream<'_>) -> syn::Result<Vec<HelperParam>> {
         }
     }
     Ok(out)
-}
-
-/// A body `{ stmts; result }` (of the graph or a helper).
-fn body(input: ParseStream<'_>, whose: &str) -> syn::Result<(Vec<Stmt>, Expr)> {
-    let body;
-    let brace = syn::braced!(body in input);
-    let stmts = statements(&body, 0)?;
-    if body.is_empty() {
-        return Err(syn::Error::new(brace.span.close(), format!("the body must end with {whose} result expression")));
-    }
-    let result: Expr = body.parse()?;
-    if !body.is_empty() {
-        return Err(
-            body.error("the body is statements (`let`, `h = …;`, `const`, `for`) followed by one result expression")
-        );
-    }
-    Ok((stmts, result))
 }
 
 /// The graph's `fn` after its name: generics, parameters, outputs and body.
@@ -442,38 +315,4 @@ fn graph_fn(input: ParseStream<'_>) -> syn::Result<GraphFn> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_definition_parses_into_its_parts() {
-        let def: GraphDef = syn::parse_str(
-            "/// docs
-             pub fn f<T: num_traits::Float, B>(x: [B, 3], w: [3, 4]; labels: Vec<usize>, m: [B, 4]) -> ([], [B, 4]) {
-                 let h: [B, 4] = x.matmul(w);
-                 (sum(h), h)
-             }",
-        )
-        .expect("parses");
-        assert_eq!(def.name, "f");
-        assert_eq!(def.dims, ["B"]);
-        assert!(def.scalar.as_ref().is_some_and(|(t, _)| t == "T"));
-        assert_eq!(def.inputs.len(), 2);
-        assert_eq!(def.data.iter().map(|d| d.tensor_shape().is_some()).collect::<Vec<_>>(), [false, true]);
-        assert_eq!(def.outputs.len(), 2);
-        assert_eq!(def.stmts.len(), 1);
-        assert!(matches!(&def.stmts[0], Stmt::Let(l) if l.annotation.is_some() && !l.mutable));
-    }
-
-    #[test]
-    fn malformed_definitions_say_what_is_expected() {
-        let e = |s: &str| syn::parse_str::<GraphDef>(s).err().map(|e| e.to_string()).unwrap_or_default();
-        assert!(e("fn f(x: 3) -> [] { x }").starts_with("a shape is written `[d0, d1, …]`"));
-        assert_eq!(
-            e("fn f(x: [2 + 1]) -> [] { x }"),
-            "a dim is an integer literal or a declared generic dim (e.g. `B`), not an expression"
-        );
-        assert_eq!(e("fn f(x: [1, 1, 1, 1, 1]) -> [] { x }"), "a shape has at most 4 dims");
-        assert_eq!(e("fn f(x: [2]) -> [] { let y = x; }"), "the body must end with the graph's result expression");
-    }
-}
+mod tests;
