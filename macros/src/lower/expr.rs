@@ -25,22 +25,22 @@ pub(super) fn by_name(name: &str) -> &'static OpSpec {
     }
 }
 
-/// Why `x op c` (or `c op x`, `on_left`) of a graph value and a constant is refused: only `*` takes
-/// a constant (`scale`); no built-in op adds a constant or divides by one per element, and the
-/// rewrites that look equal round differently, so the macro does not choose one silently.
-fn constant_operand(name: &str, on_left: bool) -> String {
-    let what = match (name, on_left) {
-        ("div", false) => "no op divides by a constant per element; `x * (1.0 / c)` scales by the rounded reciprocal (other bits than a division), and `x / y` divides by a graph value `y`",
-        ("div", true) => "no op divides a constant by a graph value; divide two graph values with `x / y`",
-        _ => "no op adds a constant to a graph value; add a graph value (an input, or a data tensor holding the constant) instead",
-    };
-    let op = match name {
-        "add" => "+",
-        "sub" => "-",
-        _ => "/",
+/// `-c`, for `x - c` as `x + (-c)`.
+fn negated(c: Expr) -> Expr {
+    let paren = Expr::Paren(syn::ExprParen { attrs: Vec::new(), paren_token: Default::default(), expr: Box::new(c) });
+    Expr::Unary(syn::ExprUnary { attrs: Vec::new(), op: UnOp::Neg(Default::default()), expr: Box::new(paren) })
+}
+
+/// Why `c - x` or `c / x` (a constant on the left) is refused: the rewrites that look equal
+/// (`(-x) + c`, `c * (1 / x)`) round or treat NaNs otherwise, so the macro does not choose one.
+fn constant_operand(name: &str) -> String {
+    let (op, what) = if name == "sub" {
+        ("-", "write `-x + c` (a negation, then a sum: a NaN `x` comes out with its sign flipped, unlike `c - x`)")
+    } else {
+        ("/", "divide two graph values with `x / y`")
     };
     format!(
-        "`{op}` of a graph value and a constant is not an op: only `*` takes a constant (`x * 0.5`, `scale`); {what}"
+        "`c {op} x` with a constant on the left is not an op (constants go with `x * c`, `x + c`, `c + x`, `x - c`, `x / c`); {what}"
     )
 }
 
@@ -158,10 +158,26 @@ impl Lowering<'_> {
                         self.builtin_with(by_name("scale"), ExtraArg::Factor(c), &[v], &Site::new(b.op.span(), expr))
                             .map(Operand::Value)
                     }
+                    // `x + c`, `c + x`: one sum per element (IEEE addition commutes); `x - c` is
+                    // `x + (-c)`, which IEEE subtraction is; `x / c` one division per element.
+                    (Operand::Value(v), Operand::Const(c)) if name != "mul" => {
+                        let c = self.constant(&c)?;
+                        let (op, c) = match name {
+                            "add" => ("offset", c),
+                            "sub" => ("offset", negated(c)),
+                            _ => ("div_const", c),
+                        };
+                        self.builtin_with(by_name(op), ExtraArg::Factor(c), &[v], &Site::new(b.op.span(), expr))
+                            .map(Operand::Value)
+                    }
+                    (Operand::Const(c), Operand::Value(v)) if name == "add" => {
+                        let c = self.constant(&c)?;
+                        self.builtin_with(by_name("offset"), ExtraArg::Factor(c), &[v], &Site::new(b.op.span(), expr))
+                            .map(Operand::Value)
+                    }
                     (Operand::Const(_), Operand::Const(_)) => Some(Operand::Const(expr.clone())),
-                    (l, _) => {
-                        let on_left = matches!(l, Operand::Const(_));
-                        self.errors.at_site(&Site::new(b.op.span(), expr), constant_operand(name, on_left));
+                    _ => {
+                        self.errors.at_site(&Site::new(b.op.span(), expr), constant_operand(name));
                         None
                     }
                 }

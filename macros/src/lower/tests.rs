@@ -41,19 +41,16 @@ fn operators_and_data_tensors_are_desugared() {
 }
 
 #[test]
-fn division_of_values_is_div_and_constants_only_scale() {
-    let g = lower_src("fn f(x: [2], y: [2]) -> [] { sum(x / y * 0.5) }").expect("lowers");
-    assert_eq!(ops(&g), ["div", "scale", "sum"]);
+fn operators_with_constants_lower_to_their_ops() {
+    let g = lower_src("fn f(x: [2], y: [2]) -> [] { sum((x / y * 0.5 + 1.0) / 4.0 - 2.0 + (3 + x)) }").expect("lowers");
+    assert_eq!(ops(&g), ["div", "scale", "offset", "div_const", "offset", "offset", "add", "sum"]);
     let e = |src: &str| lower_src(src).err().unwrap_or_default().join("\n");
     assert!(
-        e("fn f(x: [2]) -> [] { sum(x / 4.0) }").starts_with(
-            "`/` of a graph value and a constant is not an op: only `*` takes a constant (`x * 0.5`, `scale`); no op divides by a constant per element"
-        ),
+        e("fn f(x: [2]) -> [] { sum(1.0 - x) }").starts_with("`c - x` with a constant on the left is not an op"),
         "{}",
-        e("fn f(x: [2]) -> [] { sum(x / 4.0) }")
+        e("fn f(x: [2]) -> [] { sum(1.0 - x) }")
     );
-    assert!(e("fn f(x: [2]) -> [] { sum(1.0 + x) }").contains("no op adds a constant to a graph value"));
-    assert!(e("fn f(x: [2]) -> [] { sum(1.0 / x) }").contains("no op divides a constant by a graph value"));
+    assert!(e("fn f(x: [2]) -> [] { sum(1.0 / x) }").contains("divide two graph values with `x / y`"));
 }
 
 #[test]
