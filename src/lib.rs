@@ -56,12 +56,14 @@
 //!   only names labels or ids; using it as a tensor is an error, and so is naming a data tensor
 //!   as labels or ids.
 //! * **Expressions**: names of inputs and earlier bindings; `+`, `-`, `*`, `/` (elementwise:
-//!   `add`, `sub`, `mul`, `div`) and unary `-`; `matrix + row_vector` broadcasts (`add_row`);
-//!   `x * 0.5` or `2 * x` scales by a constant (the constant is converted to the scalar type; one
-//!   that does not fit is reported by `compile`). `x * c` is the only operator that takes a
-//!   constant: `x / c`, `x + c`, `c - x`, … are errors, because no built-in op divides by a constant
-//!   or adds one per element, and the rewrites that look equal (`x * (1.0 / c)`) round differently —
-//!   write the one you mean. Built-in ops in function or method form, nested freely:
+//!   `add`, `sub`, `mul`, `div`) and unary `-`; `matrix + row_vector` broadcasts (`add_row`).
+//!   With a constant: `x * c` or `c * x` scales (`scale`), `x + c` or `c + x` adds it per element
+//!   (`offset`), `x - c` is `x + (-c)` (which IEEE subtraction is), and `x / c` divides every
+//!   element by it (`div_const`: one division each, not the product with the rounded reciprocal
+//!   `x * (1.0 / c)`, which can differ in the last bit). `c - x` and `c / x` are errors naming the
+//!   rewrite meant. The constant is converted to the scalar type; one that does not fit is
+//!   reported by `compile`, and so is `x / 0` over integers. Built-in ops in function or method
+//!   form, nested freely:
 //!
 //!   every built-in op is listed in the table below (generated from `exactgrad_spec`, the one
 //!   source of op facts, and checked against it by a test), with its shape rule, its compact VJP
