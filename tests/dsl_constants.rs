@@ -24,10 +24,13 @@ graph! {
 
 type M = (U2, U3);
 
-fn by_hand<A: TestFloat>() -> (
-    GraphData<A, (), exactgrad::Snoc<exactgrad::Snoc<exactgrad::Nil, M>, M>, impl Sized, ()>,
-    exactgrad::Position<(), ()>,
-) {
+/// The hand-built graph's inputs.
+type Inputs = exactgrad::Snoc<exactgrad::Snoc<exactgrad::Nil, M>, M>;
+
+/// The graph pushed by hand with the typed constructors, and its output (its node list is the
+/// builder's, unnamed).
+#[allow(clippy::type_complexity)]
+fn by_hand<A: TestFloat>() -> (GraphData<A, (), Inputs, impl Sized, ()>, exactgrad::Position<(), ()>) {
     let c = |v: f64| A::from_f64(v).unwrap();
     let (g, x) = GraphData::<A, ()>::new().input::<M>();
     let (g, y) = g.input::<M>();

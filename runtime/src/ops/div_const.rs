@@ -83,7 +83,7 @@ mod tests {
     #[test]
     fn a_division_per_element_not_a_reciprocal_product() {
         let a = RawTensor::from_vec(Dims::vector(2), vec![3.0, -0.7]).unwrap();
-        let y = forward(DivConst::new(0, 10.0), &[a.clone()]);
+        let y = forward(DivConst::new(0, 10.0), core::slice::from_ref(&a));
         assert_eq!(bits(&y), [(3.0f64 / 10.0).to_bits(), (-0.7f64 / 10.0).to_bits()]);
         // Not the product with the rounded reciprocal.
         assert_ne!(bits(&y)[0], (3.0f64 * (1.0 / 10.0)).to_bits());

@@ -67,7 +67,7 @@ mod tests {
     #[test]
     fn values_and_exact_gradient() {
         let a = RawTensor::from_vec(Dims::vector(3), vec![1.0, -0.0, f64::INFINITY]).unwrap();
-        let y = forward(Offset::new(0, -0.0), &[a.clone()]);
+        let y = forward(Offset::new(0, -0.0), core::slice::from_ref(&a));
         // -0 + -0 is -0; 1 + -0 is 1.
         assert_eq!(bits(&y), [1.0f64.to_bits(), (-0.0f64).to_bits(), f64::INFINITY.to_bits()]);
         let g = RawTensor::from_vec(Dims::vector(3), vec![2.0, -0.0, f64::NAN]).unwrap();
