@@ -55,10 +55,15 @@
 //!   [Data tensors](#data-tensors)). A data parameter of any other type (`labels: Vec<usize>`)
 //!   only names labels or ids; using it as a tensor is an error, and so is naming a data tensor
 //!   as labels or ids.
-//! * **Expressions**: names of inputs and earlier bindings; `+`, `-`, `*` (elementwise) and unary
-//!   `-`; `matrix + row_vector` broadcasts (`add_row`); `x * 0.5` or `2 * x` scales by a constant
-//!   (the constant is converted to the scalar type; one that does not fit is reported by
-//!   `compile`); built-in ops in function or method form, nested freely:
+//! * **Expressions**: names of inputs and earlier bindings; `+`, `-`, `*`, `/` (elementwise:
+//!   `add`, `sub`, `mul`, `div`) and unary `-`; `matrix + row_vector` broadcasts (`add_row`).
+//!   With a constant: `x * c` or `c * x` scales (`scale`), `x + c` or `c + x` adds it per element
+//!   (`offset`), `x - c` is `x + (-c)` (which IEEE subtraction is), and `x / c` divides every
+//!   element by it (`div_const`: one division each, not the product with the rounded reciprocal
+//!   `x * (1.0 / c)`, which can differ in the last bit). `c - x` and `c / x` are errors naming the
+//!   rewrite meant. The constant is converted to the scalar type; one that does not fit is
+//!   reported by `compile`, and so is `x / 0` over integers. Built-in ops in function or method
+//!   form, nested freely:
 //!
 //!   every built-in op is listed in the table below (generated from `exactgrad_spec`, the one
 //!   source of op facts, and checked against it by a test), with its shape rule, its compact VJP
@@ -66,7 +71,7 @@
 //!
 #![doc = include_str!("../docs/ops.md")]
 //!
-//! * **Loops and constants**: `const D: usize = 16;` (before the `fn` or in the body; integer or
+//! * **Loops and constants**: `const D: usize = 16;` (outside the `fn` or in the body; integer or
 //!   `f64`/`f32`) names a constant; a const integer also serves as a dim (`x: [2, D]`). `for i in
 //!   0..N { … }` with constant bounds (literals, `const`s, arithmetic on them — not a generic dim,
 //!   whose size the macro does not know) is unrolled when the macro expands, at most 100 000
@@ -78,6 +83,31 @@
 //!   as written. A **parameter array** `w: [[64, 64]; 4]` is 4 inputs `w[0]`…`w[3]`: its handle
 //!   field is `w: [Position<…>; 4]` and `inputs(…)` takes `[Tensor<…>; 4]`; `w[i]` out of range is
 //!   an error. Nodes made in an iteration are labelled `h@i=3` in `describe_backward`.
+//! * **Helpers**: `fn block(x, w) { … }` — a `fn` without `->`, before or after the graph's `fn`
+//!   in the same `graph!` — is a sub-graph inlined at each call (`block(h, w[0])` or
+//!   `h.block(w[0])`). Its parameters are bound to what the call passes: a graph value, a
+//!   constant (`block(h, w, 0.5)`, a loop variable), or a whole parameter array (`ws`, then
+//!   `ws[k]` inside). An annotation `x: [n, d]` is checked at each call; a dim in it that is not a
+//!   literal, a `const` or a generic dim of the graph is bound there (`n`, `d`: every later use must
+//!   agree) and may be used in the body's annotations. A helper sees its parameters, the `const`
+//!   items outside every `fn` and the graph's data parameters — not the caller's bindings nor the
+//!   graph's inputs (pass them). It ends with one result value. Helpers may call helpers (at most 32
+//!   deep), contain loops and be called from loops; a helper that calls itself, directly or through
+//!   others, is an error naming the chain. Nodes made in a call are labelled with the call path in
+//!   `describe_backward`: `block#2/h` (the second call of `block` in the graph, binding `h`),
+//!   `layer#1/attn#3/q@i=0`, and `block#2/result` for its result expression; an error inside a call
+//!   names it, `in call block#2 `block(h, w[1])`: …`, at the helper's token, and the call site gets
+//!   one more error.
+//! * **Constants from outside the macro**: a procedural macro sees only its own tokens, so a
+//!   `const` declared outside `graph!` cannot be read (as a dim, a loop bound, an index or a factor).
+//!   Declare it inside the macro (`const D: usize = 16;`, before or after the graph's `fn`); a dim
+//!   that varies is a generic dim of the graph (`fn f<B>(x: [B, 4])`), sized when the graph is
+//!   instantiated. Any constant expression may combine the macro's constants
+//!   (`1.0 / (D as f64).sqrt()`); an integer `const` is a dim anywhere a shape is declared — inputs,
+//!   data tensors (`x: [N, 4]`), annotations, outputs. A float constant that does not fit the
+//!   scalar type (`x * 1e39` in an `f32` graph) is reported by `compile` as a node error naming the
+//!   node, its op and the constant (the macro does not know the scalar type; one that overflows `f64` is an error
+//!   when the macro expands).
 //! * **Convolutions and poolings** take their values, then their constants by name, each an
 //!   integer literal (every spatial axis) or, for a two-dimensional op, a pair `(height, width)`:
 //!   `conv2d(x, w, stride = 2, padding = (1, 0), dilation = 1)` (defaults 1, 0, 1),
@@ -124,8 +154,13 @@
 //! reads), `Name::describe_backward()` and `Name::program::<Scalar, B>()`.
 //!
 //! `graph! { pub fn affine(x: [2, 3], w: [3, 4]) -> [2, 4] { relu(x.matmul(w)) } }` expands to
-//! (abridged; literal dims are spelled structurally, `UInt<UInt<UTerm, B1>, B0>` for 2, shown
-//! here as `U2`; everything is named through `::exactgrad::__private`):
+//! (abridged; everything is named through `::exactgrad::__private`). Literal dims read
+//! decimally: typenum's own alias (`U2`, `U784`) for the sizes typenum predefines (0 to 1024, the
+//! powers of two and of ten, …), and for any other size an alias of the same form (`U3072`) in a
+//! hidden module the expansion adds, `__exactgrad_sizes_affine`, so rustdoc and the generated
+//! items never show the binary `UInt<UInt<UTerm, B1>, B0>`. (The compiler's own type-mismatch
+//! notes resolve aliases and still print typenum numbers in binary; the messages of the shape
+//! rules are phrased without numbers, and the macro reports literal shapes itself, in decimal.)
 //!
 //! ```text
 //! pub type AffineData = ();

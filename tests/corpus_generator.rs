@@ -1,7 +1,8 @@
 //! The generator of the random `graph!` corpus (`tests/corpus/models.rs`, run by
 //! `tests/program_corpus.rs`): from one seed it writes `MODELS` models of 3 to 16 nodes over the
 //! float ops, with inputs of mixed shapes, repeated parents, broadcasts, constants, reductions,
-//! structure ops and one or two outputs.
+//! structure ops and one or two outputs; then `CONTROL_MODELS` models with `const` items, helper
+//! `fn`s, loops and `let mut` bindings.
 //!
 //! This test fails when the committed corpus is not what the generator writes; regenerate it with
 //! `BLESS=1 cargo test --test corpus_generator`.
@@ -171,6 +172,88 @@ fn model(rng: &mut Rng, index: usize) -> Model {
     Model { text: format!("{text}corpus_case!(m{index:03}, M{index:03}, [{}], {outputs_kind});\n", indices.join(", ")) }
 }
 
+/// Models with `const` items, helpers (called several times, one calling another, with
+/// annotated parameters and a constant argument), loops (one nested) and `let mut` bindings,
+/// after the random ones and from a stream of their own (so those stay as they are).
+const CONTROL_MODELS: usize = 12;
+/// Their seed.
+const CONTROL_SEED: u64 = 0xC0DE_F10E_2026_1203;
+
+fn control_model(rng: &mut Rng, index: usize) -> Model {
+    let n = 2 + rng.below(2);
+    let k = 1 + rng.below(3);
+    let n_inputs = 2 + rng.below(2);
+    let unary = ["tanh", "sigmoid", "relu", "softplus", "square", "gelu"][rng.below(6)];
+    let op = ["+", "-", "*"][rng.below(3)];
+    let c = ["0.5", "-2", "0.25", "S", "S * 0.5"][rng.below(5)];
+    let reduce = ["sum", "mean"][rng.below(2)];
+    let params: Vec<String> = (0..n_inputs).map(|i| format!("x{i}: [N, N]")).collect();
+    let second = if n_inputs > 2 && rng.chance(50) {
+        format!(
+            "        for i in 0..K {{
+            for j in i..K {{
+                h = outer(h, x2, {c});
+            }}
+        }}
+"
+        )
+    } else {
+        String::new()
+    };
+    let helpers_first = rng.chance(50);
+    let helpers = format!(
+        "    fn inner(a, b) {{
+        {unary}(a {op} b)
+    }}
+
+    fn outer(h: [n, d], w: [d, d], c) {{
+        let t: [n, d] = inner(h.matmul(w), h);
+        h + t * c
+    }}
+"
+    );
+    let graph = format!(
+        "    pub fn c{index:03}({}) -> [] {{
+        let mut h = x0;
+        for i in 0..K {{
+            h = outer(h, x1, {c});
+        }}
+{second}        {reduce}(h)
+    }}
+",
+        params.join(", ")
+    );
+    let consts = format!(
+        "    const N: usize = {n};
+    const K: usize = {k};
+    const S: f64 = 1.0 / (N as f64).sqrt();
+"
+    );
+    let items = if helpers_first {
+        format!(
+            "{consts}
+{helpers}
+{graph}"
+        )
+    } else {
+        format!(
+            "{consts}
+{graph}
+{helpers}"
+        )
+    };
+    let indices: Vec<String> = (0..n_inputs).map(|i| i.to_string()).collect();
+    Model {
+        text: format!(
+            "graph! {{
+{items}}}
+corpus_case!(c{index:03}, C{index:03}, [{}], one);
+",
+            indices.join(", ")
+        ),
+    }
+}
+
 /// The whole corpus file.
 fn corpus() -> String {
     let mut rng = Rng(SEED);
@@ -180,6 +263,11 @@ fn corpus() -> String {
     );
     for i in 0..MODELS {
         out.push_str(&model(&mut rng, i).text);
+        out.push('\n');
+    }
+    let mut rng = Rng(CONTROL_SEED);
+    for i in 0..CONTROL_MODELS {
+        out.push_str(&control_model(&mut rng, i).text);
         out.push('\n');
     }
     out

@@ -1251,7 +1251,7 @@ fn unrepresentable_scale_constant_is_a_compile_error_for_integer_scalars() {
     let err = g.compile(h.inputs(Tensor::from_vec(vec![3, -4]).unwrap()), ()).err().unwrap();
     assert_eq!(
         err.to_string(),
-        "node 0 (scale) with parent shapes [[2]]: the constant is not representable in the scalar type"
+        "node 0 (scale) with parent shapes [[2]]: the constant `0.5` is not representable in the scalar type"
     );
     let (g, h) = halve::<f64>();
     let saved = g.compile(h.inputs(Tensor::from_vec(vec![3.0, -4.0]).unwrap()), ()).unwrap();

@@ -7,8 +7,8 @@
 
 mod floats;
 
-use exactgrad::{graph, GraphData, Pack, Position, RawTensor, Shape, Tensor};
-use floats::{adv, adversarial, all_bits, assert_all_eq, Bits, TestFloat};
+use exactgrad::{graph, Tensor};
+use floats::{adv, all_bits, outcome, TestFloat};
 
 graph! {
     const D: usize = 4;
@@ -41,46 +41,6 @@ graph! {
         let s1 = s0 * 0.5 + mean(w1);
         s1 * 0.5 + mean(w2)
     }
-}
-
-/// Values and every pass of `g`, as bits.
-fn outcome<A: TestFloat, G, Ss, Br, S: Shape>(
-    g: &GraphData<A, (), G, Ss, Br>,
-    inputs: Pack<A, G>,
-    output: Position<S, Br>,
-    salt: u64,
-) -> Vec<Vec<Bits>> {
-    let saved = g.compile(inputs, ()).unwrap();
-    let raw = saved.raw();
-    let dims = g.raw().dims().to_vec();
-    let seeds: Vec<RawTensor<A>> = (0..dims.len()).map(|p| adversarial::<A>(dims[p], salt + 97 * p as u64)).collect();
-    let mut out = vec![all_bits(raw.values())];
-    let all = [
-        all_bits(&raw.backprop_all_dense(seeds.clone()).unwrap()),
-        all_bits(&raw.backprop_all_array(seeds.clone()).unwrap()),
-        all_bits(&raw.backprop_all_stored(seeds.clone()).unwrap()),
-    ];
-    assert_all_eq("backprop_all", &all);
-    let inputs = [
-        all_bits(&raw.backprop_inputs_dense(seeds.clone()).unwrap()),
-        all_bits(&raw.backprop_inputs_array(seeds.clone()).unwrap()),
-        all_bits(&raw.backprop_inputs_stored(seeds.clone()).unwrap()),
-    ];
-    assert_all_eq("backprop_inputs", &inputs);
-    out.extend(all);
-    out.extend(inputs);
-    for (p, seed) in seeds.iter().enumerate() {
-        let at = raw.graph().position(p).unwrap();
-        let r = [
-            all_bits(&raw.backprop_from_dense(at, seed.clone()).unwrap()),
-            all_bits(&raw.backprop_from(at, seed.clone()).unwrap()),
-        ];
-        assert_all_eq("backprop_from", &r);
-        out.extend(r);
-    }
-    let typed: Tensor<A, S> = Tensor::try_from_raw(seeds[output.index()].clone()).unwrap();
-    out.push(all_bits(saved.backprop_from(output, typed).unwrap().iter()));
-    out
 }
 
 fn check<A: TestFloat>(salt: u64) {
@@ -136,4 +96,31 @@ fn handles_and_descriptions_name_iterations_and_array_elements() {
     assert!(text.contains("(h@i=2)"), "{text}");
     assert!(text.contains("(s@j=1)"), "{text}");
     assert!(text.contains("input %1 (w[0])"), "{text}");
+}
+
+graph! {
+    const N: usize = 2;
+    /// A const dim in a data tensor's shape, and a size (1500) typenum does not predefine.
+    fn with_data(w: [4, 1500]; x: [N, 4]) -> [N, 1500] {
+        x.matmul(w)
+    }
+}
+
+graph! {
+    fn with_data_by_hand(w: [4, 1500]; x: [2, 4]) -> [2, 1500] {
+        x.matmul(w)
+    }
+}
+
+#[test]
+fn const_dims_type_data_tensors() {
+    use exactgrad::typenum::{U2, U4};
+    let (g, h) = with_data::<f64>();
+    let (ug, uh) = with_data_by_hand::<f64>();
+    // The data struct's field has the const's size.
+    let x: Tensor<f64, (U2, U4)> = adv(3, 0);
+    let w = adv(3, 1);
+    let values = g.compile(h.inputs(w.clone()), WithDataData { x: x.clone() }).unwrap().raw().values().to_vec();
+    let by_hand = ug.compile(uh.inputs(w), WithDataByHandData { x }).unwrap().raw().values().to_vec();
+    assert_eq!(all_bits(&values), all_bits(&by_hand));
 }

@@ -78,3 +78,43 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+mod readable {
+    use super::*;
+
+    /// The expansion without the hidden sizes module (whose aliases are built bit by bit).
+    fn visible_expansion(src: &str) -> String {
+        let text = expand(src.parse().expect("lexes")).to_string();
+        match text.find("mod __exactgrad_sizes_") {
+            Some(at) => text[..at].to_owned(),
+            None => text,
+        }
+    }
+
+    #[test]
+    fn generated_items_name_sizes_in_decimal() {
+        for src in [
+            // Sizes typenum predefines and others, generic dims, const dims, a data tensor, a
+            // parameter array, window constants, an axis.
+            "const N: usize = 3072;
+             pub fn model<B>(w: [3072, 784], v: [[784, 10]; 2]; x: [B, N], y: [B, 50000]) -> ([B, 10], []) {
+                 let h = relu(x.matmul(w));
+                 let z = h.matmul(v[0]) + h.matmul(v[1]);
+                 (z, sum(sum_axis(y, 1)))
+             }",
+            "fn conv(x: [2, 3, 33, 33], k: [5, 3, 3, 3]) -> [] { sum(max_pool2d(conv2d(x, k, stride = 2), kernel = 2)) }",
+            // The error stub too.
+            "const N: usize = 1500; fn broken(x: [N, 3]; d: [N, 7]) -> [] { sum(nope(x)) }",
+        ] {
+            let text = visible_expansion(src);
+            for binary in ["UInt", "UTerm", ":: B1", ":: B0"] {
+                assert!(!text.contains(binary), "`{binary}` in the expansion of {src}:\n{text}");
+            }
+            assert!(text.contains("U3") || text.contains("U1500"), "{text}");
+        }
+        let text = expand("fn f(x: [3072]) -> [] { sum(x) }".parse().expect("lexes")).to_string();
+        assert!(text.contains("__exactgrad_sizes_f :: U3072"), "{text}");
+        assert!(text.contains("pub type U3072 ="), "{text}");
+    }
+}

@@ -183,6 +183,30 @@ pub const OPS: &[OpSpec] = {
             form = Form::Lowered
         ),
         op!(
+            "offset",
+            1,
+            Unary,
+            Unary,
+            S0,
+            NOTHING,
+            "`[s] → [s]` (written `x + c`, `c + x` or `x - c`, as `x + (-c)`)",
+            args = Args::Factor,
+            bounds = &[Num],
+            form = Form::Lowered
+        ),
+        op!(
+            "div_const",
+            1,
+            Unary,
+            Unary,
+            S0,
+            NOTHING,
+            "`[s] → [s]` (written `x / c`)",
+            args = Args::Factor,
+            bounds = &[Div, Num],
+            form = Form::Lowered
+        ),
+        op!(
             "matmul",
             2,
             MatMul,

@@ -2054,3 +2054,301 @@ graph! {
 }
 corpus_case!(m119, M119, [0, 1, 2], one);
 
+graph! {
+    const N: usize = 2;
+    const K: usize = 3;
+    const S: f64 = 1.0 / (N as f64).sqrt();
+
+    pub fn c000(x0: [N, N], x1: [N, N]) -> [] {
+        let mut h = x0;
+        for i in 0..K {
+            h = outer(h, x1, 0.5);
+        }
+        sum(h)
+    }
+
+    fn inner(a, b) {
+        gelu(a - b)
+    }
+
+    fn outer(h: [n, d], w: [d, d], c) {
+        let t: [n, d] = inner(h.matmul(w), h);
+        h + t * c
+    }
+}
+corpus_case!(c000, C000, [0, 1], one);
+
+graph! {
+    const N: usize = 3;
+    const K: usize = 2;
+    const S: f64 = 1.0 / (N as f64).sqrt();
+
+    pub fn c001(x0: [N, N], x1: [N, N]) -> [] {
+        let mut h = x0;
+        for i in 0..K {
+            h = outer(h, x1, S);
+        }
+        sum(h)
+    }
+
+    fn inner(a, b) {
+        square(a + b)
+    }
+
+    fn outer(h: [n, d], w: [d, d], c) {
+        let t: [n, d] = inner(h.matmul(w), h);
+        h + t * c
+    }
+}
+corpus_case!(c001, C001, [0, 1], one);
+
+graph! {
+    const N: usize = 2;
+    const K: usize = 2;
+    const S: f64 = 1.0 / (N as f64).sqrt();
+
+    pub fn c002(x0: [N, N], x1: [N, N]) -> [] {
+        let mut h = x0;
+        for i in 0..K {
+            h = outer(h, x1, S);
+        }
+        mean(h)
+    }
+
+    fn inner(a, b) {
+        sigmoid(a - b)
+    }
+
+    fn outer(h: [n, d], w: [d, d], c) {
+        let t: [n, d] = inner(h.matmul(w), h);
+        h + t * c
+    }
+}
+corpus_case!(c002, C002, [0, 1], one);
+
+graph! {
+    const N: usize = 3;
+    const K: usize = 2;
+    const S: f64 = 1.0 / (N as f64).sqrt();
+
+    fn inner(a, b) {
+        tanh(a - b)
+    }
+
+    fn outer(h: [n, d], w: [d, d], c) {
+        let t: [n, d] = inner(h.matmul(w), h);
+        h + t * c
+    }
+
+    pub fn c003(x0: [N, N], x1: [N, N]) -> [] {
+        let mut h = x0;
+        for i in 0..K {
+            h = outer(h, x1, S);
+        }
+        sum(h)
+    }
+}
+corpus_case!(c003, C003, [0, 1], one);
+
+graph! {
+    const N: usize = 2;
+    const K: usize = 2;
+    const S: f64 = 1.0 / (N as f64).sqrt();
+
+    pub fn c004(x0: [N, N], x1: [N, N]) -> [] {
+        let mut h = x0;
+        for i in 0..K {
+            h = outer(h, x1, S * 0.5);
+        }
+        mean(h)
+    }
+
+    fn inner(a, b) {
+        sigmoid(a * b)
+    }
+
+    fn outer(h: [n, d], w: [d, d], c) {
+        let t: [n, d] = inner(h.matmul(w), h);
+        h + t * c
+    }
+}
+corpus_case!(c004, C004, [0, 1], one);
+
+graph! {
+    const N: usize = 3;
+    const K: usize = 3;
+    const S: f64 = 1.0 / (N as f64).sqrt();
+
+    fn inner(a, b) {
+        softplus(a * b)
+    }
+
+    fn outer(h: [n, d], w: [d, d], c) {
+        let t: [n, d] = inner(h.matmul(w), h);
+        h + t * c
+    }
+
+    pub fn c005(x0: [N, N], x1: [N, N]) -> [] {
+        let mut h = x0;
+        for i in 0..K {
+            h = outer(h, x1, S * 0.5);
+        }
+        sum(h)
+    }
+}
+corpus_case!(c005, C005, [0, 1], one);
+
+graph! {
+    const N: usize = 3;
+    const K: usize = 1;
+    const S: f64 = 1.0 / (N as f64).sqrt();
+
+    pub fn c006(x0: [N, N], x1: [N, N], x2: [N, N]) -> [] {
+        let mut h = x0;
+        for i in 0..K {
+            h = outer(h, x1, 0.25);
+        }
+        for i in 0..K {
+            for j in i..K {
+                h = outer(h, x2, 0.25);
+            }
+        }
+        sum(h)
+    }
+
+    fn inner(a, b) {
+        relu(a + b)
+    }
+
+    fn outer(h: [n, d], w: [d, d], c) {
+        let t: [n, d] = inner(h.matmul(w), h);
+        h + t * c
+    }
+}
+corpus_case!(c006, C006, [0, 1, 2], one);
+
+graph! {
+    const N: usize = 3;
+    const K: usize = 2;
+    const S: f64 = 1.0 / (N as f64).sqrt();
+
+    fn inner(a, b) {
+        sigmoid(a - b)
+    }
+
+    fn outer(h: [n, d], w: [d, d], c) {
+        let t: [n, d] = inner(h.matmul(w), h);
+        h + t * c
+    }
+
+    pub fn c007(x0: [N, N], x1: [N, N]) -> [] {
+        let mut h = x0;
+        for i in 0..K {
+            h = outer(h, x1, -2);
+        }
+        sum(h)
+    }
+}
+corpus_case!(c007, C007, [0, 1], one);
+
+graph! {
+    const N: usize = 2;
+    const K: usize = 1;
+    const S: f64 = 1.0 / (N as f64).sqrt();
+
+    fn inner(a, b) {
+        tanh(a + b)
+    }
+
+    fn outer(h: [n, d], w: [d, d], c) {
+        let t: [n, d] = inner(h.matmul(w), h);
+        h + t * c
+    }
+
+    pub fn c008(x0: [N, N], x1: [N, N]) -> [] {
+        let mut h = x0;
+        for i in 0..K {
+            h = outer(h, x1, S);
+        }
+        mean(h)
+    }
+}
+corpus_case!(c008, C008, [0, 1], one);
+
+graph! {
+    const N: usize = 3;
+    const K: usize = 3;
+    const S: f64 = 1.0 / (N as f64).sqrt();
+
+    fn inner(a, b) {
+        square(a * b)
+    }
+
+    fn outer(h: [n, d], w: [d, d], c) {
+        let t: [n, d] = inner(h.matmul(w), h);
+        h + t * c
+    }
+
+    pub fn c009(x0: [N, N], x1: [N, N]) -> [] {
+        let mut h = x0;
+        for i in 0..K {
+            h = outer(h, x1, S * 0.5);
+        }
+        sum(h)
+    }
+}
+corpus_case!(c009, C009, [0, 1], one);
+
+graph! {
+    const N: usize = 2;
+    const K: usize = 1;
+    const S: f64 = 1.0 / (N as f64).sqrt();
+
+    pub fn c010(x0: [N, N], x1: [N, N], x2: [N, N]) -> [] {
+        let mut h = x0;
+        for i in 0..K {
+            h = outer(h, x1, S * 0.5);
+        }
+        for i in 0..K {
+            for j in i..K {
+                h = outer(h, x2, S * 0.5);
+            }
+        }
+        mean(h)
+    }
+
+    fn inner(a, b) {
+        square(a + b)
+    }
+
+    fn outer(h: [n, d], w: [d, d], c) {
+        let t: [n, d] = inner(h.matmul(w), h);
+        h + t * c
+    }
+}
+corpus_case!(c010, C010, [0, 1, 2], one);
+
+graph! {
+    const N: usize = 3;
+    const K: usize = 1;
+    const S: f64 = 1.0 / (N as f64).sqrt();
+
+    pub fn c011(x0: [N, N], x1: [N, N], x2: [N, N]) -> [] {
+        let mut h = x0;
+        for i in 0..K {
+            h = outer(h, x1, S * 0.5);
+        }
+        mean(h)
+    }
+
+    fn inner(a, b) {
+        gelu(a + b)
+    }
+
+    fn outer(h: [n, d], w: [d, d], c) {
+        let t: [n, d] = inner(h.matmul(w), h);
+        h + t * c
+    }
+}
+corpus_case!(c011, C011, [0, 1, 2], one);
+

@@ -9,7 +9,7 @@
 
 use core::fmt::Debug;
 
-use exactgrad::{Dims, RawTensor, Scalar, Shape, Tensor};
+use exactgrad::{Dims, GraphData, Pack, Position, RawTensor, Scalar, Shape, Tensor};
 use num_traits::{Float, FromPrimitive};
 
 /// The float scalars under test.
@@ -130,4 +130,47 @@ pub fn assert_all_eq(what: &str, xs: &[Vec<Bits>]) {
     for (k, x) in xs.iter().enumerate().skip(1) {
         assert_eq!(x, &xs[0], "{what}: variant {k} differs from the dense reference (variant 0)");
     }
+}
+
+/// Values and every pass of `g` (all positions seeded by adversarial tensors, inputs only,
+/// `backprop_from` every position — each pass by every engine, checked equal — and the typed
+/// `backprop_from(output)`), as bits: two graphs written differently but meaning the same have
+/// equal outcomes.
+pub fn outcome<A: TestFloat, G, Ss, Br, S: Shape>(
+    g: &GraphData<A, (), G, Ss, Br>,
+    inputs: Pack<A, G>,
+    output: Position<S, Br>,
+    salt: u64,
+) -> Vec<Vec<Bits>> {
+    let saved = g.compile(inputs, ()).unwrap();
+    let raw = saved.raw();
+    let dims = g.raw().dims().to_vec();
+    let seeds: Vec<RawTensor<A>> = (0..dims.len()).map(|p| adversarial::<A>(dims[p], salt + 97 * p as u64)).collect();
+    let mut out = vec![all_bits(raw.values())];
+    let all = [
+        all_bits(&raw.backprop_all_dense(seeds.clone()).unwrap()),
+        all_bits(&raw.backprop_all_array(seeds.clone()).unwrap()),
+        all_bits(&raw.backprop_all_stored(seeds.clone()).unwrap()),
+    ];
+    assert_all_eq("backprop_all", &all);
+    let inputs = [
+        all_bits(&raw.backprop_inputs_dense(seeds.clone()).unwrap()),
+        all_bits(&raw.backprop_inputs_array(seeds.clone()).unwrap()),
+        all_bits(&raw.backprop_inputs_stored(seeds.clone()).unwrap()),
+    ];
+    assert_all_eq("backprop_inputs", &inputs);
+    out.extend(all);
+    out.extend(inputs);
+    for (p, seed) in seeds.iter().enumerate() {
+        let at = raw.graph().position(p).unwrap();
+        let r = [
+            all_bits(&raw.backprop_from_dense(at, seed.clone()).unwrap()),
+            all_bits(&raw.backprop_from(at, seed.clone()).unwrap()),
+        ];
+        assert_all_eq("backprop_from", &r);
+        out.extend(r);
+    }
+    let typed: Tensor<A, S> = Tensor::try_from_raw(seeds[output.index()].clone()).unwrap();
+    out.push(all_bits(saved.backprop_from(output, typed).unwrap().iter()));
+    out
 }

@@ -1,5 +1,5 @@
 //! Elementwise ops: binary (`add`, `sub`, `mul`, `div`, `max`, `min`) and pointwise (`neg`,
-//! `scale`, `square`, `relu`, `tanh`, `exp`, `sigmoid`, `softplus`, `log`, `sqrt`, `gelu`).
+//! `scale`, `offset`, `div_const`, `square`, `relu`, `tanh`, `exp`, `sigmoid`, `softplus`, `log`, `sqrt`, `gelu`).
 
 use exactgrad::{ops, GraphData, Pack};
 
@@ -74,6 +74,30 @@ fn neg() {
         let (g, a) = GraphData::<f64, ()>::new().input::<V3>();
         let (g, w) = g.input::<V3>();
         let (g, y) = g.push(ops::neg(a));
+        let (g, l) = weighted_sum(g, y, w);
+        let saved = g.compile(Pack::new().push(t(&x[0])).push(weights()), ()).unwrap();
+        run(&saved, l, &[a.index()])
+    });
+}
+
+#[test]
+fn offset() {
+    check(&[sample(6, 11)], |x| {
+        let (g, a) = GraphData::<f64, ()>::new().input::<M23>();
+        let (g, w) = g.input::<M23>();
+        let (g, y) = g.push(ops::offset(a, -1.7));
+        let (g, l) = weighted_sum(g, y, w);
+        let saved = g.compile(Pack::new().push(t(&x[0])).push(weights()), ()).unwrap();
+        run(&saved, l, &[a.index()])
+    });
+}
+
+#[test]
+fn div_const() {
+    check(&[sample(6, 12)], |x| {
+        let (g, a) = GraphData::<f64, ()>::new().input::<M23>();
+        let (g, w) = g.input::<M23>();
+        let (g, y) = g.push(ops::div_const(a, -1.7));
         let (g, l) = weighted_sum(g, y, w);
         let saved = g.compile(Pack::new().push(t(&x[0])).push(weights()), ()).unwrap();
         run(&saved, l, &[a.index()])

@@ -69,6 +69,8 @@ const CHECKED: &[&str] = &[
     "gelu",
     "square",
     "scale",
+    "offset",
+    "div_const",
     "matmul",
     "transpose",
     "sum",

@@ -523,7 +523,9 @@ impl<T: TestScalar> Case<T> {
             1 => RawNode::compact(ops::Sub::new(pa, same())),
             2 => RawNode::compact(ops::Mul::new(pa, same())),
             3 => RawNode::compact(ops::Neg::new(pa)),
-            4 => RawNode::compact(ops::Scale::new(pa, draw.scalar())),
+            // A constant times or plus a value (`scale`, `offset`).
+            4 if extra.is_multiple_of(2) => RawNode::compact(ops::Scale::new(pa, draw.scalar())),
+            4 => RawNode::compact(ops::Offset::new(pa, draw.scalar())),
             5 => {
                 // All pairs (x, y) with x: m×k, y: k×n; squares paired with themselves count twice.
                 let mut pairs = Vec::new();

@@ -17,6 +17,36 @@ fn main() {
     assert!(saved.backprop_from(h.output1, exactgrad::Tensor::full(1.0)).is_ok());
     let _ = data_scale(&StrictData { scale: 2.0 });
     check_whole_prefix();
+    let _ = sized::<f32>();
+    let _ = public::wide::<f64>();
+}
+
+exactgrad::graph! {
+    const N: usize = 1500;
+
+    fn block(x: [n, d], w: [d, d], c) {
+        let y: [n, d] = tanh(x.matmul(w));
+        y * c
+    }
+
+    /// Helpers, a loop and a size typenum does not predefine (its alias module), privately.
+    fn sized(x: [2, N], w: [1500, 1500]) -> [] {
+        let mut h = x;
+        for i in 0..2 {
+            h = block(h, w, 0.5) + x;
+        }
+        sum(h)
+    }
+}
+
+/// A public graph with sizes typenum does not predefine.
+pub mod public {
+    exactgrad::graph! {
+        /// Sizes 3072 and 1500.
+        pub fn wide(x: [3072]; d: [1500]) -> [] {
+            sum(x) + sum(d)
+        }
+    }
 }
 
 fn data_scale(d: &StrictData) -> f64 {

@@ -9,5 +9,6 @@ fn ui() {
     t.compile_fail("ui/hygiene/*.rs");
     t.compile_fail("ui/types/*.rs");
     t.compile_fail("ui/loops/*.rs");
+    t.compile_fail("ui/helpers/*.rs");
     t.pass("pass/*.rs");
 }

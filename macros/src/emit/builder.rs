@@ -289,11 +289,16 @@ impl Cx<'_> {
         match constant {
             None => call,
             Some(c) => {
+                // The message names the constant as written (names replaced by their values).
+                let message = format!(
+                    "the constant `{}` is not representable in the scalar type",
+                    c.to_token_stream().to_string().replace(' ', "")
+                );
                 let c = constant_tokens(c, s);
                 let name = op.name;
                 quote_spanned!(span=> match #c {
                     ::core::option::Option::Some(__k) => ::core::result::Result::Ok(#call),
-                    ::core::option::Option::None => ::core::result::Result::Err(#ty::failed(#name, &[#(&#parents),*], "the constant is not representable in the scalar type")),
+                    ::core::option::Option::None => ::core::result::Result::Err(#ty::failed(#name, &[#(&#parents),*], #message)),
                 })
             }
         }

@@ -1,6 +1,8 @@
 //! The items shared by the full expansion and the error stub: the data struct (Δ), the brand, the
 //! shape-list aliases and the handles struct, plus the tokens of dims, shapes and lists.
 
+use std::collections::HashMap;
+
 use exactgrad_spec::{Bound, NODE_CHUNK};
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, ToTokens};
@@ -58,13 +60,13 @@ pub(super) fn dim_tokens(d: &Dim, span: Span) -> TokenStream {
     }
 }
 
-/// A declared shape as tokens; undeclared dims become `UTerm` (their error is reported already).
-pub(super) fn decl_tokens(s: &ShapeDecl, dims: &[Ident]) -> TokenStream {
-    let p = private();
+/// A declared shape as tokens: a `const` dim (`sizes`, see `lower::const_sizes`) is its size, and
+/// an undeclared dim is 0 (its error is reported already).
+pub(super) fn decl_tokens(s: &ShapeDecl, dims: &[Ident], sizes: &HashMap<String, u64>) -> TokenStream {
     let ds = s.dims.iter().map(|d| match d {
         DimDecl::Lit(n, span) => unsigned(*n, *span),
         DimDecl::Sym(i) if dims.contains(i) => i.to_token_stream(),
-        DimDecl::Sym(_) => quote!(#p::typenum::UTerm),
+        DimDecl::Sym(i) => unsigned(sizes.get(&i.to_string()).copied().unwrap_or(0), i.span()),
     });
     quote!((#(#ds,)*))
 }
@@ -157,6 +159,7 @@ pub(super) fn common(
     let handle_generics = quote!(#(#handle_dims),*);
     let handle_bounds = quote!(#(#handle_dims: #p::typenum::Unsigned + 'static),*);
     let has_tensors = def.data.iter().any(|d| d.tensor_shape().is_some());
+    let sizes = crate::lower::const_sizes(def);
     let data_ty = if has_tensors { quote!(#data<#scalar, #(#data_dims),*>) } else { quote!(#data) };
     let data_item = if def.data.is_empty() {
         quote!(
@@ -177,7 +180,7 @@ pub(super) fn common(
             .map(|d| match &d.ty {
                 DataType::Other(t) => t.to_token_stream(),
                 DataType::Tensor(shape) => {
-                    let shape = decl_tokens(shape, dims);
+                    let shape = decl_tokens(shape, dims, &sizes);
                     quote!(#p::Tensor<#scalar, #shape>)
                 }
             })

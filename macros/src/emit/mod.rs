@@ -21,14 +21,19 @@ fn private() -> TokenStream {
 /// Expands a definition: the full graph, or a well-typed stub plus every error.
 pub(crate) fn expand(def: &GraphDef) -> TokenStream {
     let names = Names::new(&def.name);
-    match crate::lower::lower(def) {
+    let module = syn::ext::IdentExt::unraw(&def.name).to_string();
+    let vis = &def.vis;
+    crate::typenum::begin(quote::format_ident!("__exactgrad_sizes_{}", module.trim_start_matches('_')), quote!(#vis));
+    let items = match crate::lower::lower(def) {
         Ok(graph) => builder::full(def, &graph, &names),
         Err(e) => {
             let stub = stub(def, &names);
             let e = e.to_compile_error();
             quote!(#stub #e)
         }
-    }
+    };
+    let sizes = crate::typenum::sizes_module();
+    quote!(#items #sizes)
 }
 
 /// On error: the items with the declared input and output shapes and an empty node list, so the
@@ -51,9 +56,10 @@ fn stub(def: &GraphDef, names: &Names) -> TokenStream {
     let data_decls = data_tensor_decls(def);
     let dims: Vec<Ident> =
         used_decl_dims(&def.dims, &[&input_decls[..], &data_decls[..]].concat()).into_iter().cloned().collect();
+    let sizes = crate::lower::const_sizes(def);
     let decls: Vec<(Ident, Option<usize>, TokenStream)> =
-        inputs.iter().map(|(i, n)| (i.name.clone(), *n, decl_tokens(&i.shape, &dims))).collect();
-    let outputs: Vec<TokenStream> = def.outputs.iter().map(|o| decl_tokens(o, &dims)).collect();
+        inputs.iter().map(|(i, n)| (i.name.clone(), *n, decl_tokens(&i.shape, &dims, &sizes))).collect();
+    let outputs: Vec<TokenStream> = def.outputs.iter().map(|o| decl_tokens(o, &dims, &sizes)).collect();
     let output_decls: Vec<&ShapeDecl> = def.outputs.iter().collect();
     let used = DimUse {
         inputs: used_decl_dims(&dims, &input_decls),

@@ -1,7 +1,11 @@
 //! Random `graph!` sources from the DSL's grammar: headers with random generic dims, scalar bounds,
 //! inputs and data parameters of random shapes (rank 0 to 5; dims 0, small, huge, overflowing or
 //! undeclared), `let` bindings with and without annotations, and expressions over every op name
-//! with right or wrong arities and extra arguments, operators, constants and method calls.
+//! with right or wrong arities and extra arguments, operators, constants and method calls; `const`
+//! items (before or after the `fn`, in the body, some of the wrong type), parameter arrays indexed
+//! by literals and loop variables, `let mut` bindings reassigned in `for` loops (nested, with
+//! constant, generic or huge bounds), and helper `fn`s (annotated or not, calling each other,
+//! sometimes recursively) called with values, constants and arrays.
 
 use exactgrad_spec::ops::call_names;
 
@@ -39,6 +43,12 @@ fn small(rng: &mut Rng) -> &'static str {
 struct Scope {
     names: Vec<String>,
     data: Vec<String>,
+    /// Helpers and their parameter counts.
+    helpers: Vec<(String, usize)>,
+    /// Constants and loop variables.
+    consts: Vec<String>,
+    /// Parameter arrays.
+    arrays: Vec<String>,
 }
 
 fn expr(rng: &mut Rng, scope: &Scope, depth: usize) -> String {
@@ -46,7 +56,16 @@ fn expr(rng: &mut Rng, scope: &Scope, depth: usize) -> String {
         match rng.below(10) {
             0 if !scope.data.is_empty() => scope.data[rng.below(scope.data.len())].clone(),
             1 => pick(rng, NUMBERS).to_owned(),
-            2 => pick(rng, &["undefined", "B", "output", "labels", "_"]).to_owned(),
+            2 => pick(rng, &["undefined", "B", "output", "labels", "_", "OUTSIDE"]).to_owned(),
+            3 if !scope.consts.is_empty() => scope.consts[rng.below(scope.consts.len())].clone(),
+            4 if !scope.arrays.is_empty() => {
+                let index = if scope.consts.is_empty() || rng.below(2) == 0 {
+                    small(rng).to_owned()
+                } else {
+                    scope.consts[rng.below(scope.consts.len())].clone()
+                };
+                format!("{}[{index}]", scope.arrays[rng.below(scope.arrays.len())])
+            }
             _ => scope.names[rng.below(scope.names.len())].clone(),
         }
     };
@@ -54,7 +73,25 @@ fn expr(rng: &mut Rng, scope: &Scope, depth: usize) -> String {
         return leaf(rng);
     }
     let sub = |rng: &mut Rng| expr(rng, scope, depth - 1);
-    match rng.below(13) {
+    match rng.below(15) {
+        13 | 14 if !scope.helpers.is_empty() => {
+            // A helper call, with a right or wrong argument count, in function or method form;
+            // arguments are values, constants or whole arrays.
+            let (name, arity) = scope.helpers[rng.below(scope.helpers.len())].clone();
+            let n = if rng.below(8) == 0 { rng.below(4) } else { arity };
+            let args: Vec<String> = (0..n)
+                .map(|_| match rng.below(6) {
+                    0 if !scope.arrays.is_empty() => scope.arrays[rng.below(scope.arrays.len())].clone(),
+                    1 => pick(rng, &["0.5", "2", "1e39", "K"]).to_owned(),
+                    _ => sub(rng),
+                })
+                .collect();
+            if n > 0 && rng.below(3) == 0 {
+                format!("({}).{name}({})", args[0], args[1..].join(", "))
+            } else {
+                format!("{name}({})", args.join(", "))
+            }
+        }
         0 => format!("{} + {}", sub(rng), sub(rng)),
         1 => format!("{} - {}", sub(rng), sub(rng)),
         2 => format!("{} * {}", sub(rng), sub(rng)),
@@ -95,6 +132,142 @@ fn expr(rng: &mut Rng, scope: &Scope, depth: usize) -> String {
     }
 }
 
+/// `const` items: integers (some negative or huge) and floats, some of a wrong type or naming
+/// constants not declared yet.
+fn const_items(rng: &mut Rng, scope: &mut Scope) -> String {
+    let mut out = String::new();
+    for k in 0..rng.below(3) {
+        let name = format!("K{k}");
+        let item = match rng.below(5) {
+            0 => format!("const {name}: f64 = 1.0 / ({} as f64).sqrt();", small(rng)),
+            1 => format!("const {name}: usize = {} * {};", small(rng), pick(rng, &["2", "K0", "K", "UNDECLARED"])),
+            2 => format!("const {name}: {} = {};", pick(rng, &["u8", "String", "i64"]), small(rng)),
+            _ => format!("const {name}: usize = {};", small(rng)),
+        };
+        out.push_str(&item);
+        out.push('\n');
+        scope.consts.push(name);
+    }
+    out
+}
+
+/// Helper `fn`s over `a`, `b` (and `c`): annotated or not, with loops, calling earlier helpers
+/// (or, sometimes, themselves).
+fn helpers(rng: &mut Rng, scope: &mut Scope) -> String {
+    let mut out = String::new();
+    for k in 0..rng.below(3) {
+        let name = pick(rng, &["block", "layer", "relu", "Block", "h"]).to_owned() + &k.to_string();
+        let arity = 1 + rng.below(3);
+        let params: Vec<String> = ["a", "b", "c"][..arity]
+            .iter()
+            .map(|p| match rng.below(4) {
+                0 => format!("{p}: {}", shape(rng)),
+                1 => format!("{p}: [n, d]"),
+                _ => (*p).to_owned(),
+            })
+            .collect();
+        let mut inner = Scope {
+            names: ["a", "b", "c"][..arity].iter().map(|s| (*s).to_owned()).collect(),
+            data: scope.data.clone(),
+            helpers: scope.helpers.clone(),
+            consts: scope.consts.clone(),
+            arrays: Vec::new(),
+        };
+        if rng.below(6) == 0 {
+            // Recursion: the helper may call itself.
+            inner.helpers.push((name.clone(), arity));
+        }
+        let mut body = String::new();
+        if rng.below(3) == 0 {
+            body.push_str(&format!(
+                "let mut t = {};
+",
+                expr(rng, &inner, 2)
+            ));
+            inner.consts.push("j".to_owned());
+            body.push_str(&format!(
+                "for j in 0..{} {{ t = {}; }}
+",
+                small(rng),
+                expr(rng, &inner, 2)
+            ));
+            inner.consts.pop();
+            inner.names.push("t".to_owned());
+        }
+        let result = expr(rng, &inner, 3);
+        out.push_str(&format!(
+            "fn {name}({}) {{
+{body}{result}
+}}
+",
+            params.join(", ")
+        ));
+        scope.helpers.push((name, arity));
+    }
+    out
+}
+
+/// `let mut` bindings reassigned in (possibly nested) loops.
+fn loops(rng: &mut Rng, scope: &mut Scope, k: usize) -> String {
+    let var = format!("m{k}");
+    let mut out = format!(
+        "let mut {var} = {};
+",
+        expr(rng, scope, 2)
+    );
+    scope.names.push(var.clone());
+    let bound = |rng: &mut Rng| pick(rng, &["0", "1", "2", "3", "K0", "B", "x0", "4294967296", "2 + 1"]).to_owned();
+    let nested = rng.below(3) == 0;
+    scope.consts.push("i".to_owned());
+    out.push_str(&format!(
+        "for i in {}..{} {{
+",
+        small(rng),
+        bound(rng)
+    ));
+    if nested {
+        scope.consts.push("j".to_owned());
+        out.push_str(&format!(
+            "for j in 0..{} {{
+",
+            bound(rng)
+        ));
+    }
+    let stmt = if rng.below(5) == 0 {
+        format!(
+            "let {var} = {};
+",
+            expr(rng, scope, 2)
+        )
+    } else {
+        format!(
+            "{var} = {};
+",
+            expr(rng, scope, 2)
+        )
+    };
+    out.push_str(&stmt);
+    if rng.below(4) == 0 {
+        out.push_str(&format!(
+            "const C{k}: usize = i + 1;
+"
+        ));
+    }
+    if nested {
+        out.push_str(
+            "}
+",
+        );
+        scope.consts.pop();
+    }
+    out.push_str(
+        "}
+",
+    );
+    scope.consts.pop();
+    out
+}
+
 /// One random source.
 pub(super) fn source(rng: &mut Rng) -> String {
     let name = pick(rng, NAMES);
@@ -104,9 +277,21 @@ pub(super) fn source(rng: &mut Rng) -> String {
         generics.insert(0, "T: num_traits::Float".to_owned());
     }
     let n_inputs = rng.below(5);
-    let inputs: Vec<String> = (0..n_inputs).map(|i| format!("x{i}: {}", shape(rng))).collect();
+    let mut inputs: Vec<String> = (0..n_inputs).map(|i| format!("x{i}: {}", shape(rng))).collect();
     let mut data = Vec::new();
-    let mut scope = Scope { names: (0..n_inputs).map(|i| format!("x{i}")).collect(), data: Vec::new() };
+    let mut scope = Scope {
+        names: (0..n_inputs).map(|i| format!("x{i}")).collect(),
+        data: Vec::new(),
+        helpers: Vec::new(),
+        consts: Vec::new(),
+        arrays: Vec::new(),
+    };
+    let consts = const_items(rng, &mut scope);
+    for k in 0..rng.below(3) {
+        let count = pick(rng, &["2", "3", "K0", "0", "B", "18446744073709551615"]);
+        inputs.push(format!("xs{k}: [{}; {count}]", shape(rng)));
+        scope.arrays.push(format!("xs{k}"));
+    }
     for i in 0..rng.below(3) {
         let ty = match rng.below(3) {
             0 => "Vec<usize>".to_owned(),
@@ -119,7 +304,11 @@ pub(super) fn source(rng: &mut Rng) -> String {
     if scope.names.is_empty() {
         scope.names.push("x0".to_owned());
     }
+    let helpers = helpers(rng, &mut scope);
     let mut lets = String::new();
+    for k in 0..rng.below(3) {
+        lets.push_str(&loops(rng, &mut scope, k));
+    }
     for k in 0..rng.below(8) {
         let e = expr(rng, &scope, 3);
         let annotation = if rng.below(3) == 0 { format!(": {}", shape(rng)) } else { String::new() };
@@ -143,5 +332,11 @@ pub(super) fn source(rng: &mut Rng) -> String {
     };
     let generics = if generics.is_empty() { String::new() } else { format!("<{}>", generics.join(", ")) };
     let data = if data.is_empty() { String::new() } else { format!("; {}", data.join(", ")) };
-    format!("pub fn {name}{generics}({}{data}) -> {outputs} {{\n{lets}{result}\n}}", inputs.join(", "))
+    let graph = format!("pub fn {name}{generics}({}{data}) -> {outputs} {{\n{lets}{result}\n}}", inputs.join(", "));
+    // Constants and helpers go before or after the graph's `fn`.
+    match rng.below(3) {
+        0 => format!("{consts}{helpers}{graph}"),
+        1 => format!("{graph}\n{consts}{helpers}"),
+        _ => format!("{helpers}{graph}\n{consts}"),
+    }
 }

@@ -183,9 +183,9 @@ pub(super) fn tokens(src: &str) -> Vec<String> {
     out
 }
 
-/// Whether the `.` at `i` starts a method call (`2.matmul`), not a fraction.
+/// Whether the `.` at `i` starts a method call (`2.matmul`) or a range (`0..4`), not a fraction.
 fn is_method(chars: &[char], i: usize) -> bool {
-    chars.get(i + 1).is_some_and(|c| c.is_alphabetic() || *c == '_')
+    chars.get(i + 1).is_some_and(|c| c.is_alphabetic() || *c == '_' || *c == '.')
 }
 
 fn pool(rng: &mut Rng) -> &'static str {

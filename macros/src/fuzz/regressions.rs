@@ -56,3 +56,26 @@ fn overflowing_and_out_of_range_literals_are_errors() {
         assert!(got.contains(error), "{src}: {got}");
     }
 }
+
+#[test]
+fn huge_parameter_arrays_and_empty_loops_are_capped() {
+    // A parameter array of `u64::MAX` inputs was allocated (out of memory); an empty loop body of
+    // 2^32 iterations counted no statement, so it ran to the end.
+    assert_eq!(
+        checks("fn f(w: [[2]; 18446744073709551615]) -> [] { sum(w[0]) }"),
+        "a parameter array holds at most 100000 inputs, not 18446744073709551615"
+    );
+    assert_eq!(
+        checks("fn f(x: [2]) -> [] { for i in 0..4294967296 { } sum(x) }"),
+        "in iteration i = 99999 of `for i in 0..4294967296`: the graph unrolls to more than 100000 nodes or 100000 statements; use fewer loop iterations or helper calls"
+    );
+    // A loop reassigning a binding whose value failed stops after one iteration, as one with an
+    // error does (it ran 2^32 times).
+    assert_eq!(
+        checks("fn f(x: [2]) -> [] { let mut h = nope(x); for i in 0..4294967296 { h = h; } sum(x) }")
+            .split(';')
+            .next()
+            .unwrap_or_default(),
+        "unknown op `nope`"
+    );
+}

@@ -1,6 +1,6 @@
 //! Valid `graph!` sources the fuzzers start from: a built-in list covering every syntax form (generic
 //! dims, a bounded scalar, data tensors and labels, declared ops, opaque nodes, user ops, constants,
-//! several outputs) and the random corpus of `tests/corpus/models.rs`.
+//! several outputs, loops, `const`s, parameter arrays and helpers) and the random corpus of `tests/corpus/models.rs`.
 
 /// Sources covering the syntax forms the corpus does not use.
 pub(super) const BUILT_IN: &[&str] = &[
@@ -51,6 +51,22 @@ pub(super) const BUILT_IN: &[&str] = &[
         let d = tanh(c) * sigmoid(c) + softplus(c) + gelu(c) + exp(c) + log(c) + sqrt(c) + square(c);
         mse(d, a) + mean(d) + sum(a.t())
     }",
+    "const D: usize = 3;
+     fn dense(x: [n, d], w: [d, e]) { let z: [n, e] = x.matmul(w); tanh(z) }
+     fn stack<B>(x: [B, D], w: [[3, 3]; 2], b: [[3]; 2]) -> [B, 3] {
+         let mut h = x;
+         for i in 0..2 {
+             h = residual(h, w, b, i, 1.0 / (D as f64).sqrt());
+         }
+         h
+     }
+     fn residual(h, ws, bs, k, c) { h + dense(h, ws[k]) * c + bs[k] * 0.0 }",
+    "fn nested(x: [2, 4]; m: [2, 4]) -> [] {
+         const K: usize = 2;
+         let mut s = sum(x);
+         for i in 0..K { for j in i..K { s = s * 0.5 + sum(slice(x * m, 1, i + j, 1)); } }
+         s
+     }",
 ];
 
 /// The sources of `tests/corpus/models.rs`: the text inside each `graph! { … }`.

@@ -28,6 +28,20 @@ pub(crate) enum NotConst {
     Error(Span, String),
 }
 
+/// The end of a message about a name the macro does not know that may be a `const` declared
+/// outside `graph!` (which a procedural macro cannot read): how to declare it inside.
+pub(crate) fn outside_hint(name: &str, ty: &str) -> String {
+    format!(
+        "; a `const` declared outside `graph!` cannot be read by the macro (it sees only its own tokens): declare it inside, e.g. `const {name}: {ty} = …;` before or after the graph's `fn`"
+    )
+}
+
+/// Whether `name` is written like a constant (`SCALE`, `D_MODEL`, `N2`).
+pub(crate) fn const_like(name: &str) -> bool {
+    name.chars().any(|c| c.is_ascii_uppercase())
+        && name.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+}
+
 /// The methods a float constant may call.
 pub(crate) const METHODS: &[&str] = &["sqrt", "abs", "recip"];
 

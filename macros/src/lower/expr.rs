@@ -25,6 +25,25 @@ pub(super) fn by_name(name: &str) -> &'static OpSpec {
     }
 }
 
+/// `-c`, for `x - c` as `x + (-c)`.
+fn negated(c: Expr) -> Expr {
+    let paren = Expr::Paren(syn::ExprParen { attrs: Vec::new(), paren_token: Default::default(), expr: Box::new(c) });
+    Expr::Unary(syn::ExprUnary { attrs: Vec::new(), op: UnOp::Neg(Default::default()), expr: Box::new(paren) })
+}
+
+/// Why `c - x` or `c / x` (a constant on the left) is refused: the rewrites that look equal
+/// (`(-x) + c`, `c * (1 / x)`) round or treat NaNs otherwise, so the macro does not choose one.
+fn constant_operand(name: &str) -> String {
+    let (op, what) = if name == "sub" {
+        ("-", "write `-x + c` (a negation, then a sum: a NaN `x` comes out with its sign flipped, unlike `c - x`)")
+    } else {
+        ("/", "divide two graph values with `x / y`")
+    };
+    format!(
+        "`c {op} x` with a constant on the left is not an op (constants go with `x * c`, `x + c`, `c + x`, `x - c`, `x / c`); {what}"
+    )
+}
+
 impl Lowering<'_> {
     /// An expression that must be a graph value.
     pub(super) fn value(&mut self, expr: &Expr) -> Option<usize> {
@@ -70,7 +89,10 @@ impl Lowering<'_> {
                 }
                 match self.names.get(&ident.to_string()) {
                     Some(&Some(v)) => Some(Operand::Value(v)),
-                    Some(None) => None,
+                    Some(None) => {
+                        self.poisoned += 1;
+                        None
+                    }
                     None if self.data_tensor_index(ident).is_some() => {
                         self.data_tensor_index(ident).map(|k| Operand::Value(self.data_leaf(k, ident.span())))
                     }
@@ -84,10 +106,18 @@ impl Lowering<'_> {
                         None
                     }
                     None => {
+                        let name = ident.to_string();
+                        let hint = if consts::const_like(&name) {
+                            consts::outside_hint(&name, "f64")
+                        } else if self.in_helper() {
+                            "; a helper sees only its parameters, the macro's `const`s and the graph's data: pass it as an argument".to_owned()
+                        } else {
+                            String::new()
+                        };
                         self.errors.at(
                             ident.span(),
                             format!(
-                                "cannot find `{ident}` in this graph: it is neither an input nor a `let` binding above"
+                                "cannot find `{ident}` in this graph: it is neither an input nor a `let` binding above{hint}"
                             ),
                         );
                         None
@@ -106,9 +136,12 @@ impl Lowering<'_> {
                     BinOp::Add(_) => "add",
                     BinOp::Sub(_) => "sub",
                     BinOp::Mul(_) => "mul",
+                    BinOp::Div(_) => "div",
                     _ => {
-                        self.errors
-                            .at(b.op.span(), "unsupported operator: graph values support `+`, `-`, `*` and unary `-`");
+                        self.errors.at(
+                            b.op.span(),
+                            "unsupported operator: graph values support `+`, `-`, `*`, `/` and unary `-`",
+                        );
                         return None;
                     }
                 };
@@ -125,9 +158,26 @@ impl Lowering<'_> {
                         self.builtin_with(by_name("scale"), ExtraArg::Factor(c), &[v], &Site::new(b.op.span(), expr))
                             .map(Operand::Value)
                     }
+                    // `x + c`, `c + x`: one sum per element (IEEE addition commutes); `x - c` is
+                    // `x + (-c)`, which IEEE subtraction is; `x / c` one division per element.
+                    (Operand::Value(v), Operand::Const(c)) if name != "mul" => {
+                        let c = self.constant(&c)?;
+                        let (op, c) = match name {
+                            "add" => ("offset", c),
+                            "sub" => ("offset", negated(c)),
+                            _ => ("div_const", c),
+                        };
+                        self.builtin_with(by_name(op), ExtraArg::Factor(c), &[v], &Site::new(b.op.span(), expr))
+                            .map(Operand::Value)
+                    }
+                    (Operand::Const(c), Operand::Value(v)) if name == "add" => {
+                        let c = self.constant(&c)?;
+                        self.builtin_with(by_name("offset"), ExtraArg::Factor(c), &[v], &Site::new(b.op.span(), expr))
+                            .map(Operand::Value)
+                    }
                     (Operand::Const(_), Operand::Const(_)) => Some(Operand::Const(expr.clone())),
                     _ => {
-                        self.errors.at_site(&Site::new(b.op.span(), expr), format!("`{name}` of a graph value and a constant is not an op; only `*` takes a constant (`x * 0.5`)"));
+                        self.errors.at_site(&Site::new(b.op.span(), expr), constant_operand(name));
                         None
                     }
                 }
@@ -141,6 +191,10 @@ impl Lowering<'_> {
                     self.errors.at(p.span(), "a user op needs its output shape: write `let y: [d0, …] = MyOp(…);`");
                     return None;
                 };
+                if let Some(h) = self.helper(&ident.to_string()) {
+                    let args: Vec<&Expr> = call.args.iter().collect();
+                    return self.inline(h, &args, &Site::new(ident.span(), expr), expr).map(Operand::Value);
+                }
                 if is_special(call) {
                     self.errors.at(
                         ident.span(),
@@ -153,6 +207,9 @@ impl Lowering<'_> {
             Expr::MethodCall(m) => {
                 let mut args = vec![&*m.receiver];
                 args.extend(m.args.iter());
+                if let Some(h) = self.helper(&m.method.to_string()) {
+                    return self.inline(h, &args, &Site::new(m.method.span(), expr), expr).map(Operand::Value);
+                }
                 self.call(&m.method, args, &Site::new(m.method.span(), expr)).map(Operand::Value)
             }
             Expr::Closure(c) => {

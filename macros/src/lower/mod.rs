@@ -6,6 +6,7 @@
 mod calls;
 pub(crate) mod consts;
 mod expr;
+mod helpers;
 mod stmts;
 
 use std::collections::HashMap;
@@ -16,7 +17,7 @@ use syn::{Expr, ExprCall, Ident};
 use crate::errors::{Errors, Site};
 use crate::infer::{self, Compared};
 use crate::ir::{Check, Dim, Graph, Node, NodeKind, Shape};
-use crate::parse::{DimDecl, GraphDef, ShapeDecl};
+use crate::parse::{DimDecl, GraphDef, HelperDef, ShapeDecl};
 use consts::{Const, NotConst};
 
 pub(crate) struct Lowering<'d> {
@@ -34,15 +35,30 @@ pub(crate) struct Lowering<'d> {
     consts: HashMap<String, Const>,
     /// Parameter arrays: the value of the first element and the length.
     arrays: HashMap<String, (usize, usize)>,
-    /// The loop iterations being lowered, innermost last.
+    /// The loop iterations and helper calls being lowered, innermost last.
     iterations: Vec<stmts::Iteration>,
+    /// The helpers by name.
+    helpers: HashMap<String, &'d HelperDef>,
+    /// The calls of each helper so far (`block#2` is the second).
+    calls: HashMap<String, usize>,
+    /// The constants outside every `fn` (what a helper sees besides its parameters).
+    globals: HashMap<String, Const>,
+    /// The dims a helper's parameter annotations bound at the call (`x: [n, d]`).
+    dim_vars: HashMap<String, Dim>,
+    /// Statements run so far while unrolling (loops and helper calls), and whether the cap
+    /// stopped the lowering.
+    steps: usize,
+    stopped: bool,
+    /// Uses of bindings whose value failed (reported once, where it failed): a loop iteration
+    /// with one stops its loop, as one with an error does.
+    poisoned: usize,
     /// The name nodes made now are described by (`h@i=3`), inside a loop.
     label: Option<String>,
     errors: Errors,
 }
 
 /// The length of each parameter array declared in `def` (`None` for a plain input), by the
-/// `const` items before the `fn`; a length that is no valid constant is 0 (and reported by
+/// `const` items outside the `fn`; a length that is no valid constant is 0 (and reported by
 /// [`lower`]).
 pub(crate) fn array_lengths(def: &GraphDef) -> Vec<Option<usize>> {
     let mut consts = HashMap::new();
@@ -53,10 +69,33 @@ pub(crate) fn array_lengths(def: &GraphDef) -> Vec<Option<usize>> {
     def.inputs.iter().map(|i| i.count.as_ref().map(|c| array_length(&consts, &mut errors, c).unwrap_or(0))).collect()
 }
 
+/// The size of each integer `const` outside every `fn` that is one (what a `const` dim of a
+/// declared shape means, `x: [N, 4]`); the generated items' declared shapes use it.
+pub(crate) fn const_sizes(def: &GraphDef) -> HashMap<String, u64> {
+    let mut consts = HashMap::new();
+    let mut errors = Errors::default();
+    for c in &def.consts {
+        stmts::const_item(&mut consts, &mut errors, c);
+    }
+    consts
+        .into_iter()
+        .filter(|(k, _)| !def.dims.iter().any(|d| d == k))
+        .filter_map(|(k, c)| match c {
+            Const::Int(n) => u64::try_from(n).ok().map(|n| (k, n)),
+            Const::Float(_) => None,
+        })
+        .collect()
+}
+
 fn array_length(consts: &HashMap<String, Const>, errors: &mut Errors, count: &Expr) -> Option<usize> {
     match consts::int(consts, count) {
         Ok(n) => match usize::try_from(n) {
-            Ok(n) => Some(n),
+            Ok(n) if n <= stmts::MAX_NODES => Some(n),
+            Ok(n) => {
+                errors
+                    .at(count.span(), format!("a parameter array holds at most {} inputs, not {n}", stmts::MAX_NODES));
+                None
+            }
             Err(_) => {
                 errors.at(count.span(), format!("a parameter array's length is a size, not {n}"));
                 None
@@ -69,7 +108,7 @@ fn array_length(consts: &HashMap<String, Const>, errors: &mut Errors, count: &Ex
         Err(NotConst::Value) => {
             errors.at(
                 count.span(),
-                "a parameter array's length is an integer literal or a `const` declared before the `fn` in this macro, e.g. `w: [[64, 64]; 4]`",
+                "a parameter array's length is an integer literal or a `const` declared outside the `fn` in this macro, e.g. `w: [[64, 64]; 4]`",
             );
             None
         }
@@ -95,12 +134,21 @@ pub(crate) fn lower(def: &GraphDef) -> Result<Graph, syn::Error> {
         consts: HashMap::new(),
         arrays: HashMap::new(),
         iterations: Vec::new(),
+        helpers: HashMap::new(),
+        calls: HashMap::new(),
+        globals: HashMap::new(),
+        dim_vars: HashMap::new(),
+        steps: 0,
+        stopped: false,
+        poisoned: 0,
         label: None,
         errors: Errors::default(),
     };
     for c in &def.consts {
         stmts::const_item(&mut l.consts, &mut l.errors, c);
     }
+    l.globals = l.consts.clone();
+    l.helper_declarations(&def.helpers);
     l.declarations(def);
     l.statements(&def.stmts);
     let results: Vec<&Expr> = match &def.result {
@@ -222,6 +270,9 @@ impl Lowering<'_> {
                 .map(|d| match d {
                     DimDecl::Lit(n, _) => Dim::Lit(*n),
                     DimDecl::Sym(i) => {
+                        if let Some(d) = self.dim_vars.get(&i.to_string()) {
+                            return d.clone();
+                        }
                         if let (false, Some(Const::Int(n))) = (self.dims.contains(i), self.consts.get(&i.to_string())) {
                             return match u64::try_from(*n) {
                                 Ok(n) => Dim::Lit(n),
@@ -235,7 +286,8 @@ impl Lowering<'_> {
                             self.errors.at(
                                 i.span(),
                                 format!(
-                                    "unknown dim `{i}`: declare it as a generic dim of the graph, `fn name<{i}>(…)`, or as an integer `const` before the `fn`"
+                                    "unknown dim `{i}`: declare it as a generic dim of the graph, `fn name<{i}>(…)`, or as an integer `const` in this macro{}",
+                                    consts::outside_hint(&i.to_string(), "usize")
                                 ),
                             );
                         }
@@ -267,86 +319,4 @@ impl Lowering<'_> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn lower_src(src: &str) -> Result<Graph, Vec<String>> {
-        let def: GraphDef = syn::parse_str(src).expect("the test source parses");
-        lower(&def).map_err(|e| e.into_iter().map(|e| e.to_string()).collect())
-    }
-
-    fn ops(g: &Graph) -> Vec<&'static str> {
-        g.nodes
-            .iter()
-            .map(|n| match &n.kind {
-                NodeKind::Builtin(op, _) => op.name,
-                NodeKind::Opaque { .. } => "opaque",
-                NodeKind::Custom(_) => "custom",
-            })
-            .collect()
-    }
-
-    #[test]
-    fn operators_and_data_tensors_are_desugared() {
-        let g = lower_src(
-            "fn f<B>(w: [3, 4], b: [4]; x: [B, 3]) -> [] {
-                let h = x.matmul(w) + b;
-                let y = h * 0.5 - -h;
-                sum(y * (x.matmul(w)) + x.matmul(w) * 2)
-            }",
-        )
-        .expect("lowers");
-        assert_eq!(
-            ops(&g),
-            [
-                "matmul_data",
-                "add_row",
-                "scale",
-                "neg",
-                "sub",
-                "matmul_data",
-                "mul",
-                "matmul_data",
-                "scale",
-                "add",
-                "sum"
-            ]
-        );
-        assert_eq!(g.nodes[1].shape.to_string(), "[B, 4]");
-        assert_eq!(g.outputs, [2 + 10]);
-        let g = lower_src("fn f(w: [2]; x: [2]) -> [] { sum(x * w + x) }").expect("lowers");
-        // One data_tensor leaf, made at the first use and shared by the second.
-        assert_eq!(ops(&g), ["data_tensor", "mul", "add", "sum"]);
-        assert_eq!(g.nodes[2].parents, [2, 1]);
-    }
-
-    #[test]
-    fn independent_errors_are_all_reported_without_cascades() {
-        let errors = lower_src(
-            "fn f(x: [4, 3], w: [2, 5], b: [7]) -> [] {
-                let h = x.matmul(w);
-                let z = relu(h) + b;
-                let q = x + b;
-                sum(nope(x))
-            }",
-        )
-        .err()
-        .expect("three mistakes");
-        assert_eq!(errors.len(), 3, "{errors:?}");
-        assert_eq!(errors[0], "matmul needs the left operand's columns (3) to equal the right operand's rows (2)");
-        assert!(errors[1].starts_with("add_row needs the row vector's length (7)"), "{}", errors[1]);
-        assert!(errors[2].starts_with("unknown op `nope`"), "{}", errors[2]);
-    }
-
-    #[test]
-    fn generic_declared_shapes_are_left_to_the_compiler() {
-        let g = lower_src("fn f<B, C>(x: [B, 3], c: [C]) -> [C, 3] { let y: [B, 3] = relu(x); y }").expect("lowers");
-        assert_eq!(g.checks.len(), 1);
-        assert_eq!(
-            (g.checks[0].declared.to_string(), g.checks[0].actual.to_string()),
-            ("[C, 3]".into(), "[B, 3]".into())
-        );
-        let errors = lower_src("fn f(x: [2, 3]) -> [3, 2] { x }").err().expect("a literal mismatch");
-        assert_eq!(errors, ["the graph returns shape [2, 3] here, but its signature declares [3, 2]"]);
-    }
-}
+mod tests;

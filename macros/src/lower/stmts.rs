@@ -17,8 +17,8 @@ use crate::parse::{AssignStmt, ConstStmt, ForStmt, LetStmt, Stmt};
 
 /// At most this many nodes: a loop that unrolls past it stops with an error.
 pub(crate) const MAX_NODES: usize = 100_000;
-/// At most this many statements run while unrolling (empty loops included).
-const MAX_STEPS: usize = 1_000_000;
+/// At most this many statements and loop iterations run while unrolling (empty loops included).
+const MAX_STEPS: usize = 100_000;
 
 /// What to put back when a loop body's iteration ends: a name's earlier binding, mutability and
 /// constant.
@@ -29,13 +29,17 @@ struct Undo {
     constant: Option<Const>,
 }
 
-/// A loop iteration being lowered.
+/// A loop iteration or a helper call being lowered.
 pub(super) struct Iteration {
-    /// `i=3`, in node labels.
-    label: String,
-    errors_before: usize,
-    /// What every error of the iteration starts with.
-    prefix: String,
+    /// `i=3` (an iteration) or `block#2` (a call), in node labels.
+    pub(super) label: String,
+    pub(super) errors_before: usize,
+    /// Uses of failed bindings before it (see `Lowering::poisoned`).
+    pub(super) poisoned_before: usize,
+    /// What every error of the iteration (or call) starts with.
+    pub(super) prefix: String,
+    /// A helper call, not a loop iteration.
+    pub(super) call: bool,
 }
 
 /// A loop body being run (or the graph's body, without `lp`).
@@ -83,13 +87,16 @@ pub(super) fn const_item(consts: &mut HashMap<String, Const>, errors: &mut Error
 impl Lowering<'_> {
     /// Runs the body's statements, unrolling every loop.
     pub(super) fn statements(&mut self, body: &[Stmt]) {
+        let depth = self.iterations.len();
         let mut stack = vec![Frame { stmts: body, next: 0, lp: None, undo: Vec::new() }];
-        let mut steps = 0usize;
         while let Some(top) = stack.last_mut() {
+            if self.stopped {
+                break;
+            }
             if let Some(stmt) = top.stmts.get(top.next) {
                 top.next += 1;
-                steps += 1;
-                if steps > MAX_STEPS || self.graph.nodes.len() > MAX_NODES {
+                self.steps += 1;
+                if self.steps > MAX_STEPS || self.graph.nodes.len() > MAX_NODES {
                     let span = match stmt {
                         Stmt::For(f) => f.var.span(),
                         Stmt::Let(l) => l.name.span(),
@@ -98,8 +105,9 @@ impl Lowering<'_> {
                     };
                     self.errors.at(
                         span,
-                        format!("the graph unrolls to more than {MAX_NODES} nodes or {MAX_STEPS} statements; use fewer loop iterations"),
+                        format!("the graph unrolls to more than {MAX_NODES} nodes or {MAX_STEPS} statements; use fewer loop iterations or helper calls"),
                     );
+                    self.stopped = true;
                     break;
                 }
                 match stmt {
@@ -126,14 +134,28 @@ impl Lowering<'_> {
                 }
             } else {
                 let Some(mut frame) = stack.pop() else { break };
+                // Every iteration counts, so an empty body stops at the cap too.
+                self.steps += 1;
+                if self.steps > MAX_STEPS {
+                    self.errors.at(
+                        frame.lp.map_or_else(proc_macro2::Span::call_site, |(f, _, _)| f.var.span()),
+                        format!("the graph unrolls to more than {MAX_NODES} nodes or {MAX_STEPS} statements; use fewer loop iterations or helper calls"),
+                    );
+                    self.stopped = true;
+                    break;
+                }
                 if let Some((f, i, end)) = frame.lp {
                     // A body's bindings end with its iteration (the graph's body's stay).
                     while let Some(u) = frame.undo.pop() {
                         self.restore(u);
                     }
-                    let failed = self.iterations.pop().is_some_and(|it| it.errors_before < self.errors.count());
+                    let failed = self
+                        .iterations
+                        .pop()
+                        .is_some_and(|it| it.errors_before < self.errors.count() || it.poisoned_before < self.poisoned);
                     self.errors.prefix = self.iterations.last().map(|it| it.prefix.clone()).unwrap_or_default();
-                    // After an iteration with errors the loop stops: the next ones would repeat them.
+                    // After an iteration with errors (or using a binding that failed) the loop
+                    // stops: the next ones would repeat them.
                     if i + 1 < end && !failed {
                         let mut next = Frame { stmts: &f.body, next: 0, lp: Some((f, i + 1, end)), undo: Vec::new() };
                         self.enter(&mut next);
@@ -141,6 +163,11 @@ impl Lowering<'_> {
                     }
                 }
             }
+        }
+        if self.stopped {
+            // The iterations the cap cut short end here.
+            self.iterations.truncate(depth);
+            self.errors.prefix = self.iterations.last().map(|it| it.prefix.clone()).unwrap_or_default();
         }
         self.label = None;
     }
@@ -157,7 +184,13 @@ impl Lowering<'_> {
         let outer = self.iterations.last().map(|it| it.prefix.clone()).unwrap_or_default();
         let prefix = format!("{outer}in iteration {var} = {i} of `{}`: ", f.header);
         self.errors.prefix.clone_from(&prefix);
-        self.iterations.push(Iteration { label: format!("{var}={i}"), errors_before: self.errors.count(), prefix });
+        self.iterations.push(Iteration {
+            label: format!("{var}={i}"),
+            errors_before: self.errors.count(),
+            poisoned_before: self.poisoned,
+            prefix,
+            call: false,
+        });
     }
 
     /// Everything `name` means now.
@@ -201,6 +234,9 @@ impl Lowering<'_> {
                         "`{}` is a generic dim, whose size is known only when the graph is instantiated",
                         quote::quote!(#e)
                     )
+                } else if let Expr::Path(p) = e {
+                    let name = quote::quote!(#p).to_string();
+                    format!("`{name}` is not a constant{}", consts::outside_hint(&name, "usize"))
                 } else {
                     format!("`{}` is not a constant", quote::quote!(#e))
                 };
@@ -215,17 +251,29 @@ impl Lowering<'_> {
         Some((start?, end?))
     }
 
-    /// The label of nodes bound to `name` now (inside a loop only).
-    fn label_for(&self, name: &syn::Ident) -> Option<String> {
+    /// The label of nodes bound to `name` now (inside a loop or a helper only): the helper calls
+    /// being lowered, outermost first, then the name and the loop iterations,
+    /// `block#2/h@i=3` (documented in the facade crate's `graph!` syntax).
+    pub(super) fn label_for(&self, name: &str) -> Option<String> {
         if self.iterations.is_empty() {
             return None;
         }
-        let its: Vec<&str> = self.iterations.iter().map(|it| it.label.as_str()).collect();
-        Some(format!("{name}@{}", its.join(",")))
+        let mut label = String::new();
+        for call in self.iterations.iter().filter(|it| it.call) {
+            label.push_str(&call.label);
+            label.push('/');
+        }
+        label.push_str(name);
+        let its: Vec<&str> = self.iterations.iter().filter(|it| !it.call).map(|it| it.label.as_str()).collect();
+        if !its.is_empty() {
+            label.push('@');
+            label.push_str(&its.join(","));
+        }
+        Some(label)
     }
 
     fn let_stmt(&mut self, stmt: &LetStmt, undo: &mut Vec<Undo>) {
-        self.label = self.label_for(&stmt.name);
+        self.label = self.label_for(&stmt.name.to_string());
         let value = match (&stmt.expr, &stmt.annotation) {
             (Expr::Call(call), Some(ann)) if is_special(call) => self.special(call, ann, &stmt.name),
             (Expr::Call(call), None) if is_special(call) => {
@@ -284,6 +332,9 @@ impl Lowering<'_> {
             return;
         };
         let Some(declared) = self.mutable.get(&key).cloned() else {
+            if binding.is_none() {
+                self.poisoned += 1;
+            }
             if binding.is_some() {
                 let what = if self.is_binding(&key) { "not mutable" } else { "an input" };
                 self.errors.at(
@@ -295,7 +346,7 @@ impl Lowering<'_> {
             }
             return;
         };
-        self.label = self.label_for(&stmt.name);
+        self.label = self.label_for(&stmt.name.to_string());
         let value = self.value(&stmt.expr);
         self.label = None;
         let Some(v) = value else {

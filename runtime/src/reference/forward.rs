@@ -179,6 +179,8 @@ pub(super) fn forward<A: Scalar, D>(op: &RefOp<A, D>, vals: &[RefTensor<A>], dat
         RefOp::Div { a, b, div, .. } => zip(vals, *a, *b, div),
         RefOp::Square { a, mul } => map(vals, *a, |x| mul(x.clone(), x.clone())),
         RefOp::Scale { a, factor, mul } => map(vals, *a, |x| mul(x.clone(), factor.clone())),
+        RefOp::Offset { a, constant } => map(vals, *a, |x| plus(x.clone(), constant.clone())),
+        RefOp::DivConst { a, divisor, div } => map(vals, *a, |x| div(x.clone(), divisor.clone())),
         RefOp::Select { a, b, max, cmp } => zip(vals, *a, *b, |u, v| if left(*cmp, *max, &u, &v) { u } else { v }),
         RefOp::Unary { a, f } => map(vals, *a, |x| unary(f, x)),
         RefOp::MatMul { a, b, mul } => {

@@ -122,6 +122,10 @@ pub enum RefOp<A, D> {
     Square { a: usize, mul: fn(A, A) -> A },
     /// `a * factor`.
     Scale { a: usize, factor: A, mul: fn(A, A) -> A },
+    /// `a + constant`.
+    Offset { a: usize, constant: A },
+    /// `a / divisor`.
+    DivConst { a: usize, divisor: A, div: fn(A, A) -> A },
     /// `max(a, b)` (`max`) or `min(a, b)`.
     Select { a: usize, b: usize, max: bool, cmp: fn(&A, &A) -> Option<Ordering> },
     /// A pointwise function of `a`.
@@ -230,6 +234,19 @@ impl<A, D> RefOp<A, D> {
         A: Mul<Output = A>,
     {
         RefOp::Scale { a, factor, mul: |x, y| x * y }
+    }
+
+    /// `a + constant`.
+    pub fn offset(a: usize, constant: A) -> Self {
+        RefOp::Offset { a, constant }
+    }
+
+    /// `a / divisor`.
+    pub fn div_const(a: usize, divisor: A) -> Self
+    where
+        A: Div<Output = A>,
+    {
+        RefOp::DivConst { a, divisor, div: |x, y| x / y }
     }
 
     /// `max(a, b)` or `min(a, b)`.

@@ -90,6 +90,8 @@ pub(super) fn vjp<A: Scalar, D>(
             vec![(*a, t.clone()), (*a, t)]
         }
         RefOp::Scale { a, factor, mul } => vec![(*a, each(g, |v, _| mul(v.clone(), factor.clone())))],
+        RefOp::Offset { a, .. } => vec![(*a, g.clone())],
+        RefOp::DivConst { a, divisor, div } => vec![(*a, each(g, |v, _| div(v.clone(), divisor.clone())))],
         RefOp::Select { a, b, max, cmp } => {
             let (x, w) = (at(vals, *a)?, at(vals, *b)?);
             let picks = |i: usize| left(*cmp, *max, &x.data[i], &w.data[i]);

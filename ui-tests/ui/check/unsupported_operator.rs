@@ -2,7 +2,7 @@ use exactgrad::graph;
 
 graph! {
     fn model(x: [3], y: [3]) -> [3] {
-        x / y
+        x % y
     }
 }
 
