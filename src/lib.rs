@@ -380,7 +380,7 @@ pub use exactgrad_spec as spec;
 pub mod __private {
     pub use ::core::option::Option;
     pub use ::std::vec::Vec;
-    pub use exactgrad_runtime::dsl::{constant, constant_f64, opaque_pack};
+    pub use exactgrad_runtime::dsl::{constant, constant_f64, infinity, opaque_pack};
     pub use exactgrad_runtime::program::{required, MemoryPlan, Pass, Program, ProgramState, Sweep};
     pub use exactgrad_runtime::{
         num_traits, ops, rules, typenum, Error, FromParents, GraphData, IntoNode, KeepOp, MacroBuilder, Nil, Node,

@@ -99,7 +99,7 @@ impl<A: Scalar + Mul<Output = A>, D: 'static> CompactOp<A, D> for MatMulData<A, 
         let (x, w) = ((self.x)(saved.data), &saved.prefix[pw]);
         // xᵀ · δ: the same kernel call as `MatMul`'s right-operand gradient.
         let mut gw = c.buffer_for(w.numel());
-        super::matmul::right_gradient(x, g, &mut gw);
+        super::matmul::right_gradient(x, g, w.dims(), &mut gw);
         c.single(pw, RawTensor::from_parts(w.dims(), gw))
     }
     fn reference(&self) -> Option<RefOp<A, D>> {
