@@ -368,23 +368,4 @@ pub fn matmul<A: Scalar + Mul<Output = A>, D: 'static, L: MatMulShape<R, Output 
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::ops::testing::{forward, gradcheck, sample};
-
-    #[test]
-    fn value_and_gradient() {
-        let a = RawTensor::from_vec(Dims::matrix(2, 3), vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0]).unwrap();
-        let b = RawTensor::from_vec(Dims::matrix(3, 1), vec![1.0, 0.0, -1.0]).unwrap();
-        assert_eq!(forward(MatMul::new(0, 1), &[a, b]).data(), &[-2.0, -2.0]);
-        gradcheck(MatMul::new(0, 1), &[sample(&[3, 4], 17), sample(&[4, 2], 18)], 1e-7);
-        gradcheck(MatMul::new(0, 0), &[sample(&[3, 3], 19)], 1e-7);
-    }
-
-    #[test]
-    fn inner_mismatch_is_reported_in_decimal() {
-        let e =
-            <MatMul as CompactOp<f64, ()>>::output_dims(&MatMul::new(0, 1), &[Dims::matrix(2, 3), Dims::matrix(2, 2)]);
-        assert_eq!(e.unwrap_err(), "matmul needs the left operand's columns (3) to equal the right operand's rows (2)");
-    }
-}
+mod op_tests;
