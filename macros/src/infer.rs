@@ -53,7 +53,7 @@ pub(crate) fn output(
             let fits = out.as_ref().is_ok_and(|o| compare(declared, o) != Compared::Differ);
             if !fits {
                 return Err(format!(
-                    "{name} gives rows of the table's width {width}, so the binding is [n, {width}] or [b, t, {width}], but it declares {declared}"
+                    "{name} (embedding) gives rows of the table's width {width}, so the binding is [n, {width}] or [b, t, {width}], but it declares {declared}"
                 ));
             }
             return out;
