@@ -152,3 +152,30 @@ fn bad_ids_and_masks_are_compile_errors() {
     d.pad = vec![false; 18];
     assert!(g.compile(inputs(), d).is_ok());
 }
+
+graph! {
+    /// Generic batch and sequence length: the ids' layout, the batched products and the causal
+    /// mask follow `B` and `T`.
+    fn tokens<B, T>(table: [7, 4], w: [4, 4], pos: [B, T, 4]; ids: Vec<usize>) -> [B, T, T] {
+        let e: [B, T, 4] = embedding(table, ids);
+        let x = e + pos;
+        causal_mask(x.matmul(w).matmul(permute(x, [0, 2, 1])), -1e9)
+    }
+}
+
+#[test]
+fn generic_batch_and_sequence_length() {
+    let (g, h) = tokens::<f64, U2, U3>();
+    let inputs = h.inputs(Tensor::from_fn(|i| i as f64 / 8.0), Tensor::full(0.5), Tensor::full(0.25));
+    let saved = g.compile(inputs, TokensData { ids: vec![0, 1, 2, 3, 4, 5] }).unwrap();
+    let y = saved.value(h.output).unwrap();
+    assert_eq!(y.dims().as_slice(), [2, 3, 3]);
+    // Row i of each item keeps columns 0..=i; the rest is the fill value.
+    for (e, v) in y.data().iter().enumerate() {
+        assert_eq!(*v == -1e9, e % 3 > (e / 3) % 3, "element {e}");
+    }
+    let (g, h) = tokens::<f32, U4, U1>();
+    let inputs = h.inputs(Tensor::full(1.0), Tensor::full(1.0), Tensor::full(0.0));
+    let err = g.compile(inputs, TokensData { ids: vec![0; 3] }).err().unwrap();
+    assert!(err.to_string().contains("gather_rows expects 4 ids, got 3"), "{err}");
+}

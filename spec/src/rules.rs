@@ -623,7 +623,11 @@ mod tests {
         assert_eq!(dims(slice(&[2, 8], 1, 2, 3)), [2, 3]);
         assert_eq!(dims(permute(&[2, 3, 4], &[2, 0, 1])), [4, 2, 3]);
         assert_eq!(dims(reshape(&[2, 3], &[3, 2])), [3, 2]);
-        assert_eq!(dims(gather_rows(&[10, 4], 3)), [3, 4]);
+        assert_eq!(dims(gather_rows(&[10, 4], &[3])), [3, 4]);
+        assert_eq!(dims(gather_rows(&[10, 4], &[2, 3])), [2, 3, 4]);
+        assert_eq!(dims(matmul(&[2, 3, 4], &[2, 4, 5])), [2, 3, 5]);
+        assert_eq!(dims(matmul(&[2, 3, 4], &[4, 5])), [2, 3, 5]);
+        assert_eq!(dims(causal(&[2, 3, 3])), [2, 3, 3]);
         assert_eq!(dims(matmul_data(7, &[3, 5])), [7, 5]);
         assert_eq!(dims(row_params("layer_norm", &[2, 3], &[3], &[3])), [2, 3]);
         assert_eq!(dims(logits("cross_entropy", &[2, 3])), Vec::<usize>::new());
@@ -643,6 +647,16 @@ mod tests {
             e(matmul(&[4, 3], &[2, 5])),
             "matmul needs the left operand's columns (3) to equal the right operand's rows (2)"
         );
+        assert_eq!(
+            e(matmul(&[2, 3, 4], &[3, 4, 5])),
+            "matmul needs both operands' batch sizes to be equal, got shapes [2, 3, 4] and [3, 4, 5]"
+        );
+        assert!(e(matmul(&[3, 4], &[2, 4, 5])).starts_with("matmul needs two matrices, a batch [b, m, k]"));
+        assert_eq!(
+            e(causal(&[2, 3])),
+            "causal_mask needs attention scores [.., t, t] whose last two axes are equal, got shape [2, 3]"
+        );
+        assert!(e(gather_rows(&[4, 2], &[1, 1, 1, 1])).contains("got 4 leading axes"));
         assert_eq!(
             e(elementwise("add", &[2], &[3])),
             "add needs both operands to have the same shape, got [2] and [3]"

@@ -83,16 +83,24 @@ impl<A: Scalar, D: 'static> CompactOp<A, D> for GatherRows<D> {
         }
     }
     fn forward(&self, ctx: &[RawTensor<A>], data: &D) -> RawTensor<A> {
+        let dim = ctx[self.parents[0]].dims().as_slice()[1];
+        let mut y = Vec::with_capacity(self.count() * dim);
+        self.forward_into(ctx, data, &mut y);
+        let lead = self.lead.as_slice();
+        let dims = match *lead {
+            [n] => Some(Dims::matrix(n, dim)),
+            [b, t] => Dims::new(&[b, t, dim]),
+            [b, t, u] => Dims::new(&[b, t, u, dim]),
+            _ => None,
+        };
+        RawTensor::from_parts(dims.unwrap_or(Dims::matrix(y.len() / dim.max(1), dim)), y)
+    }
+    fn forward_into(&self, ctx: &[RawTensor<A>], data: &D, out: &mut Vec<A>) {
         let table = &ctx[self.parents[0]];
         let dim = table.dims().as_slice()[1];
-        let ids = (self.ids)(data);
-        let mut y = Vec::with_capacity(ids.len() * dim);
-        for &id in ids {
-            y.extend_from_slice(&table.data()[id * dim..(id + 1) * dim]);
+        for &id in (self.ids)(data) {
+            out.extend_from_slice(&table.data()[id * dim..(id + 1) * dim]);
         }
-        let mut out = self.lead.as_slice().to_vec();
-        out.push(dim);
-        RawTensor::from_parts(Dims::new(&out).unwrap_or(Dims::matrix(ids.len(), dim)), y)
     }
     fn contributions(&self, saved: &SavedValues<'_, A, D>, g: &RawTensor<A>, c: &mut Contributions<A>) -> Contrib {
         let d = saved.prefix[self.parents[0]].dims();
