@@ -515,7 +515,7 @@ fn attention_graph(shapes: &[usize], raw: &[(u8, u32, u32, u8)]) -> RawGraph<Sym
                 if tables.is_empty() {
                     continue;
                 }
-                let lead = if bits % 2 == 0 { Dims::matrix(2, 3) } else { Dims::vector(6) };
+                let lead = if bits.is_multiple_of(2) { Dims::matrix(2, 3) } else { Dims::vector(6) };
                 RawNode::compact(ops::GatherRows::with_lead(pick(&tables, r1), ids, lead))
             }
             2 => {

@@ -677,7 +677,7 @@ impl<T: TestScalar> Case<T> {
                     return fallback();
                 }
                 let table = tables[a % tables.len()];
-                if extra % 2 == 0 {
+                if extra.is_multiple_of(2) {
                     RawNode::compact(ops::GatherRows::new(table, gather_ids, GATHER_IDS.len()))
                 } else {
                     // The embedding form: the ids as a [3, 1] batch, an output [3, 1, d].

@@ -247,7 +247,7 @@ impl Batch {
     }
 
     /// Item `p` of a tensor of items of `size` elements each.
-    fn item<'t, A>(data: &'t [A], p: usize, size: usize) -> &'t [A] {
+    fn item<A>(data: &[A], p: usize, size: usize) -> &[A] {
         &data[p * size..(p + 1) * size]
     }
 
