@@ -11,7 +11,7 @@ mod floats;
 
 use exactgrad::typenum::{U0, U1, U2, U3, U4, U7};
 use exactgrad::{graph, ops, Error, GraphData, Pack, Seeds, Tensor};
-use floats::{adv, all_bits, TestFloat};
+use floats::{adv, all_bits, bits, TestFloat};
 
 graph! {
     /// One causal self-attention head over a batch of two sequences of three token ids, with a
@@ -178,4 +178,34 @@ fn generic_batch_and_sequence_length() {
     let inputs = h.inputs(Tensor::full(1.0), Tensor::full(1.0), Tensor::full(0.0));
     let err = g.compile(inputs, TokensData { ids: vec![0; 3] }).err().unwrap();
     assert!(err.to_string().contains("gather_rows expects 4 ids, got 3"), "{err}");
+}
+
+graph! {
+    /// A batch of data on the left of `matmul`: a `data_tensor` leaf under the batched product.
+    fn projected(w: [4, 2]; x: [2, 3, 4]) -> [2, 3, 2] {
+        x.matmul(w)
+    }
+}
+
+graph! {
+    /// The same product with the batch as an input.
+    fn projected_input(x: [2, 3, 4], w: [4, 2]) -> [2, 3, 2] {
+        x.matmul(w)
+    }
+}
+
+#[test]
+fn a_data_batch_on_the_left_is_a_leaf_under_the_batched_product() {
+    let x = || Tensor::<f64, (U2, U3, U4)>::from_fn(|i| (i as f64 - 11.0) / 7.0);
+    let w = || Tensor::<f64, (U4, U2)>::from_fn(|i| 0.5 - i as f64 / 5.0);
+    let seed = Tensor::from_fn(|i| 1.0 - i as f64 / 4.0);
+    let (g, h) = projected::<f64>();
+    assert!(g.describe().contains("data_tensor"), "{}", g.describe());
+    let saved = g.compile(h.inputs(w()), ProjectedData { x: x() }).unwrap();
+    let (gi, hi) = projected_input::<f64>();
+    let si = gi.compile(hi.inputs(x(), w()), ()).unwrap();
+    assert_eq!(bits(saved.value(h.output).unwrap()), bits(si.value(hi.output).unwrap()));
+    let gw = saved.backprop_from(h.output, seed.clone()).unwrap();
+    let gwi = si.backprop_from(hi.output, seed).unwrap();
+    assert_eq!(bits(gw.get(h.w).unwrap()), bits(gwi.get(hi.w).unwrap()));
 }

@@ -55,8 +55,10 @@ impl<D> GatherRows<D> {
         GatherRows { parents: [table], ids, lead }
     }
 
+    /// The number of ids (rows) the output needs; `usize::MAX` when it overflows (no id list
+    /// has that many, so `validate` refuses it).
     fn count(&self) -> usize {
-        self.lead.numel()
+        self.lead.checked_numel().unwrap_or(usize::MAX)
     }
 }
 
@@ -84,7 +86,7 @@ impl<A: Scalar, D: 'static> CompactOp<A, D> for GatherRows<D> {
     }
     fn forward(&self, ctx: &[RawTensor<A>], data: &D) -> RawTensor<A> {
         let dim = ctx[self.parents[0]].dims().as_slice()[1];
-        let mut y = Vec::with_capacity(self.count() * dim);
+        let mut y = Vec::with_capacity(self.count().saturating_mul(dim));
         self.forward_into(ctx, data, &mut y);
         let lead = self.lead.as_slice();
         let dims = match *lead {
