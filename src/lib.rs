@@ -271,7 +271,8 @@
 //! * as the **left operand of `matmul`** (`x.matmul(w)` or `matmul(x, w)`): one
 //!   [`ops::MatMulData`] node reading `x` from the data — only `w`'s gradient is computed, with the
 //!   same kernel as `matmul`'s, so it has the same bits as when `x` is an input;
-//! * **anywhere else** (`x * w`, `h + x`, `w.matmul(x)`, `x.t()`, …): one [`ops::DataTensor`] leaf,
+//! * **anywhere else** (`x * w`, `h + x`, `w.matmul(x)`, `x.t()`, a batch `x: [B, m, k]` on the
+//!   left of `matmul`, …): one [`ops::DataTensor`] leaf,
 //!   made at the first such use and shared by the later ones, whose value is a copy of the data's
 //!   tensor and which has no parents (its VJP is `fill(0)`, like any node's zero contribution).
 //!
@@ -301,6 +302,41 @@
 //! let grads = saved.backprop_from(h.output, Tensor::full(1.0)).unwrap();
 //! assert_eq!(grads.get(h.w1).unwrap().dims().as_slice(), &[3, 4]);
 //! assert!(graph.describe().contains("matmul_data(%0)"));  // x · w1 reads x from the data
+//! ```
+//!
+//! # Attention: batched products, embeddings, masks
+//!
+//! `matmul` takes batches of matrices, `[b, m, k] · [b, k, n]`, and a batch times one matrix
+//! shared by every item, `[b, m, k] · [k, n]` (a projection); `embedding` (an alias of
+//! `gather_rows`) looks up one row of a table per token id, the binding declaring the ids' layout
+//! (`[b, t, d]` for ids of `b` sequences of `t` tokens, row-major); `causal_mask(scores, value)`
+//! fills the columns past each row of `[…, t, t]` scores, and `masked_fill(x, mask, value)` the
+//! elements a data parameter of `bool`s marks (covering `x`'s trailing axes, repeated over the
+//! others). A fill value may be an infinity (`f64::NEG_INFINITY`); the gradient of a filled
+//! element is `0`. SEMANTICS §8.2 fixes every sum.
+//!
+//! ```
+//! use exactgrad::{graph, Tensor};
+//!
+//! graph! {
+//!     /// One causal attention head over 2 sequences of 3 tokens, with a padding mask.
+//!     pub fn head(table: [5, 4], wq: [4, 4], wk: [4, 4], wv: [4, 4]; ids: Vec<usize>, pad: Vec<bool>) -> [] {
+//!         let x: [2, 3, 4] = embedding(table, ids);
+//!         let q = x.matmul(wq);
+//!         let k = x.matmul(wk);
+//!         let scores = causal_mask(q.matmul(permute(k, [0, 2, 1])) * 0.5, f64::NEG_INFINITY);
+//!         let attn = softmax(masked_fill(scores, pad, -1e9));
+//!         sum(attn.matmul(x.matmul(wv)))
+//!     }
+//! }
+//!
+//! let (graph, h) = head::<f64>();
+//! let data = HeadData { ids: vec![4, 0, 2, 2, 0, 3], pad: vec![false, false, false, true, false, false, false, false, false] };
+//! let inputs = h.inputs(Tensor::full(0.5), Tensor::full(0.1), Tensor::full(0.2), Tensor::full(-0.3));
+//! let saved = graph.compile(inputs, data).unwrap();
+//! let grads = saved.backprop_from(h.output, Tensor::full(1.0)).unwrap();
+//! assert_eq!(grads.get(h.table).unwrap().data()[4..8], [0.0; 4]); // no id 1: row 1 gets +0
+//! assert_eq!(saved.value(h.output).unwrap().dims().as_slice(), &[] as &[usize]);
 //! ```
 //!
 //! # Shape errors
@@ -415,7 +451,7 @@ pub use exactgrad_spec as spec;
 pub mod __private {
     pub use ::core::option::Option;
     pub use ::std::vec::Vec;
-    pub use exactgrad_runtime::dsl::{constant, constant_f64, opaque_pack};
+    pub use exactgrad_runtime::dsl::{constant, constant_f64, infinity, opaque_pack};
     pub use exactgrad_runtime::program::{required, MemoryPlan, Pass, Program, ProgramState, Sweep};
     pub use exactgrad_runtime::{
         num_traits, ops, rules, typenum, Error, FromParents, GraphData, IntoNode, KeepOp, MacroBuilder, Nil, Node,

@@ -4,8 +4,10 @@
 //! is interpreted deterministically (so proptest shrinks graphs, values and seeds together). The
 //! graphs (1 to 40 nodes) mix every built-in op (for floats also `sigmoid`, `softplus`, `log`,
 //! `sqrt`, `gelu`, `div`, `softmax`, `log_softmax` and `layer_norm`; `square`, `max`, `min`,
-//! `sum_axis`, `mean_axis`, `reshape`, `permute`, `concat`, `slice`, `gather_rows`, `conv1d`,
-//! `conv2d`, `max_pool2d` and `avg_pool2d` for every scalar; inputs of rank 0 to 4), repeated
+//! `sum_axis`, `mean_axis`, `reshape`, `permute`, `concat`, `slice`, `gather_rows` (also with a
+//! `[3, 1]` batch of ids), `conv1d`, `conv2d`, `max_pool2d`, `avg_pool2d`, batched `matmul` (one
+//! matrix per item, or one shared), `masked_fill` and `causal_mask` (fill values drawn from the
+//! adversarial mix) for every scalar; inputs of rank 0 to 4), repeated
 //! parents (`x + x`, `x * x`, `matmul(x, x)`, `div(x, x)`, `max(x, x)`, `concat(x, x)`,
 //! `conv2d(x, x)`, ids repeated by `gather_rows`), fan-out, three
 //! kinds of opaque node (an ordinary one, one whose VJP is non-zero at a zero cotangent, one

@@ -595,3 +595,42 @@ fn window_ops_on_degenerate_shapes_are_errors_or_run() {
     );
     refused(&[&[2, 3]], RawNode::compact(ops::MaxPool2d::new(0, [1, 1], [1, 1], [0, 0])), "[n, c, h, w]");
 }
+
+fn no_ids(_: &()) -> &[usize] {
+    &[]
+}
+
+fn no_flags(_: &()) -> &[bool] {
+    &[]
+}
+
+#[test]
+fn attention_ops_on_degenerate_shapes_are_errors_or_run() {
+    // Empty batches, rows, inner sizes and columns: sums of no term are zeros.
+    for (a, b) in [
+        (&[0, 2, 3][..], &[0, 3, 4][..]),
+        (&[0, 2, 3], &[3, 4]),
+        (&[2, 0, 3], &[2, 3, 4]),
+        (&[2, 3, 0], &[2, 0, 4]),
+        (&[2, 3, 0], &[0, 4]),
+        (&[2, 3, 2], &[2, 2, 0]),
+    ] {
+        let out = window_node(&[a, b], RawNode::compact(ops::MatMul::new(0, 1))).unwrap();
+        assert!(out[0].data().iter().chain(out[1].data()).all(|&v| v == 0.0), "{a:?} {b:?}");
+    }
+    window_node(&[&[0, 0]], RawNode::compact(ops::CausalMask::new(0, f64::NEG_INFINITY))).unwrap();
+    window_node(&[&[0, 3, 3]], RawNode::compact(ops::CausalMask::new(0, 1.0))).unwrap();
+    window_node(&[&[0, 3]], RawNode::compact(ops::MaskedFill::new(0, no_flags, 1.0))).unwrap();
+    window_node(&[&[4, 3]], RawNode::compact(ops::GatherRows::new(0, no_ids, 0))).unwrap();
+    window_node(&[&[0, 3]], RawNode::compact(ops::GatherRows::with_lead(0, no_ids, Dims::matrix(0, 2)))).unwrap();
+    // Refused at push, in words.
+    let refused = |dims: &[&[usize]], node: RawNode<f64, ()>, words: &str| match window_node(dims, node) {
+        Err(Error::Node { message, .. }) => assert!(message.contains(words), "{message}"),
+        other => panic!("{words}: {:?}", other.map(|p| p.len())),
+    };
+    refused(&[&[2, 3, 4], &[3, 4, 5]], RawNode::compact(ops::MatMul::new(0, 1)), "batch sizes");
+    refused(&[&[3, 4], &[2, 4, 5]], RawNode::compact(ops::MatMul::new(0, 1)), "two matrices");
+    refused(&[&[1, 2, 3, 4], &[4, 5]], RawNode::compact(ops::MatMul::new(0, 1)), "two matrices");
+    refused(&[&[2, 3]], RawNode::compact(ops::CausalMask::new(0, 0.0)), "last two axes");
+    refused(&[&[3]], RawNode::compact(ops::CausalMask::new(0, 0.0)), "last two axes");
+}

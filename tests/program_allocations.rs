@@ -2,7 +2,8 @@
 //! 10: buffers are sized on the first call and reused): every later `gradients` /
 //! `gradients_from` call on the same shapes makes zero heap allocations, counted by `dhat`'s
 //! testing allocator (one profiler per process, so the checks run in one test). Opaque closures
-//! return new tensors, so they allocate by their signature; they are not measured here.
+//! return new tensors, so they allocate by their signature; they are not measured here. Batched
+//! products run one GEMM per batch item into one buffer: nothing is allocated per item.
 
 use exactgrad::typenum::{U16, U2, U24, U3, U4, U8};
 use exactgrad::{graph, Tensor};
@@ -48,6 +49,19 @@ graph! {
         let p = max_pool2d(h, kernel = 2);
         let c = conv2d(p, q, dilation = (1, 2), padding = (0, 1));
         sum(avg_pool2d(c, kernel = 2, stride = 1, padding = 1)) + sum(conv1d(s, r, stride = 2))
+    }
+}
+
+graph! {
+    /// Batched attention: an embedding of two sequences, shared projections, a batched product
+    /// per head, the causal and padding masks.
+    fn batched(table: [9, 8], wq: [8, 8], wk: [8, 8], wv: [8, 8], wo: [8, 8]; ids: Vec<usize>, pad: Vec<bool>) -> [] {
+        let x: [3, 4, 8] = embedding(table, ids);
+        let q = x.matmul(wq);
+        let k = x.matmul(wk);
+        let s = causal_mask(q.matmul(permute(k, [0, 2, 1])) * 0.25, f64::NEG_INFINITY);
+        let a = softmax(masked_fill(s, pad, -1e9)).matmul(x.matmul(wv));
+        mean(square(a.matmul(wo) + x))
     }
 }
 
@@ -118,10 +132,26 @@ fn convolutions() {
     }
 }
 
+fn batched_attention() {
+    let (_, h) = batched::<f32>();
+    let mut inputs = h.inputs(filled(1), filled(2), filled(3), filled(4), filled(5));
+    let data = BatchedData { ids: (0..12).map(|i| (i * 5) % 9).collect(), pad: (0..16).map(|i| i % 4 == 3).collect() };
+    let seed = Tensor::full(1.0);
+    let mut prog = Batched::program::<f32>();
+    prog.gradients(&mut inputs, &data, &seed).expect("runs");
+    for run in 2..8 {
+        let n = allocations(|| {
+            prog.gradients(&mut inputs, &data, &seed).expect("runs");
+        });
+        assert_eq!(n, 0, "run {run} of the batched attention allocated {n} times");
+    }
+}
+
 #[test]
 fn programs_allocate_only_on_their_first_run() {
     let _profiler = dhat::Profiler::builder().testing().build();
     attention_block();
     two_outputs();
     convolutions();
+    batched_attention();
 }

@@ -12,7 +12,8 @@
 //!   `GraphData::backprop_ctx`; a generated program's `gradients` / `gradients_from` equal the
 //!   reference too.
 //!
-//! Random graphs are the recipes of `tests/recipe/` (every built-in op but the data-reading ones,
+//! Random graphs are the recipes of `tests/recipe/` (every built-in op but the data-reading ones
+//! — `gather_rows` and `masked_fill` read fixed ids and masks —,
 //! opaque nodes, a user op with adversarial uniforms; adversarial values) on `f64`, `f32` and
 //! `Wrapping<i64>`; the data-reading ops (`matmul_data`, `data_tensor`, `cross_entropy`) and
 //! `mse` run in the `graph!` models below; the symbolic scalar, whose trees prove the order of

@@ -452,3 +452,143 @@ fn fixed_window_graph_builds_the_reference_trees() {
         run_window_case(&[0, 2, 3], &raw, seed);
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Attention ops: batched matmul, embedding, masked_fill, causal_mask (SEMANTICS §8.2).
+// ---------------------------------------------------------------------------------------------
+
+/// The input shapes of the attention graphs: batches of matrices, matrices that a batch may share
+/// on the right, a square batch and a table of rows.
+const ATTENTION_SHAPES: [&[usize]; 6] = [&[2, 3, 2], &[2, 2, 3], &[2, 3], &[3, 3], &[2, 3, 3], &[4, 2]];
+
+/// Token ids of the embedding nodes (row 1 three times: its gradient adds three cotangent rows in
+/// ascending position order; row 3 never).
+fn ids(_: &()) -> &[usize] {
+    &[1, 0, 1, 2, 1, 0]
+}
+
+/// Masks of the `masked_fill` nodes, by length (a prefix of one pattern).
+fn mask(len: usize) -> exactgrad::ops::MaskAccessor<()> {
+    const M: [bool; 18] = [
+        true, false, false, true, true, false, false, false, true, true, false, true, false, false, true, false, true,
+        true,
+    ];
+    match len {
+        1 => |_| &M[..1],
+        2 => |_| &M[..2],
+        3 => |_| &M[..3],
+        4 => |_| &M[..4],
+        6 => |_| &M[..6],
+        8 => |_| &M[..8],
+        9 => |_| &M[..9],
+        12 => |_| &M[..12],
+        _ => |_| &M[..18],
+    }
+}
+
+/// A random graph of batched and shared `matmul`, `embedding` (ids as `[2, 3]` or `[6]`),
+/// `masked_fill`, `causal_mask` and `add` nodes over [`ATTENTION_SHAPES`] inputs; fill values are
+/// symbolic leaves.
+fn attention_graph(shapes: &[usize], raw: &[(u8, u32, u32, u8)]) -> RawGraph<Sym, ()> {
+    use exactgrad::spec::rules;
+    let dims: Vec<Dims> =
+        shapes.iter().map(|&s| Dims::new(ATTENTION_SHAPES[s % ATTENTION_SHAPES.len()]).unwrap()).collect();
+    let mut g = RawGraph::<Sym, ()>::new(dims);
+    for (k, &(kind, r1, r2, bits)) in raw.iter().enumerate() {
+        let all = g.dims().to_vec();
+        let pick = |c: &[usize], r: u32| c[r as usize % c.len()];
+        let fill = || Sym::leaf(format!("v{k}"));
+        let node = match kind % 5 {
+            0 => {
+                let pairs: Vec<usize> = (0..all.len() * all.len())
+                    .filter(|&q| rules::matmul(all[q / all.len()].as_slice(), all[q % all.len()].as_slice()).is_ok())
+                    .collect();
+                if pairs.is_empty() {
+                    continue;
+                }
+                let q = pick(&pairs, r1);
+                RawNode::compact(ops::MatMul::new(q / all.len(), q % all.len()))
+            }
+            1 => {
+                let tables: Vec<usize> =
+                    (0..all.len()).filter(|&q| all[q].rank() == 2 && all[q].as_slice()[0] >= 3).collect();
+                if tables.is_empty() {
+                    continue;
+                }
+                let lead = if bits.is_multiple_of(2) { Dims::matrix(2, 3) } else { Dims::vector(6) };
+                RawNode::compact(ops::GatherRows::with_lead(pick(&tables, r1), ids, lead))
+            }
+            2 => {
+                let a = r1 as usize % all.len();
+                let d = all[a].as_slice();
+                let lens: Vec<usize> = (0..=d.len())
+                    .map(|r| d[r..].iter().product::<usize>())
+                    .filter(|n| [1, 2, 3, 4, 6, 8, 9, 12, 18].contains(n))
+                    .collect();
+                if lens.is_empty() {
+                    continue;
+                }
+                RawNode::compact(ops::MaskedFill::new(a, mask(pick(&lens, r2)), fill()))
+            }
+            3 => {
+                let squares: Vec<usize> =
+                    (0..all.len()).filter(|&q| matches!(all[q].as_slice(), [.., r, c] if r == c)).collect();
+                if squares.is_empty() {
+                    continue;
+                }
+                RawNode::compact(ops::CausalMask::new(pick(&squares, r1), fill()))
+            }
+            _ => {
+                let a = r1 as usize % all.len();
+                let same: Vec<usize> = (0..all.len()).filter(|&q| all[q] == all[a]).collect();
+                RawNode::compact(ops::Add::new(a, pick(&same, r2)))
+            }
+        };
+        g.push(node).unwrap();
+    }
+    g
+}
+
+fn run_attention_case(shapes: &[usize], raw: &[(u8, u32, u32, u8)], seed: u64) {
+    Sym::reset();
+    let g = attention_graph(shapes, raw);
+    let dims = g.dims().to_vec();
+    check_graph(&g, &dims[..g.num_inputs()], &dims, seed);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// Batched matmuls (a shared right matrix's gradient summed over every row of every item),
+    /// embeddings with repeated ids, masks and causal masks build the reference's trees in every
+    /// pass: the order of every addition of SEMANTICS §8.2.
+    #[test]
+    fn attention_graphs_build_the_reference_trees(
+        shapes in proptest::collection::vec(0..ATTENTION_SHAPES.len(), 1..=3),
+        raw in proptest::collection::vec(any::<(u8, u32, u32, u8)>(), 1..=8),
+        seed in any::<u64>(),
+    ) {
+        run_attention_case(&shapes, &raw, seed);
+    }
+}
+
+/// A fixed attention graph with every op: a shared-matrix product, a batched product, both
+/// embeddings, a mask and a causal mask.
+#[test]
+fn fixed_attention_graph_builds_the_reference_trees() {
+    // Inputs [2, 3, 2], [2, 3], [4, 2], [2, 2, 3].
+    let shapes = [0, 2, 5, 1];
+    let raw = [(0, 1, 0, 0), (0, 0, 0, 0), (1, 0, 0, 0), (1, 0, 0, 1), (2, 4, 0, 0), (3, 5, 0, 0), (4, 0, 0, 0)];
+    Sym::reset();
+    let g = attention_graph(&shapes, &raw);
+    let names: Vec<&str> = g.nodes().iter().map(|n| n.name()).collect();
+    assert_eq!(
+        names,
+        ["matmul", "matmul", "gather_rows", "gather_rows", "masked_fill", "causal_mask", "add"],
+        "{}",
+        g.describe()
+    );
+    for seed in 0..8 {
+        run_attention_case(&shapes, &raw, seed);
+    }
+}

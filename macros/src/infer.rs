@@ -43,16 +43,22 @@ pub(crate) fn output(
         (Rule::Permute, ExtraArg::Perm(perm)) => rules::permute(x(0), perm),
         (Rule::Reshape, _) => rules::reshape(x(0), &declared.0),
         (Rule::GatherRows, _) => {
-            let count = declared.0.first().cloned().unwrap_or(Dim::Lit(0));
-            let out = shape(rules::gather_rows(x(0), count)?);
-            if declared.0.len() != 2 || compare(declared, &out) == Compared::Differ {
-                let width = &out.0[1];
+            // The binding declares `[lead…, d]`: every axis but the last is the ids' layout.
+            let lead = &declared.0[..declared.0.len().saturating_sub(1)];
+            let out = rules::gather_rows(x(0), lead).map(shape);
+            let width = match x(0) {
+                [_, d] => d.clone(),
+                _ => return out,
+            };
+            let fits = out.as_ref().is_ok_and(|o| compare(declared, o) != Compared::Differ);
+            if !fits {
                 return Err(format!(
-                    "gather_rows gives rows of the table's width {width}, so the binding is [rows, {width}], but it declares {declared}"
+                    "{name} (embedding) gives rows of the table's width {width}, so the binding is [n, {width}] or [b, t, {width}], but it declares {declared}"
                 ));
             }
-            return Ok(out);
+            return out;
         }
+        (Rule::Causal, _) => rules::causal(x(0)),
         (Rule::Leaf, _) => rules::leaf(&data.unwrap_or(&empty).0),
         (Rule::Conv1d, ExtraArg::Window(w)) => rules::conv(name, x(0), x(1), &w.sliding::<1>()),
         (Rule::Conv2d, ExtraArg::Window(w)) => rules::conv(name, x(0), x(1), &w.sliding::<2>()),

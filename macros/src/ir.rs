@@ -82,6 +82,20 @@ pub(crate) enum ExtraArg {
     Data(Ident),
     /// A sliding-window op's constants.
     Window(Window),
+    /// `masked_fill`'s mask (a data parameter's name) and fill value.
+    Mask(Ident, Fill),
+    /// `causal_mask`'s fill value.
+    Fill(Fill),
+}
+
+/// The fill value of `masked_fill` and `causal_mask`.
+#[derive(Clone)]
+pub(crate) enum Fill {
+    /// A constant expression (as for `scale`).
+    Const(Expr),
+    /// An infinity, written `f64::INFINITY`, `f64::NEG_INFINITY`, `-f64::INFINITY` (or `f32::…`);
+    /// `true` for `-∞`.
+    Infinity(bool),
 }
 
 /// The constants of a convolution or a pooling (`exactgrad_spec::Args::Conv`, `Args::Pool`), one

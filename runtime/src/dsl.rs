@@ -81,6 +81,21 @@ pub fn constant_f64<A: Num + Clone>(v: f64) -> Option<A> {
     }
 }
 
+/// An infinity of the scalar type (`-∞` when `negative`), for the fill value of `masked_fill` and
+/// `causal_mask` written `f64::NEG_INFINITY` or `-f64::INFINITY`: the scalar's own parse of
+/// `"inf"`/`"-inf"`, `None` for a type without infinities.
+///
+/// ```
+/// use exactgrad_runtime::dsl::infinity;
+/// assert_eq!(infinity::<f32>(true), Some(f32::NEG_INFINITY));
+/// assert_eq!(infinity::<f64>(false), Some(f64::INFINITY));
+/// assert_eq!(infinity::<i64>(true), None);
+/// ```
+#[must_use]
+pub fn infinity<A: Num + Clone>(negative: bool) -> Option<A> {
+    A::from_str_radix(if negative { "-inf" } else { "inf" }, 10).ok()
+}
+
 /// The dense VJP pack of an opaque node that returned one gradient per value it read: `zeros` at
 /// every position of the prefix, the gradient at each read position, and at a position read
 /// several times the gradients added in read order (`(g1 + g2) + …`, first one left).

@@ -68,6 +68,7 @@ mod tests {
     fn one_row_per_op() {
         let t = super::op_table();
         assert_eq!(t.lines().count(), crate::ops::OPS.len() + 2);
-        assert!(t.contains("| `matmul` | `[m, k] , [k, n] → [m, n]` | `add(single(a), single(b))` | `a`, `b` |"));
+        assert!(t.contains("| `matmul` | `[m, k] , [k, n] → [m, n]`; batched"));
+        assert!(t.contains("| `gather_rows`, `embedding` | `[vocab, d] → [n…, d]`"));
     }
 }

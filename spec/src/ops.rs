@@ -39,6 +39,11 @@ pub enum Args {
     /// Named window constants of a pooling: `kernel` (required), `stride` (default: the kernel),
     /// `padding` (default 0); each an integer literal or a pair `(height, width)`.
     Pool,
+    /// The name of a data parameter holding one `bool` per masked element (`AsRef<[bool]>`), then
+    /// the fill value: a constant, or an infinity (`f64::NEG_INFINITY`, `-f64::INFINITY`).
+    Mask,
+    /// The fill value: a constant, or an infinity (`f64::NEG_INFINITY`, `-f64::INFINITY`).
+    Fill,
 }
 
 /// How the op is written in `graph!`.
@@ -213,7 +218,7 @@ pub const OPS: &[OpSpec] = {
             MatMul,
             BINARY,
             BOTH,
-            "`[m, k] , [k, n] → [m, n]`",
+            "`[m, k] , [k, n] → [m, n]`; batched `[b, m, k] , [b, k, n] → [b, m, n]`; `[b, m, k] , [k, n] → [b, m, n]` (the matrix shared by every batch item)",
             bounds = &[Mul],
             direct = Direct::Product
         ),
@@ -359,9 +364,32 @@ pub const OPS: &[OpSpec] = {
             GatherRows,
             S0,
             Reads { operands: &[], output: false, data: true },
-            "`[vocab, d] → [n, d]` (`let e: [n, d] = gather_rows(table, ids);`, ids from a data parameter)",
+            "`[vocab, d] → [n…, d]` (`let e: [b, t, d] = embedding(table, ids);`, one id per output row in row-major order, from a data parameter)",
             args = Args::Labels,
-            form = Form::Declared
+            form = Form::Declared,
+            aliases = &["embedding"]
+        ),
+        op!(
+            "masked_fill",
+            1,
+            Unary,
+            Unary,
+            S0,
+            Reads { operands: &[], output: false, data: true },
+            "`[s] → [s]` (`masked_fill(x, mask, value)`, `mask` a data parameter of `bool`s for `x`'s trailing axes, repeated over the leading ones)",
+            args = Args::Mask,
+            bounds = &[Num]
+        ),
+        op!(
+            "causal_mask",
+            1,
+            Causal,
+            Causal,
+            S0,
+            NOTHING,
+            "`[…, t, t] → […, t, t]` (`causal_mask(scores, value)`: `value` where the column is past the row)",
+            args = Args::Fill,
+            bounds = &[Num]
         ),
         op!(
             "matmul_data",

@@ -22,7 +22,8 @@ pub enum Rule {
     LastAxis,
     /// [`reduce`]: `[s] → []`.
     Reduce,
-    /// [`matmul`]: `[m, k] , [k, n] → [m, n]`.
+    /// [`matmul`]: `[m, k] , [k, n] → [m, n]`, batched `[b, m, k] , [b, k, n] → [b, m, n]` or
+    /// `[b, m, k] , [k, n] → [b, m, n]`.
     MatMul,
     /// [`transpose`]: `[m, n] → [n, m]`.
     Transpose,
@@ -42,8 +43,10 @@ pub enum Rule {
     Permute,
     /// [`reshape`]: the declared shape, same element count.
     Reshape,
-    /// [`gather_rows`]: `[vocab, d] → [count, d]`.
+    /// [`gather_rows`]: `[vocab, d] → [lead…, d]`.
     GatherRows,
+    /// [`causal`]: `[…, t, t] → […, t, t]`.
+    Causal,
     /// [`leaf`]: the declared shape (a data tensor).
     Leaf,
     /// [`conv`] with one spatial axis: `[n, c_in, l] , [c_out, c_in, k] → [n, c_out, l_out]`.
@@ -134,18 +137,39 @@ pub fn reduce<D: Dim>(op: &str, x: &[D], needs_element: bool) -> Outcome<D> {
     Ok(Shape::scalar())
 }
 
-/// `matmul`: `[m, k] · [k, n] → [m, n]`.
+/// `matmul`: `[m, k] · [k, n] → [m, n]`; batched, `[b, m, k] · [b, k, n] → [b, m, n]` (one
+/// product per batch item) and `[b, m, k] · [k, n] → [b, m, n]` (the right matrix shared by every
+/// batch item).
 ///
 /// # Errors
 /// The rule's message, in the words the macro's checker and `compile` report, when the
 /// operands do not fit.
 pub fn matmul<D: Dim>(a: &[D], b: &[D]) -> Outcome<D> {
-    match (a, b) {
-        ([m, k], [k2, n]) if may_equal(k, k2) => Ok(shape(&[m.clone(), n.clone()])),
-        ([_, k], [k2, _]) => {
+    let inner = |k: &D, k2: &D| {
+        if may_equal(k, k2) {
+            Ok(())
+        } else {
             Err(format!("matmul needs the left operand's columns ({k}) to equal the right operand's rows ({k2})"))
         }
-        _ => Err(format!("matmul needs two matrices (rank 2), got shapes {} and {}", Dims(a), Dims(b))),
+    };
+    match (a, b) {
+        ([m, k], [k2, n]) => inner(k, k2).map(|()| shape(&[m.clone(), n.clone()])),
+        ([bt, m, k], [k2, n]) => inner(k, k2).map(|()| shape(&[bt.clone(), m.clone(), n.clone()])),
+        ([bt, m, k], [bt2, k2, n]) => {
+            if !may_equal(bt, bt2) {
+                return Err(format!(
+                    "matmul needs both operands' batch sizes to be equal, got shapes {} and {}",
+                    Dims(a),
+                    Dims(b)
+                ));
+            }
+            inner(k, k2).map(|()| shape(&[bt.clone(), m.clone(), n.clone()]))
+        }
+        _ => Err(format!(
+            "matmul needs two matrices, a batch [b, m, k] and a matrix [k, n], or two batches [b, m, k] and [b, k, n], got shapes {} and {}",
+            Dims(a),
+            Dims(b)
+        )),
     }
 }
 
@@ -337,15 +361,40 @@ pub fn reshape<D: Dim>(x: &[D], to: &[D]) -> Outcome<D> {
     }
 }
 
-/// `gather_rows(table, ids)` with `count` ids: `[vocab, d] → [count, d]`.
+/// `gather_rows(table, ids)` (alias `embedding`) with the leading dims `lead` of its output (one
+/// id per row, `lead` of rank 1 to 3): `[vocab, d] → [lead…, d]`.
 ///
 /// # Errors
 /// The rule's message, in the words the macro's checker and `compile` report, when the
 /// operands do not fit.
-pub fn gather_rows<D: Dim>(table: &[D], count: D) -> Outcome<D> {
+pub fn gather_rows<D: Dim>(table: &[D], lead: &[D]) -> Outcome<D> {
     match table {
-        [_, d] => Ok(shape(&[count, d.clone()])),
+        [_, d] if (1..=3).contains(&lead.len()) => {
+            let mut out = lead.to_vec();
+            out.push(d.clone());
+            Ok(shape(&out))
+        }
+        [_, _] => Err(format!(
+            "gather_rows (embedding) gives one row of the table per id, so its output is [n, d], [b, t, d] or [b, t, u, d], got {} leading axes",
+            lead.len()
+        )),
         _ => Err(format!("gather_rows needs a table matrix (vocab × dim), got shape {}", Dims(table))),
+    }
+}
+
+/// `causal_mask`: attention scores `[…, t, t]` (rank 2 to 4, the last two axes equal) keep their
+/// shape.
+///
+/// # Errors
+/// The rule's message, in the words the macro's checker and `compile` report, when the
+/// operand does not fit.
+pub fn causal<D: Dim>(x: &[D]) -> Outcome<D> {
+    match x {
+        [.., r, c] if may_equal(r, c) => Ok(shape(x)),
+        _ => Err(format!(
+            "causal_mask needs attention scores [.., t, t] whose last two axes are equal, got shape {}",
+            Dims(x)
+        )),
     }
 }
 
@@ -574,7 +623,11 @@ mod tests {
         assert_eq!(dims(slice(&[2, 8], 1, 2, 3)), [2, 3]);
         assert_eq!(dims(permute(&[2, 3, 4], &[2, 0, 1])), [4, 2, 3]);
         assert_eq!(dims(reshape(&[2, 3], &[3, 2])), [3, 2]);
-        assert_eq!(dims(gather_rows(&[10, 4], 3)), [3, 4]);
+        assert_eq!(dims(gather_rows(&[10, 4], &[3])), [3, 4]);
+        assert_eq!(dims(gather_rows(&[10, 4], &[2, 3])), [2, 3, 4]);
+        assert_eq!(dims(matmul(&[2, 3, 4], &[2, 4, 5])), [2, 3, 5]);
+        assert_eq!(dims(matmul(&[2, 3, 4], &[4, 5])), [2, 3, 5]);
+        assert_eq!(dims(causal(&[2, 3, 3])), [2, 3, 3]);
         assert_eq!(dims(matmul_data(7, &[3, 5])), [7, 5]);
         assert_eq!(dims(row_params("layer_norm", &[2, 3], &[3], &[3])), [2, 3]);
         assert_eq!(dims(logits("cross_entropy", &[2, 3])), Vec::<usize>::new());
@@ -594,6 +647,16 @@ mod tests {
             e(matmul(&[4, 3], &[2, 5])),
             "matmul needs the left operand's columns (3) to equal the right operand's rows (2)"
         );
+        assert_eq!(
+            e(matmul(&[2, 3, 4], &[3, 4, 5])),
+            "matmul needs both operands' batch sizes to be equal, got shapes [2, 3, 4] and [3, 4, 5]"
+        );
+        assert!(e(matmul(&[3, 4], &[2, 4, 5])).starts_with("matmul needs two matrices, a batch [b, m, k]"));
+        assert_eq!(
+            e(causal(&[2, 3])),
+            "causal_mask needs attention scores [.., t, t] whose last two axes are equal, got shape [2, 3]"
+        );
+        assert!(e(gather_rows(&[4, 2], &[1, 1, 1, 1])).contains("got 4 leading axes"));
         assert_eq!(
             e(elementwise("add", &[2], &[3])),
             "add needs both operands to have the same shape, got [2] and [3]"

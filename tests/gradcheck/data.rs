@@ -26,7 +26,7 @@ fn gather_rows() {
     check(&[sample(12, 70)], |x| {
         let (g, table) = GraphData::<f64, Rows>::new().input::<(U4, U3)>();
         let (g, w) = g.input::<(U5, U3)>();
-        let (g, y) = g.push(ops::gather_rows::<_, _, _, U5, _, _>(table, rows_of));
+        let (g, y) = g.push(ops::gather_rows::<_, _, _, (U5,), _, _>(table, rows_of));
         let (g, l) = weighted_sum(g, y, w);
         let saved = g.compile(Pack::new().push(t(&x[0])).push(weights()), Rows(vec![3, 0, 3, 1, 3])).unwrap();
         run(&saved, l, &[table.index()])

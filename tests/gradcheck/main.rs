@@ -33,9 +33,11 @@
 //! wrong opaque VJP that the checker must catch.
 //!
 //! Layout: the helpers and the coverage test here; the checks in `elementwise`, `reductions`,
-//! `structure`, `data`, `conv` (the sliding-window ops) and `custom`.
+//! `structure`, `data`, `conv` (the sliding-window ops), `attention` (batched `matmul`,
+//! `embedding`, `masked_fill`, `causal_mask`) and `custom`.
 #![allow(clippy::unwrap_used)] // test helpers unwrap: a failure is a test failure
 
+mod attention;
 mod conv;
 mod custom;
 mod data;
@@ -94,10 +96,13 @@ const CHECKED: &[&str] = &[
     "conv2d",
     "max_pool2d",
     "avg_pool2d",
+    "masked_fill",
+    "causal_mask",
 ];
 
 /// The sources of the modules holding the checks.
 const SOURCES: &[&str] = &[
+    include_str!("attention.rs"),
     include_str!("conv.rs"),
     include_str!("custom.rs"),
     include_str!("data.rs"),

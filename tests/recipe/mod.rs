@@ -305,18 +305,56 @@ pub fn assert_bits_eq<'t, T: TestScalar>(
 /// The shapes inputs and opaque nodes may take (other shapes arise from matmul, e.g. 3×3, and from
 /// concat, slice, `gather_rows`, the convolutions and the poolings). Ranks 3 and 4 give `permute`
 /// more than a transpose to do, and the convolutions (`[n, c, l]`, `[n, c, h, w]`) and poolings
-/// something to slide over.
-pub const SHAPES: [&[usize]; 11] =
-    [&[4], &[2, 2], &[2, 3], &[3, 2], &[], &[2], &[3], &[3, 1, 2], &[1, 2, 1, 2], &[2, 2, 3, 3], &[1, 2, 5]];
+/// something to slide over; `[3, 1, 2]` and `[3, 2, 1]` are batches of matrices that batched
+/// `matmul` pairs with each other and with `[2, n]` and `[1, n]` matrices.
+pub const SHAPES: [&[usize]; 12] = [
+    &[4],
+    &[2, 2],
+    &[2, 3],
+    &[3, 2],
+    &[],
+    &[2],
+    &[3],
+    &[3, 1, 2],
+    &[1, 2, 1, 2],
+    &[2, 2, 3, 3],
+    &[1, 2, 5],
+    &[3, 2, 1],
+];
 
-/// Number of node kinds: 28 built-in kinds (kind 17 picks among five float ops, kind 20 among the
-/// row-wise float ops; 22 to 25 are permute, concat, slice and `gather_rows`; 26 a convolution, 27
-/// a pooling), 3 opaque kinds and a user compact op with uniforms (twice as likely as the others).
-pub const KINDS: u8 = 33;
+/// Number of node kinds: 30 built-in kinds (kind 5 is `matmul`, batched ones included; kind 17
+/// picks among five float ops, kind 20 among the row-wise float ops; 22 to 25 are permute, concat,
+/// slice and `gather_rows`; 26 a convolution, 27 a pooling, 28 `masked_fill`, 29 `causal_mask`),
+/// 3 opaque kinds and a user compact op with uniforms (twice as likely as the others).
+pub const KINDS: u8 = 35;
 /// Built-in kinds only (0..BUILTIN).
-pub const BUILTIN: u8 = 28;
+pub const BUILTIN: u8 = 30;
 /// The first kind of the user compact op [`Uniforms`].
-pub const UNIFORMS: u8 = 31;
+pub const UNIFORMS: u8 = 33;
+
+/// The flags `masked_fill` nodes read: a prefix of the length their operand needs (see
+/// [`MASKS`]).
+pub const MASK: [bool; 36] = {
+    let mut m = [false; 36];
+    let mut i = 0;
+    while i < 36 {
+        m[i] = (i * 5 + 2) % 7 < 3;
+        i += 1;
+    }
+    m
+};
+
+fn mask_prefix<const N: usize>(_: &()) -> &[bool] {
+    &MASK[..N]
+}
+
+macro_rules! masks {
+    ($($n:literal)*) => { [$(mask_prefix::<$n> as ops::MaskAccessor<()>),*] };
+}
+
+/// `MASKS[n]` reads the first `n` flags of [`MASK`].
+pub const MASKS: [ops::MaskAccessor<()>; 37] =
+    masks!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36);
 
 /// The ids `gather_rows` nodes look up (row 1 twice: its VJP scatter-adds two cotangent rows).
 pub const GATHER_IDS: [usize; 3] = [1, 0, 1];
@@ -527,12 +565,12 @@ impl<T: TestScalar> Case<T> {
             4 if extra.is_multiple_of(2) => RawNode::compact(ops::Scale::new(pa, draw.scalar())),
             4 => RawNode::compact(ops::Offset::new(pa, draw.scalar())),
             5 => {
-                // All pairs (x, y) with x: m×k, y: k×n; squares paired with themselves count twice.
+                // All pairs (x, y) the rule accepts: x: m×k, y: k×n (squares paired with themselves
+                // count twice), and the batched x: [b, m, k] with y: [k, n] or [b, k, n].
                 let mut pairs = Vec::new();
                 for (x, &dx) in dims.iter().enumerate() {
-                    let Some((_, k)) = matrix(dx) else { continue };
                     for (y, &dy) in dims.iter().enumerate() {
-                        if matrix(dy).is_some_and(|(rows, _)| rows == k) {
+                        if exactgrad::spec::rules::matmul(dx.as_slice(), dy.as_slice()).is_ok() {
                             pairs.push((x, y));
                             if x == y {
                                 pairs.push((x, y));
@@ -640,12 +678,35 @@ impl<T: TestScalar> Case<T> {
                 if tables.is_empty() {
                     return fallback();
                 }
-                RawNode::compact(ops::GatherRows::new(tables[a % tables.len()], gather_ids, GATHER_IDS.len()))
+                let table = tables[a % tables.len()];
+                if extra.is_multiple_of(2) {
+                    RawNode::compact(ops::GatherRows::new(table, gather_ids, GATHER_IDS.len()))
+                } else {
+                    // The embedding form: the ids as a [3, 1] batch, an output [3, 1, d].
+                    RawNode::compact(ops::GatherRows::with_lead(table, gather_ids, Dims::matrix(3, 1)))
+                }
+            }
+            28 => {
+                // A mask of the operand's trailing axes (by `extra`), repeated over the others; a
+                // fill value of either kind (NaN payloads and infinities among the special ones).
+                let d = dims[pa].as_slice();
+                let lens: Vec<usize> =
+                    (0..=d.len()).map(|r| d[r..].iter().product::<usize>()).filter(|&n| n < MASKS.len()).collect();
+                let Some(&n) = lens.get(usize::from(extra) % lens.len().max(1)) else { return fallback() };
+                RawNode::compact(ops::MaskedFill::new(pa, MASKS[n], draw.scalar()))
+            }
+            29 => {
+                let squares: Vec<usize> =
+                    (0..len).filter(|&q| matches!(dims[q].as_slice(), [.., r, c] if r == c)).collect();
+                if squares.is_empty() {
+                    return fallback();
+                }
+                RawNode::compact(ops::CausalMask::new(squares[a % squares.len()], draw.scalar()))
             }
             26 => conv(dims, a, b, extra).unwrap_or_else(fallback),
             27 => pool(dims, a, extra).unwrap_or_else(fallback),
-            28 => Self::opaque_ordinary(dims, pa, extra),
-            29 => Self::opaque_bias(dims, pa, b % len, extra),
+            30 => Self::opaque_ordinary(dims, pa, extra),
+            31 => Self::opaque_bias(dims, pa, b % len, extra),
             _ => Self::opaque_nan(dims, pa, b % len, extra),
         }
     }

@@ -14,7 +14,7 @@ use super::items::{
     bound_tokens, common, dim_tokens, node_list, scalar_ident, used_dims, user_bounds, Common, DimUse, Names,
 };
 use super::private;
-use crate::ir::{Dim, ExtraArg, Graph, Node, NodeKind, Shape};
+use crate::ir::{Dim, ExtraArg, Fill, Graph, Node, NodeKind, Shape};
 use crate::parse::GraphDef;
 use crate::typenum::unsigned;
 
@@ -263,8 +263,16 @@ impl Cx<'_> {
             }
             (TypeRule::GatherRows, ExtraArg::Labels(ids)) => {
                 values.push(accessor(ids));
-                let rows = dim_tokens(&node.shape.0[0], span);
-                vec![ps[0].clone(), rows, out.clone()]
+                let lead = &node.shape.0[..node.shape.0.len().saturating_sub(1)];
+                let lead = lead.iter().map(|d| dim_tokens(d, span));
+                vec![ps[0].clone(), quote_spanned!(span=> (#(#lead,)*)), out.clone()]
+            }
+            (_, ExtraArg::Mask(mask, _)) => {
+                values.push(quote_spanned!(span=>
+        |__d: &#data| -> &[bool] { ::core::convert::AsRef::<[bool]>::as_ref(&__d.#mask) }));
+                let mut t = ps.clone();
+                t.push(out.clone());
+                t
             }
             (_, ExtraArg::Labels(labels)) => {
                 values.push(accessor(labels));
@@ -278,8 +286,20 @@ impl Cx<'_> {
                 t
             }
         };
+        // Each constant with its message, which names the constant as written (names replaced by
+        // their values).
+        let written = |c: &syn::Expr| {
+            format!("the constant `{}` is not representable in the scalar type", c.to_token_stream().to_string().replace(' ', ""))
+        };
+        let fill = |f: &Fill| match f {
+            Fill::Const(c) => (constant_tokens(c, s), written(c)),
+            Fill::Infinity(negative) => {
+                (quote!(#p::infinity::<#s>(#negative)), "the infinity is not representable in the scalar type".to_owned())
+            }
+        };
         let constant = match (op.args, extra) {
-            (Args::Factor, ExtraArg::Factor(c)) | (Args::Eps(_), ExtraArg::Eps(c)) => Some(c),
+            (Args::Factor, ExtraArg::Factor(c)) | (Args::Eps(_), ExtraArg::Eps(c)) => Some((constant_tokens(c, s), written(c))),
+            (Args::Mask, ExtraArg::Mask(_, f)) | (Args::Fill, ExtraArg::Fill(f)) => Some(fill(f)),
             _ => None,
         };
         if constant.is_some() {
@@ -288,13 +308,7 @@ impl Cx<'_> {
         let call = quote_spanned!(span=> #p::ops::#f::<#s, #data, #(#types,)* #brand>(#(#values),*));
         match constant {
             None => call,
-            Some(c) => {
-                // The message names the constant as written (names replaced by their values).
-                let message = format!(
-                    "the constant `{}` is not representable in the scalar type",
-                    c.to_token_stream().to_string().replace(' ', "")
-                );
-                let c = constant_tokens(c, s);
+            Some((c, message)) => {
                 let name = op.name;
                 quote_spanned!(span=> match #c {
                     ::core::option::Option::Some(__k) => ::core::result::Result::Ok(#call),

@@ -73,8 +73,8 @@ fn expr(rng: &mut Rng, scope: &Scope, depth: usize) -> String {
         return leaf(rng);
     }
     let sub = |rng: &mut Rng| expr(rng, scope, depth - 1);
-    match rng.below(15) {
-        13 | 14 if !scope.helpers.is_empty() => {
+    match rng.below(16) {
+        14 | 15 if !scope.helpers.is_empty() => {
             // A helper call, with a right or wrong argument count, in function or method form;
             // arguments are values, constants or whole arrays.
             let (name, arity) = scope.helpers[rng.below(scope.helpers.len())].clone();
@@ -116,6 +116,22 @@ fn expr(rng: &mut Rng, scope: &Scope, depth: usize) -> String {
                 args.push(format!("{key} = {value}"));
             }
             format!("{name}({})", args.join(", "))
+        }
+        11 => {
+            // A mask with a fill value of every form (infinities, constants, a graph value, a NaN).
+            let fill =
+                pick(rng, &["f64::NEG_INFINITY", "-f64::INFINITY", "f32::INFINITY", "-1e9", "0.5 * 2", "f64::NAN"]);
+            let fill = if rng.below(5) == 0 { sub(rng) } else { fill.to_owned() };
+            if rng.below(2) == 0 {
+                format!("causal_mask({}, {fill})", sub(rng))
+            } else {
+                let mask = if scope.data.is_empty() {
+                    "mask".to_owned()
+                } else {
+                    scope.data[rng.below(scope.data.len())].clone()
+                };
+                format!("masked_fill({}, {mask}, {fill})", sub(rng))
+            }
         }
         _ => {
             // Any op by name, with one to three values and zero to three integer arguments.
@@ -293,9 +309,10 @@ pub(super) fn source(rng: &mut Rng) -> String {
         scope.arrays.push(format!("xs{k}"));
     }
     for i in 0..rng.below(3) {
-        let ty = match rng.below(3) {
+        let ty = match rng.below(4) {
             0 => "Vec<usize>".to_owned(),
             1 => "[u8; 2]".to_owned(),
+            2 => "Vec<bool>".to_owned(),
             _ => shape(rng),
         };
         data.push(format!("d{i}: {ty}"));
@@ -314,7 +331,10 @@ pub(super) fn source(rng: &mut Rng) -> String {
         let annotation = if rng.below(3) == 0 { format!(": {}", shape(rng)) } else { String::new() };
         let e = match rng.below(8) {
             0 => format!("reshape({e})"),
-            1 => format!("gather_rows({e}, {})", scope.data.first().map_or("ids", String::as_str)),
+            1 => {
+                let written = pick(rng, &["gather_rows", "embedding"]);
+                format!("{written}({e}, {})", scope.data.first().map_or("ids", String::as_str))
+            }
             2 => format!("opaque({e}, forward = |a| a.clone(), vjp = |a, g| [g.clone()])"),
             3 => format!("UserOp({e}, {e})"),
             _ => e,

@@ -26,6 +26,12 @@ pub(super) const BUILT_IN: &[&str] = &[
         let e: [3, 4] = gather_rows(table, ids);
         e.matmul(w)
     }",
+    "fn attend(table: [10, 4], wq: [4, 4], wo: [4, 2]; ids: Vec<usize>, pad: Vec<bool>) -> [2, 3, 2] {
+        let e: [2, 3, 4] = embedding(table, ids);
+        let q = e.matmul(wq);
+        let s = causal_mask(q.matmul(permute(e, [0, 2, 1])), f64::NEG_INFINITY);
+        softmax(masked_fill(s, pad, -1e9)).matmul(e).matmul(wo)
+    }",
     "fn shapes(x: [2, 3, 4], y: [2, 3, 1]) -> [3, 2] {
         let c = concat(x, y, 2);
         let s = slice(c, 2, 1, 3);

@@ -8,7 +8,7 @@ use super::expr::{by_name, Operand};
 use super::Lowering;
 use crate::errors::Site;
 use crate::infer::{self, Compared};
-use crate::ir::{Check, ExtraArg, NodeKind, Shape, Window};
+use crate::ir::{Check, ExtraArg, Fill, NodeKind, Shape, Window};
 use crate::parse::ShapeDecl;
 use exactgrad_spec::ops::{call_names, lookup};
 use exactgrad_spec::{Args, OpSpec};
@@ -56,6 +56,7 @@ impl Lowering<'_> {
             + match op.args {
                 Args::None => 0,
                 Args::Slice => 3,
+                Args::Mask => 2,
                 _ => 1,
             };
         if args.len() != with_extra && !(optional && args.len() == op.arity) {
@@ -67,6 +68,8 @@ impl Lowering<'_> {
                 Args::Slice => " and three integer literals (axis, start, length)".to_owned(),
                 Args::Perm => " and the permutation as an array literal, e.g. `[1, 0]`".to_owned(),
                 Args::Factor => " and a constant".to_owned(),
+                Args::Mask => ", the name of a data parameter holding the mask and the fill value, as in `masked_fill(x, mask, f64::NEG_INFINITY)`".to_owned(),
+                Args::Fill => " and the fill value, as in `causal_mask(scores, f64::NEG_INFINITY)`".to_owned(),
                 Args::Conv | Args::Pool => unreachable!("window ops are lowered above"),
             };
             self.errors.at_site(
@@ -121,6 +124,11 @@ impl Lowering<'_> {
             },
             Args::Factor => unreachable!("scale is lowered above"),
             Args::Conv | Args::Pool => unreachable!("window ops are lowered above"),
+            Args::Fill => ExtraArg::Fill(self.fill_value(op, args[op.arity])?),
+            Args::Mask => {
+                let mask = self.data_parameter(op, args[op.arity], "mask", "; mask: Vec<bool>")?;
+                ExtraArg::Mask(mask, self.fill_value(op, args[op.arity + 1])?)
+            }
             Args::Labels => {
                 let arg = args[op.arity];
                 let name = match arg {
@@ -146,7 +154,10 @@ impl Lowering<'_> {
             }
         };
         if op.name == "matmul" {
-            if let Some(k) = self.data_tensor_ref(args[0]) {
+            // A data matrix on the left: `matmul_data` (no gradient for the data). A batch of data
+            // (`[b, m, k]`) is a data-tensor leaf under the general `matmul`.
+            let matrix = |l: &Self, k: usize| l.graph.data_tensors[k].1 .0.len() == 2;
+            if let Some(k) = self.data_tensor_ref(args[0]).filter(|&k| matrix(self, k)) {
                 let w = self.value(args[1])?;
                 return self.matmul_data(k, w, site);
             }
@@ -154,6 +165,67 @@ impl Lowering<'_> {
         let values: Vec<Option<usize>> = args[..op.arity].iter().map(|a| self.value(a)).collect();
         let values: Vec<usize> = values.into_iter().collect::<Option<_>>()?;
         self.builtin_with(op, extra, &values, site)
+    }
+
+    /// The fill value of `masked_fill` or `causal_mask`: an infinity written as the `f64`/`f32`
+    /// constant (`f64::NEG_INFINITY`, `-f64::INFINITY`, `f64::INFINITY`), or a constant as for
+    /// `scale`.
+    fn fill_value(&mut self, op: &OpSpec, e: &Expr) -> Option<Fill> {
+        fn infinity(e: &Expr) -> Option<bool> {
+            match e {
+                Expr::Paren(p) => infinity(&p.expr),
+                Expr::Unary(syn::ExprUnary { op: syn::UnOp::Neg(_), expr, .. }) => infinity(expr).map(|neg| !neg),
+                Expr::Path(p) => {
+                    let segs: Vec<String> = p.path.segments.iter().map(|s| s.ident.to_string()).collect();
+                    let ty_ok = |t: &str| matches!(t, "f64" | "f32");
+                    match segs.iter().map(String::as_str).collect::<Vec<_>>()[..] {
+                        [t, "INFINITY"] if ty_ok(t) => Some(false),
+                        [t, "NEG_INFINITY"] if ty_ok(t) => Some(true),
+                        ["core" | "std", t, "INFINITY"] if ty_ok(t) => Some(false),
+                        ["core" | "std", t, "NEG_INFINITY"] if ty_ok(t) => Some(true),
+                        _ => None,
+                    }
+                }
+                _ => None,
+            }
+        }
+        if let Some(negative) = infinity(e) {
+            return Some(Fill::Infinity(negative));
+        }
+        match self.operand(e)? {
+            Operand::Const(c) => Some(Fill::Const(self.constant(&c)?)),
+            Operand::Value(_) => {
+                self.errors.at_site(
+                    &Site::new(e.span(), e),
+                    format!("{}'s fill value is a constant (`-1e9`, `f64::NEG_INFINITY`), not a graph value", op.name),
+                );
+                None
+            }
+        }
+    }
+
+    /// The name of a data parameter (not a data tensor) given as `what` of `op`.
+    fn data_parameter(&mut self, op: &OpSpec, arg: &Expr, what: &str, example: &str) -> Option<Ident> {
+        let name = match arg {
+            Expr::Path(p) => p.path.get_ident(),
+            _ => None,
+        };
+        if let Some(n) = name.filter(|n| self.data_tensor_index(n).is_some()) {
+            self.errors.at_site(
+                &Site::new(arg.span(), arg),
+                format!("`{n}` is a data tensor, but {}'s {what} is a data parameter (e.g. `{example}`)", op.name),
+            );
+            return None;
+        }
+        if let Some(d) = name.and_then(|n| self.data.iter().find(|d| **d == n)) {
+            Some((*d).clone())
+        } else {
+            self.errors.at_site(
+                &Site::new(arg.span(), arg),
+                format!("{}'s {what} is a data parameter (declared after `;`, e.g. `{example}`), named here", op.name),
+            );
+            None
+        }
     }
 
     /// A convolution or a pooling: its values, then its named constants (`stride = 2`,
@@ -280,15 +352,16 @@ impl Lowering<'_> {
         self.declared_op(by_name("reshape"), ExtraArg::None, &[x], &shape, &site)
     }
 
-    /// `let e: [n, dim] = gather_rows(table, ids);` with `ids` a data parameter (one id per row;
-    /// `n` from the binding, `dim` the table's columns).
-    pub(super) fn gather_rows(&mut self, call: &ExprCall, shape: Shape) -> Option<usize> {
+    /// `let e: [n, dim] = gather_rows(table, ids);` or `let e: [b, t, dim] = embedding(table,
+    /// ids);` with `ids` a data parameter (one id per output row, row-major; the leading dims
+    /// from the binding, `dim` the table's columns).
+    pub(super) fn gather_rows(&mut self, call: &ExprCall, shape: Shape, written: &str) -> Option<usize> {
         let site = Site::new(call.func.span(), call);
         let args: Vec<&Expr> = call.args.iter().collect();
         if args.len() != 2 {
             self.errors.at_site(
                 &site,
-                format!("gather_rows takes a table and a data parameter of ids, got {} arguments", args.len()),
+                format!("{written} takes a table and a data parameter of ids, got {} arguments", args.len()),
             );
             return None;
         }
@@ -297,7 +370,7 @@ impl Lowering<'_> {
             if let Some(n) = p.path.get_ident().filter(|n| self.data_tensor_index(n).is_some()) {
                 self.errors.at_site(
                     &Site::new(args[1].span(), args[1]),
-                    format!("`{n}` is a data tensor, but gather_rows's ids are a data parameter holding one `usize` per row (e.g. `; ids: Vec<usize>`)"),
+                    format!("`{n}` is a data tensor, but {written}'s ids are a data parameter holding one `usize` per row (e.g. `; ids: Vec<usize>`)"),
                 );
                 return None;
             }
@@ -309,7 +382,9 @@ impl Lowering<'_> {
         let Some(field) = field else {
             self.errors.at_site(
                 &Site::new(args[1].span(), args[1]),
-                "gather_rows's ids are a data parameter (declared after `;`, e.g. `; ids: Vec<usize>`), named here",
+                format!(
+                    "{written}'s ids are a data parameter (declared after `;`, e.g. `; ids: Vec<usize>`), named here"
+                ),
             );
             return None;
         };
@@ -352,8 +427,10 @@ impl Lowering<'_> {
         if p.path.is_ident("reshape") {
             return self.reshape(call, shape);
         }
-        if p.path.is_ident("gather_rows") {
-            return self.gather_rows(call, shape);
+        for written in ["gather_rows", "embedding"] {
+            if p.path.is_ident(written) {
+                return self.gather_rows(call, shape, written);
+            }
         }
         let mut reads = Vec::new();
         let (mut forward, mut vjp): (Option<ExprClosure>, Option<ExprClosure>) = (None, None);

@@ -174,13 +174,13 @@ pub(crate) fn lower(def: &GraphDef) -> Result<Graph, syn::Error> {
     l.errors.into_result().map(|()| l.graph)
 }
 
-/// A call that needs a declared output shape: `opaque`, `reshape`, `gather_rows`, or a user op
-/// (a CamelCase name).
+/// A call that needs a declared output shape: `opaque`, `reshape`, `gather_rows` (`embedding`), or
+/// a user op (a CamelCase name).
 fn is_special(call: &ExprCall) -> bool {
     match &*call.func {
         Expr::Path(p) => {
             let last = p.path.segments.last().map(|s| s.ident.to_string()).unwrap_or_default();
-            matches!(last.as_str(), "opaque" | "reshape" | "gather_rows")
+            matches!(last.as_str(), "opaque" | "reshape" | "gather_rows" | "embedding")
                 || last.starts_with(|c: char| c.is_ascii_uppercase())
         }
         _ => false,

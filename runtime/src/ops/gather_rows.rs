@@ -1,10 +1,13 @@
-//! `gather_rows(table, ids)`: embedding lookup. `table` is a `[vocab, dim]` matrix, `ids` are
-//! integers read from the graph's data through a [`LabelAccessor`] (`fn(&D) -> &[usize]`), and
-//! the output is the `[ids.len(), dim]` matrix `y[r, j] = table[ids[r], j]`.
+//! `gather_rows(table, ids)`, also written `embedding(table, ids)`: embedding lookup. `table` is a
+//! `[vocab, dim]` matrix, `ids` are integers read from the graph's data through a
+//! [`LabelAccessor`] (`fn(&D) -> &[usize]`), and the output is `[lead…, dim]` with one id per row:
+//! `y[r, j] = table[ids[r], j]` where `r` runs over the output's rows in row-major order (for
+//! `lead = [b, t]`, row `r = b·t_len + t`). `lead` has one to three axes: `[n]` (a matrix of rows,
+//! [`GatherRows::new`]) or `[b, t]` (token ids of a batch of sequences, [`GatherRows::with_lead`]).
 //!
-//! The output shape depends on data, so the op stores the expected id count `n` (from the typed
-//! output shape `(N, E)`, or given to [`GatherRows::new`]). `validate` rejects a count other than
-//! `n` and an id `≥ vocab`, naming the row and the id (an error from `compile`, never a panic).
+//! The output shape depends on data, so the op stores its leading dims (from the typed output
+//! shape, or given to the constructors). `validate` rejects an id count other than their product
+//! and an id `≥ vocab`, naming the row and the id (an error from `compile`, never a panic).
 //!
 //! VJP: `single(table, t)` where `t` starts as `zeros([vocab, dim])` and, for `r = 0, 1, …, n − 1`
 //! in ascending order, `t[ids[r], j] = t[ids[r], j] + δ[r, j]` (what is already there on the left).
@@ -19,31 +22,43 @@ use crate::scalar::Scalar;
 use crate::shape::rules::GatherRowsShape;
 use crate::shape::{Dims, Position, Shape};
 use crate::tensor::RawTensor;
-use typenum::Unsigned;
 
 /// Row lookup by integer ids from the data.
 pub struct GatherRows<D> {
     parents: [usize; 1],
     ids: LabelAccessor<D>,
-    count: usize,
+    lead: Dims,
 }
 
 impl<D> Clone for GatherRows<D> {
     fn clone(&self) -> Self {
-        GatherRows { parents: self.parents, ids: self.ids, count: self.count }
+        GatherRows { parents: self.parents, ids: self.ids, lead: self.lead }
     }
 }
 
 impl<D> core::fmt::Debug for GatherRows<D> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("GatherRows").field("parents", &self.parents).field("count", &self.count).finish_non_exhaustive()
+        f.debug_struct("GatherRows").field("parents", &self.parents).field("lead", &self.lead).finish_non_exhaustive()
     }
 }
 
 impl<D> GatherRows<D> {
-    /// `gather_rows(table, ids(data))` for the position `table`, expecting `count` ids.
+    /// `gather_rows(table, ids(data))` for the position `table`, expecting `count` ids: an output
+    /// `[count, dim]`.
     pub fn new(table: usize, ids: LabelAccessor<D>, count: usize) -> Self {
-        GatherRows { parents: [table], ids, count }
+        GatherRows { parents: [table], ids, lead: Dims::vector(count) }
+    }
+
+    /// `embedding(table, ids(data))` for the position `table` with an output `[lead…, dim]`
+    /// (`lead` of rank 1 to 3; another rank is an error from `push`), expecting one id per row.
+    pub fn with_lead(table: usize, ids: LabelAccessor<D>, lead: Dims) -> Self {
+        GatherRows { parents: [table], ids, lead }
+    }
+
+    /// The number of ids (rows) the output needs; `usize::MAX` when it overflows (no id list
+    /// has that many, so `validate` refuses it).
+    fn count(&self) -> usize {
+        self.lead.checked_numel().unwrap_or(usize::MAX)
     }
 }
 
@@ -56,13 +71,13 @@ impl<A: Scalar, D: 'static> CompactOp<A, D> for GatherRows<D> {
     }
     fn output_dims(&self, prefix: &[Dims]) -> Result<Dims, String> {
         let d = super::dims_at("gather_rows", prefix, self.parents[0])?;
-        super::ruled(exactgrad_spec::rules::gather_rows(d.as_slice(), self.count))
+        super::ruled(exactgrad_spec::rules::gather_rows(d.as_slice(), self.lead.as_slice()))
     }
     fn validate(&self, ctx: &[RawTensor<A>], data: &D) -> Result<(), String> {
         let vocab = ctx[self.parents[0]].dims().as_slice()[0];
         let ids = (self.ids)(data);
-        if ids.len() != self.count {
-            return Err(format!("gather_rows expects {} ids, got {}", self.count, ids.len()));
+        if ids.len() != self.count() {
+            return Err(format!("gather_rows expects {} ids, got {}", self.count(), ids.len()));
         }
         match ids.iter().enumerate().find(|(_, &id)| id >= vocab) {
             Some((r, id)) => Err(format!("gather_rows id {id} at row {r} is out of range for a table of {vocab} rows")),
@@ -70,14 +85,24 @@ impl<A: Scalar, D: 'static> CompactOp<A, D> for GatherRows<D> {
         }
     }
     fn forward(&self, ctx: &[RawTensor<A>], data: &D) -> RawTensor<A> {
+        let dim = ctx[self.parents[0]].dims().as_slice()[1];
+        let mut y = Vec::with_capacity(self.count().saturating_mul(dim));
+        self.forward_into(ctx, data, &mut y);
+        let lead = self.lead.as_slice();
+        let dims = match *lead {
+            [n] => Some(Dims::matrix(n, dim)),
+            [b, t] => Dims::new(&[b, t, dim]),
+            [b, t, u] => Dims::new(&[b, t, u, dim]),
+            _ => None,
+        };
+        RawTensor::from_parts(dims.unwrap_or(Dims::matrix(y.len() / dim.max(1), dim)), y)
+    }
+    fn forward_into(&self, ctx: &[RawTensor<A>], data: &D, out: &mut Vec<A>) {
         let table = &ctx[self.parents[0]];
         let dim = table.dims().as_slice()[1];
-        let ids = (self.ids)(data);
-        let mut y = Vec::with_capacity(ids.len() * dim);
-        for &id in ids {
-            y.extend_from_slice(&table.data()[id * dim..(id + 1) * dim]);
+        for &id in (self.ids)(data) {
+            out.extend_from_slice(&table.data()[id * dim..(id + 1) * dim]);
         }
-        RawTensor::from_parts(Dims::matrix(ids.len(), dim), y)
     }
     fn contributions(&self, saved: &SavedValues<'_, A, D>, g: &RawTensor<A>, c: &mut Contributions<A>) -> Contrib {
         let d = saved.prefix[self.parents[0]].dims();
@@ -93,17 +118,21 @@ impl<A: Scalar, D: 'static> CompactOp<A, D> for GatherRows<D> {
         c.single(self.parents[0], t)
     }
     fn reference(&self) -> Option<RefOp<A, D>> {
-        Some(RefOp::GatherRows { table: self.parents[0], ids: self.ids, count: self.count })
+        Some(RefOp::GatherRows { table: self.parents[0], ids: self.ids, lead: self.lead.as_slice().to_vec() })
     }
 }
 
-/// Typed `gather_rows(table, ids)`: a `(V, E)` table → `(N, E)` rows ([`GatherRowsShape`]), ids
-/// read from the data by `ids` (checked by `compile`: `N` ids, each `< V`).
-pub fn gather_rows<A: Scalar, D: 'static, S: GatherRowsShape<N, Output = O>, N: Unsigned + 'static, O: Shape, Br>(
+/// Typed `gather_rows(table, ids)` (alias `embedding`): a `(V, E)` table → rows `(N, E)`,
+/// `(B, T, E)` or `(B, T, U, E)` for the leading dims `Lead` = `(N,)`, `(B, T)` or `(B, T, U)`
+/// ([`GatherRowsShape`]), ids read from the data by `ids` (checked by `compile`: one id per row,
+/// each `< V`).
+pub fn gather_rows<A: Scalar, D: 'static, S: GatherRowsShape<Lead, Output = O>, Lead, O: Shape, Br>(
     table: Position<S, Br>,
     ids: LabelAccessor<D>,
 ) -> Compact<GatherRows<D>, A, D, O> {
-    Compact::new(GatherRows::new(table.index(), ids, N::USIZE), &[&table])
+    let out = O::dims();
+    let lead = Dims::new(&out.as_slice()[..out.rank().saturating_sub(1)]).unwrap_or(Dims::vector(0));
+    Compact::new(GatherRows::with_lead(table.index(), ids, lead), &[&table])
 }
 
 #[cfg(test)]
@@ -193,10 +222,29 @@ mod tests {
     #[test]
     fn typed_output_shape_gives_the_id_count() {
         use crate::graph::GraphData;
-        use typenum::{U3, U4, U5};
+        use typenum::{U2, U3, U4, U5};
         let (g, table) = GraphData::<f64, ()>::new().input::<(U5, U3)>();
-        let (g, y) = g.push(gather_rows::<f64, (), _, U4, _, _>(table, fixed));
+        let (g, y) = g.push(gather_rows::<f64, (), _, (U4,), _, _>(table, fixed));
         assert!(g.build_errors().is_empty());
         assert_eq!(g.raw().dims()[y.index()], Dims::matrix(4, 3));
+        let (g, z) = g.push(gather_rows::<f64, (), _, (U2, U2), _, _>(table, fixed));
+        assert!(g.build_errors().is_empty());
+        assert_eq!(g.raw().dims()[z.index()].as_slice(), [2, 2, 3]);
+    }
+
+    #[test]
+    fn batched_ids_fill_rows_in_row_major_order() {
+        // ids [2, 0, 2, 3] as a [2, 2] batch: output [2, 2, 3], row (b, t) = table[ids[2b + t]].
+        let table = sample(&[4, 3], 367);
+        let op = GatherRows::with_lead(0, fixed, Dims::matrix(2, 2));
+        let y = forward(op.clone(), std::slice::from_ref(&table));
+        assert_eq!(y.dims().as_slice(), [2, 2, 3]);
+        for (r, &id) in fixed(&()).iter().enumerate() {
+            assert_eq!(bits(&y)[r * 3..(r + 1) * 3], bits(&table)[id * 3..(id + 1) * 3]);
+        }
+        gradcheck(op, &[table], 1e-7);
+        let four = GatherRows::<()>::with_lead(0, fixed, Dims::new(&[1, 1, 2, 2]).unwrap());
+        let e = <GatherRows<()> as CompactOp<f64, ()>>::output_dims(&four, &[Dims::matrix(4, 3)]);
+        assert!(e.unwrap_err().contains("got 4 leading axes"));
     }
 }

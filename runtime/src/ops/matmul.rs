@@ -3,6 +3,18 @@
 //!
 //! VJP: `add(single(a, δ · bᵀ), single(b, aᵀ · δ))`, each product with δ on the left
 //! (`δ[i, j] * b[t, j]` and `δ[i, j] * a[i, t]`).
+//!
+//! Batched (SEMANTICS §8.2):
+//! * `a: [bt, m, k]`, `b: [bt, k, n]` → `[bt, m, n]`: one product per batch item,
+//!   `y[p] = a[p] · b[p]`; the gradients are per item too, `ga[p] = δ[p] · b[p]ᵀ` and
+//!   `gb[p] = a[p]ᵀ · δ[p]` (every sum over `t`, `j` or `i` of that item, ascending);
+//! * `a: [bt, m, k]`, `b: [k, n]` (the matrix shared by every batch item) → `[bt, m, n]`: exactly
+//!   the rank-2 product of `a` read as the `[bt·m, k]` matrix of its rows, so
+//!   `gb[t, j] = Σ_(p, i) δ[p, i, j] * a[p, i, t]` over the rows `(p, i)` in ascending row-major
+//!   order (`p` outer, `i` inner), from `0` — one GEMM, no per-item partial sums.
+//!
+//! Every batch item runs the same [`gemm`] as a rank-2 product, appended in batch order to one
+//! buffer (reserved once for all items: nothing is allocated per item).
 
 use crate::reference::RefOp;
 use crate::shape::rules::MatMulShape;
@@ -199,7 +211,8 @@ pub struct MatMul {
 }
 
 impl MatMul {
-    /// `a · b` for the matrices at positions `a` (`m×k`) and `b` (`k×n`).
+    /// `a · b` for the operands at positions `a` (`m×k` or `bt×m×k`) and `b` (`k×n` or
+    /// `bt×k×n`).
     #[must_use]
     pub fn new(a: usize, b: usize) -> Self {
         MatMul { parents: [a, b] }
@@ -211,38 +224,103 @@ impl MatMul {
     }
 }
 
-fn mkn(a: Dims, b: Dims) -> (usize, usize, usize) {
-    (a.as_slice()[0], a.as_slice()[1], b.as_slice()[1])
+/// The products of a `matmul` of operands of dims `a` and `b` (checked by the shape rule):
+/// `count` items of `m×k · k×n`, `batched` when `b` has one matrix per item. A shared `b` folds
+/// the batch into `m` (`[bt, m, k]` is the `[bt·m, k]` matrix of its rows): one item.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Batch {
+    pub(crate) count: usize,
+    pub(crate) m: usize,
+    pub(crate) k: usize,
+    pub(crate) n: usize,
+    pub(crate) batched: bool,
 }
 
-/// `a · b` for row-major matrices `a: m×k`, `b: k×n` (the forward of every matmul op).
+impl Batch {
+    pub(crate) fn of(a: Dims, b: Dims) -> Batch {
+        match (a.as_slice(), b.as_slice()) {
+            (&[bt, m, k], &[_, _, n]) => Batch { count: bt, m, k, n, batched: true },
+            (&[bt, m, k], &[_, n]) => Batch { count: 1, m: bt * m, k, n, batched: false },
+            (&[m, k], &[_, n]) => Batch { count: 1, m, k, n, batched: false },
+            _ => Batch { count: 0, m: 0, k: 0, n: 0, batched: false },
+        }
+    }
+
+    /// Item `p` of a tensor of items of `size` elements each.
+    fn item<A>(data: &[A], p: usize, size: usize) -> &[A] {
+        &data[p * size..(p + 1) * size]
+    }
+
+    /// `b`'s item `p` (the one matrix when `b` is shared).
+    fn right<'t, A>(&self, b: &'t [A], p: usize) -> &'t [A] {
+        if self.batched {
+            Self::item(b, p, self.k * self.n)
+        } else {
+            b
+        }
+    }
+}
+
+/// The output dims of `a · b`: `a`'s dims with the last replaced by `b`'s columns.
+fn output_dims(a: Dims, b: Dims) -> Dims {
+    let mut d = a.as_slice().to_vec();
+    if let (Some(last), Some(&n)) = (d.last_mut(), b.as_slice().last()) {
+        *last = n;
+    }
+    Dims::new(&d).unwrap_or(a)
+}
+
+/// `a · b` for row-major operands of a `matmul` (the forward of every matmul op).
 pub(crate) fn product<A: Scalar + Mul<Output = A>>(a: &RawTensor<A>, b: &RawTensor<A>) -> RawTensor<A> {
-    let (m, _, n) = mkn(a.dims(), b.dims());
-    let mut out = Vec::with_capacity(m * n);
+    let d = output_dims(a.dims(), b.dims());
+    let mut out = Vec::with_capacity(d.numel());
     product_into(a, b, &mut out);
-    RawTensor::from_parts(Dims::matrix(m, n), out)
+    RawTensor::from_parts(d, out)
 }
 
-/// [`product`] appended to `out`.
+/// [`product`] appended to `out`: one [`gemm`] per batch item, in batch order.
 pub(crate) fn product_into<A: Scalar + Mul<Output = A>>(a: &RawTensor<A>, b: &RawTensor<A>, out: &mut Vec<A>) {
-    let (m, k, n) = mkn(a.dims(), b.dims());
-    gemm::<A, false>(m, k, n, MatrixView::row_major(a.data(), k), MatrixView::row_major(b.data(), n), out);
+    let bt = Batch::of(a.dims(), b.dims());
+    let Batch { count, m, k, n, .. } = bt;
+    out.reserve(count * m * n);
+    for p in 0..count {
+        let (ap, bp) = (Batch::item(a.data(), p, m * k), bt.right(b.data(), p));
+        gemm::<A, false>(m, k, n, MatrixView::row_major(ap, k), MatrixView::row_major(bp, n), out);
+    }
 }
 
-/// The left operand's gradient `δ · bᵀ` (`(m×n)(n×k)`, products `δ[i, j] * b[t, j]`), appended to
-/// `out`.
-pub(crate) fn left_gradient<A: Scalar + Mul<Output = A>>(g: &RawTensor<A>, b: &RawTensor<A>, out: &mut Vec<A>) {
-    let (m, n) = (g.dims().as_slice()[0], g.dims().as_slice()[1]);
-    let k = b.dims().as_slice()[0];
-    gemm::<A, false>(m, n, k, MatrixView::row_major(g.data(), n), MatrixView::transposed(b.data(), n), out);
+/// The left operand's gradient `δ · bᵀ` (`(m×n)(n×k)` per batch item, products
+/// `δ[i, j] * b[t, j]`), appended to `out`.
+pub(crate) fn left_gradient<A: Scalar + Mul<Output = A>>(
+    a: &RawTensor<A>,
+    g: &RawTensor<A>,
+    b: &RawTensor<A>,
+    out: &mut Vec<A>,
+) {
+    let bt = Batch::of(a.dims(), b.dims());
+    let Batch { count, m, k, n, .. } = bt;
+    out.reserve(count * m * k);
+    for p in 0..count {
+        let (gp, bp) = (Batch::item(g.data(), p, m * n), bt.right(b.data(), p));
+        gemm::<A, false>(m, n, k, MatrixView::row_major(gp, n), MatrixView::transposed(bp, n), out);
+    }
 }
 
-/// The right operand's gradient `aᵀ · δ` (`(k×m)(m×n)`, products `δ[i, j] * a[i, t]`, the
-/// cotangent left), appended to `out`.
-pub(crate) fn right_gradient<A: Scalar + Mul<Output = A>>(a: &RawTensor<A>, g: &RawTensor<A>, out: &mut Vec<A>) {
-    let (m, k) = (a.dims().as_slice()[0], a.dims().as_slice()[1]);
-    let n = g.dims().as_slice()[1];
-    gemm::<A, true>(k, m, n, MatrixView::transposed(a.data(), k), MatrixView::row_major(g.data(), n), out);
+/// The right operand's gradient `aᵀ · δ` (`(k×m)(m×n)` per batch item — for a shared `b` one
+/// product over every row of every item — products `δ[i, j] * a[i, t]`, the cotangent left),
+/// appended to `out`.
+pub(crate) fn right_gradient<A: Scalar + Mul<Output = A>>(
+    a: &RawTensor<A>,
+    g: &RawTensor<A>,
+    b: Dims,
+    out: &mut Vec<A>,
+) {
+    let Batch { count, m, k, n, .. } = Batch::of(a.dims(), b);
+    out.reserve(count * k * n);
+    for p in 0..count {
+        let (ap, gp) = (Batch::item(a.data(), p, m * k), Batch::item(g.data(), p, m * n));
+        gemm::<A, true>(k, m, n, MatrixView::transposed(ap, k), MatrixView::row_major(gp, n), out);
+    }
 }
 
 impl<A: Scalar + Mul<Output = A>, D> CompactOp<A, D> for MatMul {
@@ -267,9 +345,9 @@ impl<A: Scalar + Mul<Output = A>, D> CompactOp<A, D> for MatMul {
         let [pa, pb] = self.parents;
         let (a, b) = (&saved.prefix[pa], &saved.prefix[pb]);
         let mut ga = c.buffer_for(a.numel());
-        left_gradient(g, b, &mut ga);
+        left_gradient(a, g, b, &mut ga);
         let mut gb = c.buffer_for(b.numel());
-        right_gradient(a, g, &mut gb);
+        right_gradient(a, g, b.dims(), &mut gb);
         let ga = c.single(pa, RawTensor::from_parts(a.dims(), ga));
         let gb = c.single(pb, RawTensor::from_parts(b.dims(), gb));
         c.add(ga, gb)
@@ -279,7 +357,8 @@ impl<A: Scalar + Mul<Output = A>, D> CompactOp<A, D> for MatMul {
     }
 }
 
-/// Typed `a · b`: `(M, K)` · `(K, N)` → `(M, N)` ([`MatMulShape`]).
+/// Typed `a · b`: `(M, K)` · `(K, N)` → `(M, N)`, `(B, M, K)` · `(B, K, N)` → `(B, M, N)` or
+/// `(B, M, K)` · `(K, N)` → `(B, M, N)` ([`MatMulShape`]).
 #[must_use]
 pub fn matmul<A: Scalar + Mul<Output = A>, D: 'static, L: MatMulShape<R, Output = O>, R, O: Shape, Br>(
     a: Position<L, Br>,
@@ -289,23 +368,4 @@ pub fn matmul<A: Scalar + Mul<Output = A>, D: 'static, L: MatMulShape<R, Output 
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::ops::testing::{forward, gradcheck, sample};
-
-    #[test]
-    fn value_and_gradient() {
-        let a = RawTensor::from_vec(Dims::matrix(2, 3), vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0]).unwrap();
-        let b = RawTensor::from_vec(Dims::matrix(3, 1), vec![1.0, 0.0, -1.0]).unwrap();
-        assert_eq!(forward(MatMul::new(0, 1), &[a, b]).data(), &[-2.0, -2.0]);
-        gradcheck(MatMul::new(0, 1), &[sample(&[3, 4], 17), sample(&[4, 2], 18)], 1e-7);
-        gradcheck(MatMul::new(0, 0), &[sample(&[3, 3], 19)], 1e-7);
-    }
-
-    #[test]
-    fn inner_mismatch_is_reported_in_decimal() {
-        let e =
-            <MatMul as CompactOp<f64, ()>>::output_dims(&MatMul::new(0, 1), &[Dims::matrix(2, 3), Dims::matrix(2, 2)]);
-        assert_eq!(e.unwrap_err(), "matmul needs the left operand's columns (3) to equal the right operand's rows (2)");
-    }
-}
+mod op_tests;

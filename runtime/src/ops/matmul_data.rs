@@ -99,7 +99,7 @@ impl<A: Scalar + Mul<Output = A>, D: 'static> CompactOp<A, D> for MatMulData<A, 
         let (x, w) = ((self.x)(saved.data), &saved.prefix[pw]);
         // xᵀ · δ: the same kernel call as `MatMul`'s right-operand gradient.
         let mut gw = c.buffer_for(w.numel());
-        super::matmul::right_gradient(x, g, &mut gw);
+        super::matmul::right_gradient(x, g, w.dims(), &mut gw);
         c.single(pw, RawTensor::from_parts(w.dims(), gw))
     }
     fn reference(&self) -> Option<RefOp<A, D>> {
@@ -108,7 +108,9 @@ impl<A: Scalar + Mul<Output = A>, D: 'static> CompactOp<A, D> for MatMulData<A, 
 }
 
 /// Typed `x · w` with `x` read from the data by `x`: `X = (M, K)` data · `(K, N)` → `(M, N)`
-/// ([`MatMulShape`]); `compile` checks the data's `x` is `M × K`.
+/// ([`MatMulShape`]); `compile` checks the data's `x` is `M × K`. `X` is a matrix: a batch
+/// `(B, M, K)` is a build error reported by `compile` (`graph!` puts a data batch under the
+/// general [`matmul`](super::matmul) as a [`data_tensor`](super::data_tensor) leaf).
 ///
 /// ```
 /// use exactgrad_runtime::{ops, GraphData, Pack, RawTensor, Dims, Tensor, typenum::{U1, U2, U3}};

@@ -83,6 +83,11 @@ impl<A: Scalar, D> CompactOp<A, D> for Permute {
         let (d, read) = permuted(x.data(), x.dims(), &self.perm);
         RawTensor::from_fn(d, read)
     }
+    fn forward_into(&self, ctx: &[RawTensor<A>], _: &D, out: &mut Vec<A>) {
+        let x = &ctx[self.parents[0]];
+        let (d, read) = permuted(x.data(), x.dims(), &self.perm);
+        out.extend((0..d.numel()).map(read));
+    }
     fn contributions(&self, saved: &SavedValues<'_, A, D>, g: &RawTensor<A>, c: &mut Contributions<A>) -> Contrib {
         let (d, read) = permuted(g.data(), g.dims(), &self.inverse);
         debug_assert_eq!(d, saved.prefix[self.parents[0]].dims());

@@ -10,6 +10,10 @@
 //!   `read(b) = 0 + P_b` (`aᵀ · δ`, the zero on the left), for distinct `a` and `b`;
 //! * `matmul_data`: `read(w) = P_w` (`xᵀ · δ`, a lone `single`).
 //!
+//! A batched `matmul` (`[bt, m, k] · [bt, k, n]`) computes one such GEMM per batch item, appended
+//! in batch order exactly as `left_gradient`/`right_gradient` lay out the contribution; with a
+//! shared right matrix (`[bt, m, k] · [k, n]`) it is the rank-2 case over the `bt·m` rows.
+//!
 //! `stored + P` is [`gemm_onto`]. For `stored + (P + 0)` on `f32`/`f64` the GEMM adds
 //! `stored'` instead, where `stored'` is `+0` when `stored` is `-0` and `stored` otherwise: the
 //! two agree on every input. (`P + 0` equals `P` except that `-0` becomes `+0` and a NaN is
@@ -22,7 +26,7 @@
 use core::any::Any;
 use core::ops::Mul;
 
-use super::matmul::{gemm, gemm_onto, MatMul, MatrixView};
+use super::matmul::{gemm, gemm_onto, Batch, MatMul, MatrixView};
 use super::matmul_data::MatMulData;
 use crate::graph::{CompactOp, SavedValues};
 use crate::scalar::Scalar;
@@ -108,16 +112,29 @@ impl<A: Scalar + Mul<Output = A>, D> ProductVjp<A, D> for MatMul {
     ) {
         let [pa, pb] = self.positions();
         let (a, b) = (&saved.prefix[pa], &saved.prefix[pb]);
-        let (m, k) = (a.dims().as_slice()[0], a.dims().as_slice()[1]);
-        let n = g.dims().as_slice()[1];
+        // One GEMM per batch item, as `left_gradient` and `right_gradient` run them: each output
+        // element is one item's product plus the uniform, so the items may be added onto it one
+        // after the other.
+        let bt = Batch::of(a.dims(), b.dims());
+        let Batch { count, m, k, n, .. } = bt;
+        let item = |p: usize, size: usize| p * size..(p + 1) * size;
         if operand == 0 {
-            // δ · bᵀ, the arguments of `left_gradient`.
-            let (lhs, rhs) = (MatrixView::row_major(g.data(), n), MatrixView::transposed(b.data(), n));
-            gemm_onto_plus_zero::<A, false>((m, n, k), lhs, rhs, stored, false, out);
+            out.reserve(count * m * k);
+            for p in 0..count {
+                // δ · bᵀ, the arguments of `left_gradient`.
+                let bp = if bt.batched { &b.data()[item(p, k * n)] } else { b.data() };
+                let lhs = MatrixView::row_major(&g.data()[item(p, m * n)], n);
+                let rhs = MatrixView::transposed(bp, n);
+                gemm_onto_plus_zero::<A, false>((m, n, k), lhs, rhs, stored, false, out);
+            }
         } else {
-            // aᵀ · δ, the arguments of `right_gradient`.
-            let (lhs, rhs) = (MatrixView::transposed(a.data(), k), MatrixView::row_major(g.data(), n));
-            gemm_onto_plus_zero::<A, true>((k, m, n), lhs, rhs, stored, true, out);
+            out.reserve(count * k * n);
+            for p in 0..count {
+                // aᵀ · δ, the arguments of `right_gradient`.
+                let lhs = MatrixView::transposed(&a.data()[item(p, m * k)], k);
+                let rhs = MatrixView::row_major(&g.data()[item(p, m * n)], n);
+                gemm_onto_plus_zero::<A, true>((k, m, n), lhs, rhs, stored, true, out);
+            }
         }
     }
 }
@@ -214,8 +231,59 @@ mod tests {
         assert_eq!(fused.iter().map(&bits).collect::<Vec<_>>(), want.iter().map(&bits).collect::<Vec<_>>());
     }
 
+    /// [`check`] for batched operands: `a: [bt, m, k]` and `b: [bt, k, n]` (`shared`: `[k, n]`).
+    fn check_batched<A: Scalar + Mul<Output = A> + core::fmt::Debug>(
+        (bt, m, k, n, shared): (usize, usize, usize, usize, bool),
+        values: &[A],
+        stored: &A,
+        bits: impl Fn(&A) -> u64,
+    ) {
+        let tensor = |d: &[usize], skip: usize| {
+            let d = Dims::new(d).unwrap();
+            RawTensor::from_parts(d, (0..d.numel()).map(|i| values[(i + skip) % values.len()].clone()).collect())
+        };
+        let a = tensor(&[bt, m, k], 0);
+        let b = if shared { tensor(&[k, n], 1) } else { tensor(&[bt, k, n], 1) };
+        let g = tensor(&[bt, m, n], 2);
+        let prefix = [a.clone(), b];
+        let saved = SavedValues { prefix: &prefix, output: &g, data: &a };
+        let op = MatMul::new(0, 1);
+        for q in [0, 1] {
+            let mut fused = Vec::new();
+            ProductVjp::<A, RawTensor<A>>::product_onto(&op, &saved, &g, q, stored, &mut fused);
+            let want = via_arena(&op, &saved, &g, q, stored);
+            assert_eq!(fused.iter().map(&bits).collect::<Vec<_>>(), want.iter().map(&bits).collect::<Vec<_>>());
+        }
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+        #[test]
+        fn fused_batched_products_equal_the_arena_f64(
+            bt in 0usize..4, m in 1usize..6, k in 1usize..6, n in 1usize..20, shared in any::<bool>(),
+            values in prop::collection::vec(special(), 3..40), stored in special(),
+        ) {
+            check_batched((bt, m, k, n, shared), &values, &stored, |x: &f64| x.to_bits());
+        }
+
+        #[test]
+        fn fused_batched_products_equal_the_arena_f32(
+            bt in 1usize..4, m in 1usize..20, k in 1usize..20, n in 1usize..40, shared in any::<bool>(),
+            values in prop::collection::vec(special(), 3..40), stored in special(),
+        ) {
+            let values: Vec<f32> = values.iter().map(|&v| v as f32).collect();
+            check_batched((bt, m, k, n, shared), &values, &(stored as f32), |x: &f32| u64::from(x.to_bits()));
+        }
+
+        #[test]
+        fn fused_batched_products_equal_the_arena_wrapping(
+            bt in 1usize..4, m in 1usize..5, k in 1usize..5, n in 1usize..5, shared in any::<bool>(),
+            values in prop::collection::vec(any::<i64>(), 3..20), stored in any::<i64>(),
+        ) {
+            let values: Vec<Wrapping<i64>> = values.into_iter().map(Wrapping).collect();
+            check_batched((bt, m, k, n, shared), &values, &Wrapping(stored), |x: &Wrapping<i64>| x.0 as u64);
+        }
 
         #[test]
         fn fused_products_equal_the_arena_f64(

@@ -32,6 +32,30 @@ pub(super) fn matrix(dims: &[usize]) -> Result<(usize, usize), String> {
     }
 }
 
+/// The sizes of a `matmul` of operands of dims `a` and `b`: `bt` batch items (1 for two matrices)
+/// of `m×k · k×n`, `shared` when `b` is one matrix for every item.
+pub(super) struct MatMulDims {
+    pub(super) bt: usize,
+    pub(super) m: usize,
+    pub(super) k: usize,
+    pub(super) n: usize,
+    pub(super) shared: bool,
+}
+
+/// [`MatMulDims`] of `a · b`, or a message.
+pub(super) fn matmul_dims(a: &[usize], b: &[usize]) -> Result<MatMulDims, String> {
+    let (bt, m, k, k2, n, shared) = match (a, b) {
+        (&[m, k], &[k2, n]) => (1, m, k, k2, n, true),
+        (&[bt, m, k], &[k2, n]) => (bt, m, k, k2, n, true),
+        (&[bt, m, k], &[bt2, k2, n]) if bt == bt2 => (bt, m, k, k2, n, false),
+        _ => return Err(format!("operands of dims {a:?} and {b:?} are no (batched) matrices")),
+    };
+    if k != k2 {
+        return Err(format!("inner sizes {k} and {k2} differ"));
+    }
+    Ok(MatMulDims { bt, m, k, n, shared })
+}
+
 /// `out[i, j] = ((0 + p(i, 0, j)) + p(i, 1, j)) + …` over `inner`, `p` a pinned product.
 pub(super) fn product<A: Scalar>(
     rows: usize,
@@ -50,6 +74,14 @@ pub(super) fn product<A: Scalar>(
         }
     }
     out
+}
+
+/// `t` of dims `[…, t, t]`, or a message.
+pub(super) fn causal_size(dims: &[usize]) -> Result<usize, String> {
+    match *dims {
+        [.., r, c] if r == c => Ok(r),
+        _ => Err(format!("needs dims [.., t, t], got {dims:?}")),
+    }
 }
 
 /// `((0 + xs[0]) + xs[1]) + …`.
@@ -185,12 +217,20 @@ pub(super) fn forward<A: Scalar, D>(op: &RefOp<A, D>, vals: &[RefTensor<A>], dat
         RefOp::Unary { a, f } => map(vals, *a, |x| unary(f, x)),
         RefOp::MatMul { a, b, mul } => {
             let (x, y) = (at(vals, *a)?, at(vals, *b)?);
-            let ((m, k), (k2, n)) = (matrix(&x.dims)?, matrix(&y.dims)?);
-            if k != k2 {
-                return Err(format!("inner sizes {k} and {k2} differ"));
+            let MatMulDims { bt, m, k, n, shared } = matmul_dims(&x.dims, &y.dims)?;
+            // Item p of the batch: y[p, i, j] = Σ_t x[p, i, t] * w[p, t, j] (w[t, j] when shared).
+            let mut data = Vec::with_capacity(bt * m * n);
+            for p in 0..bt {
+                let w0 = if shared { 0 } else { p * k * n };
+                data.extend(product(m, k, n, |i, t, j| {
+                    times(x.data[(p * m + i) * k + t].clone(), y.data[w0 + t * n + j].clone(), *mul)
+                }));
             }
-            let data = product(m, k, n, |i, t, j| times(x.data[i * k + t].clone(), y.data[t * n + j].clone(), *mul));
-            Ok(RefTensor { dims: vec![m, n], data })
+            let mut dims = x.dims.clone();
+            if let Some(last) = dims.last_mut() {
+                *last = n;
+            }
+            Ok(RefTensor { dims, data })
         }
         RefOp::MatMulData { w, rows, x, mul } => {
             let (xv, wv) = (x(data), at(vals, *w)?);
@@ -337,18 +377,33 @@ pub(super) fn forward<A: Scalar, D>(op: &RefOp<A, D>, vals: &[RefTensor<A>], dat
             }));
             Ok(RefTensor { dims: vec![], data: vec![(k.div)(s, count(k.count, x.data.len())?)] })
         }
-        RefOp::GatherRows { table, ids, count: n } => {
+        RefOp::GatherRows { table, ids, lead } => {
             let t = at(vals, *table)?;
             let (vocab, dim) = matrix(&t.dims)?;
             let ids = ids(data);
-            if ids.len() != *n || ids.iter().any(|&id| id >= vocab) {
+            let n = numel(lead);
+            if ids.len() != n || ids.iter().any(|&id| id >= vocab) {
                 return Err(format!("ids {ids:?} for {n} rows of a table of {vocab}"));
             }
-            let mut data = Vec::with_capacity(n * dim);
-            for &id in ids {
-                data.extend_from_slice(&t.data[id * dim..(id + 1) * dim]);
+            let mut dims = lead.clone();
+            dims.push(dim);
+            // Row r of the output (row-major over the leading axes) is table row ids[r].
+            Ok(RefTensor::from_fn(&dims, |e| t.data[ids[e / dim] * dim + e % dim].clone()))
+        }
+        RefOp::MaskedFill { a, mask, value } => {
+            let x = at(vals, *a)?;
+            let mask = mask(data);
+            let fits = (0..=x.dims.len()).any(|r| numel(&x.dims[r..]) == mask.len());
+            if !fits {
+                return Err(format!("a mask of {} entries for dims {:?}", mask.len(), x.dims));
             }
-            Ok(RefTensor { dims: vec![*n, dim], data })
+            Ok(RefTensor::from_fn(&x.dims, |e| if mask[e % mask.len()] { value.clone() } else { x.data[e].clone() }))
+        }
+        RefOp::CausalMask { a, value } => {
+            let x = at(vals, *a)?;
+            let t = causal_size(&x.dims)?;
+            // Element e sits at row (e / t) mod t and column e mod t of its [t, t] block.
+            Ok(RefTensor::from_fn(&x.dims, |e| if e % t > (e / t) % t { value.clone() } else { x.data[e].clone() }))
         }
         RefOp::DataTensor { dims, x } => {
             let v = x(data);

@@ -9,7 +9,7 @@ use core::ops::{Div, Mul, Neg, Sub};
 
 use num_traits::{Float, FromPrimitive};
 
-use crate::ops::{LabelAccessor, TensorAccessor};
+use crate::ops::{LabelAccessor, MaskAccessor, TensorAccessor};
 
 /// Float arithmetic of a scalar for the reference: elementary functions and constants.
 ///
@@ -164,8 +164,12 @@ pub enum RefOp<A, D> {
     CrossEntropy { logits: usize, labels: LabelAccessor<D>, k: FloatKit<A> },
     /// Mean squared error.
     Mse { a: usize, b: usize, k: FloatKit<A> },
-    /// Rows of `table` looked up by ids from the data, `count` of them.
-    GatherRows { table: usize, ids: LabelAccessor<D>, count: usize },
+    /// Rows of `table` looked up by ids from the data, one per row of an output `[lead…, dim]`.
+    GatherRows { table: usize, ids: LabelAccessor<D>, lead: Vec<usize> },
+    /// `value` where `mask(data)[i mod mask.len()]` holds, `a[i]` elsewhere.
+    MaskedFill { a: usize, mask: MaskAccessor<D>, value: A },
+    /// `value` at `[…, i, j]` with `j > i`, `a` elsewhere.
+    CausalMask { a: usize, value: A },
     /// A copy of a data tensor of dims `dims`.
     DataTensor { dims: Vec<usize>, x: TensorAccessor<A, D> },
     /// The convolution of `x` (`[n, c_in, spatial…]`) with `w` (`[c_out, c_in, kernel…]`): one

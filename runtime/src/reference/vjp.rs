@@ -7,7 +7,8 @@
 use core::cmp::Ordering;
 
 use super::forward::{
-    at, checked_logits, count, gelu_tanh, left, logistic, matrix, normalise, permute, product, shifted, sum,
+    at, causal_size, checked_logits, count, gelu_tanh, left, logistic, matmul_dims, matrix, normalise, permute,
+    product, shifted, sum, MatMulDims,
 };
 use super::op::{RefOp, Unary};
 use super::tensor::{around, numel, plus, times, RefTensor};
@@ -105,10 +106,29 @@ pub(super) fn vjp<A: Scalar, D>(
         }
         RefOp::MatMul { a, b, mul } => {
             let (x, w) = (at(vals, *a)?, at(vals, *b)?);
-            let ((m, k), (_, n)) = (matrix(&x.dims)?, matrix(&w.dims)?);
-            // δ · wᵀ: products δ[i, j] * w[t, j], summed over j; xᵀ · δ: δ[i, j] * x[i, t] over i.
-            let ga = product(m, n, k, |i, j, t| times(g.data[i * n + j].clone(), w.data[t * n + j].clone(), *mul));
-            let gw = product(k, m, n, |t, i, j| times(g.data[i * n + j].clone(), x.data[i * k + t].clone(), *mul));
+            let MatMulDims { bt, m, k, n, shared } = matmul_dims(&x.dims, &w.dims)?;
+            // Per item p: δ · wᵀ, products δ[p, i, j] * w[t, j] summed over j ascending.
+            let mut ga = Vec::with_capacity(bt * m * k);
+            for p in 0..bt {
+                let w0 = if shared { 0 } else { p * k * n };
+                ga.extend(product(m, n, k, |i, j, t| {
+                    times(g.data[(p * m + i) * n + j].clone(), w.data[w0 + t * n + j].clone(), *mul)
+                }));
+            }
+            // xᵀ · δ: per item when w is batched; when w is shared, one sum over every row r of
+            // every item (r = p·m + i ascending) of δ[r, j] * x[r, t] (SEMANTICS §8.2).
+            let gw = if shared {
+                let rows = bt * m;
+                product(k, rows, n, |t, r, j| times(g.data[r * n + j].clone(), x.data[r * k + t].clone(), *mul))
+            } else {
+                let mut gw = Vec::with_capacity(bt * k * n);
+                for p in 0..bt {
+                    gw.extend(product(k, m, n, |t, i, j| {
+                        times(g.data[(p * m + i) * n + j].clone(), x.data[(p * m + i) * k + t].clone(), *mul)
+                    }));
+                }
+                gw
+            };
             vec![(*a, RefTensor { dims: x.dims.clone(), data: ga }), (*b, RefTensor { dims: w.dims.clone(), data: gw })]
         }
         RefOp::MatMulData { w, x, mul, .. } => {
@@ -264,6 +284,16 @@ pub(super) fn vjp<A: Scalar, D>(
                 }
             }
             vec![(*table, acc)]
+        }
+        RefOp::MaskedFill { a, mask, .. } => {
+            let mask = mask(data);
+            let n = mask.len().max(1);
+            // Masked elements get the scalar's 0, the others the cotangent itself.
+            vec![(*a, each(g, |v, e| if mask.get(e % n) == Some(&true) { zero() } else { v.clone() }))]
+        }
+        RefOp::CausalMask { a, .. } => {
+            let t = causal_size(&at(vals, *a)?.dims)?;
+            vec![(*a, each(g, |v, e| if e % t > (e / t) % t { zero() } else { v.clone() }))]
         }
         RefOp::DataTensor { .. } => Vec::new(),
         RefOp::Conv { x, w, stride, padding, dilation, mul } => {

@@ -113,7 +113,8 @@ macro_rules! rule_traits {
         }
     };
     (@ MatMulShape, $m:literal, $l:literal, $n:literal) => {
-        /// `[m, k] , [k, n] → [m, n]`.
+        /// `[m, k] , [k, n] → [m, n]`; batched `[b, m, k] , [b, k, n] → [b, m, n]` and
+        /// `[b, m, k] , [k, n] → [b, m, n]`.
         #[diagnostic::on_unimplemented(message = $m, label = $l, note = $n)]
         pub trait MatMulShape<R> {
             /// The output shape.
@@ -122,6 +123,18 @@ macro_rules! rule_traits {
         #[diagnostic::do_not_recommend]
         impl<M: Unsigned + 'static, K: Unsigned + 'static, N: Unsigned + 'static> MatMulShape<(K, N)> for (M, K) {
             type Output = (M, N);
+        }
+        #[diagnostic::do_not_recommend]
+        impl<B: Unsigned + 'static, M: Unsigned + 'static, K: Unsigned + 'static, N: Unsigned + 'static>
+            MatMulShape<(K, N)> for (B, M, K)
+        {
+            type Output = (B, M, N);
+        }
+        #[diagnostic::do_not_recommend]
+        impl<B: Unsigned + 'static, M: Unsigned + 'static, K: Unsigned + 'static, N: Unsigned + 'static>
+            MatMulShape<(B, K, N)> for (B, M, K)
+        {
+            type Output = (B, M, N);
         }
     };
     (@ TransposeShape, $m:literal, $l:literal, $n:literal) => {
@@ -256,15 +269,53 @@ macro_rules! rule_traits {
         }
     };
     (@ GatherRowsShape, $m:literal, $l:literal, $n:literal) => {
-        /// `[vocab, d] → [N, d]` (`gather_rows` with `N` ids).
+        /// `[vocab, d] → [lead…, d]` (`gather_rows`, alias `embedding`): `Lead` is the tuple of
+        /// the output's leading dims, `(N,)`, `(B, T)` or `(B, T, U)`, one id per row.
         #[diagnostic::on_unimplemented(message = $m, label = $l, note = $n)]
-        pub trait GatherRowsShape<N> {
+        pub trait GatherRowsShape<Lead> {
             /// The output shape.
             type Output: Shape;
         }
         #[diagnostic::do_not_recommend]
-        impl<V: Unsigned + 'static, E: Unsigned + 'static, N: Unsigned + 'static> GatherRowsShape<N> for (V, E) {
+        impl<V: Unsigned + 'static, E: Unsigned + 'static, N: Unsigned + 'static> GatherRowsShape<(N,)> for (V, E) {
             type Output = (N, E);
+        }
+        #[diagnostic::do_not_recommend]
+        impl<V: Unsigned + 'static, E: Unsigned + 'static, B: Unsigned + 'static, T: Unsigned + 'static>
+            GatherRowsShape<(B, T)> for (V, E)
+        {
+            type Output = (B, T, E);
+        }
+        #[diagnostic::do_not_recommend]
+        impl<V, E, B, T, U> GatherRowsShape<(B, T, U)> for (V, E)
+        where
+            V: Unsigned + 'static,
+            E: Unsigned + 'static,
+            B: Unsigned + 'static,
+            T: Unsigned + 'static,
+            U: Unsigned + 'static,
+        {
+            type Output = (B, T, U, E);
+        }
+    };
+    (@ CausalShape, $m:literal, $l:literal, $n:literal) => {
+        /// `[…, t, t] → […, t, t]` (`causal_mask`), rank 2 to 4.
+        #[diagnostic::on_unimplemented(message = $m, label = $l, note = $n)]
+        pub trait CausalShape {
+            /// The output shape.
+            type Output: Shape;
+        }
+        #[diagnostic::do_not_recommend]
+        impl<T: Unsigned + 'static> CausalShape for (T, T) {
+            type Output = (T, T);
+        }
+        #[diagnostic::do_not_recommend]
+        impl<B: Unsigned + 'static, T: Unsigned + 'static> CausalShape for (B, T, T) {
+            type Output = (B, T, T);
+        }
+        #[diagnostic::do_not_recommend]
+        impl<B: Unsigned + 'static, H: Unsigned + 'static, T: Unsigned + 'static> CausalShape for (B, H, T, T) {
+            type Output = (B, H, T, T);
         }
     };
     (@ LeafShape, $m:literal, $l:literal, $n:literal) => {

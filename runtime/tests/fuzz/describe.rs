@@ -86,6 +86,10 @@ pub(crate) enum Op {
     LayerNorm(usize, usize, usize, f64),
     CrossEntropy(usize),
     GatherRows(usize, usize),
+    /// `gather_rows` with leading output dims (`embedding`).
+    Embedding(usize, Dims),
+    MaskedFill(usize, f64),
+    CausalMask(usize, f64),
     DataTensor(Dims),
     MatMulData(usize, usize),
     /// `conv1d`, `conv2d`, `max_pool2d`, `avg_pool2d` (by the number) of `x` (and weight `w`),
@@ -125,7 +129,10 @@ pub(crate) fn op(rng: &mut Rng, len: usize) -> Op {
             Op::Permute(p(rng), perm)
         }
         12 => Op::Reshape(p(rng), dims(rng)),
-        13 => match rng.below(5) {
+        13 => match rng.below(8) {
+            5 => Op::Embedding(p(rng), dims(rng)),
+            6 => Op::MaskedFill(p(rng), rng.pick(VALUES)),
+            7 => Op::CausalMask(p(rng), rng.pick(VALUES)),
             0 => Op::LayerNorm(p(rng), p(rng), p(rng), rng.pick(&[1e-5, 0.0, -1.0, f64::NAN, f64::INFINITY])),
             1 => Op::CrossEntropy(p(rng)),
             2 => Op::GatherRows(p(rng), small(rng)),

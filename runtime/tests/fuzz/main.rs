@@ -31,10 +31,16 @@ const SLOW: Duration = Duration::from_secs(10);
 /// The largest position a compiled graph may have.
 const MAX_ELEMENTS: usize = 1 << 12;
 
-/// The graph's data: labels (possibly out of range, of any length) and one data tensor.
+/// The graph's data: labels (possibly out of range, of any length), one data tensor and a mask
+/// (of any length).
 struct Data {
     labels: Vec<usize>,
     x: RawTensor<f64>,
+    mask: Vec<bool>,
+}
+
+fn mask(d: &Data) -> &[bool] {
+    &d.mask
 }
 
 fn labels(d: &Data) -> &[usize] {
@@ -120,6 +126,9 @@ fn node(op: &Op) -> RawNode<f64, Data> {
         Op::LayerNorm(x, g, b, eps) => RawNode::compact(ops::LayerNorm::new(x, g, b, eps)),
         Op::CrossEntropy(x) => RawNode::compact(ops::CrossEntropy::new(x, labels)),
         Op::GatherRows(table, count) => RawNode::compact(ops::GatherRows::new(table, labels, count)),
+        Op::Embedding(table, lead) => RawNode::compact(ops::GatherRows::with_lead(table, labels, lead)),
+        Op::MaskedFill(x, v) => RawNode::compact(ops::MaskedFill::new(x, mask, v)),
+        Op::CausalMask(x, v) => RawNode::compact(ops::CausalMask::new(x, v)),
         Op::DataTensor(dims) => RawNode::compact(ops::DataTensor::new(data_x, dims)),
         Op::MatMulData(rows, w) => RawNode::compact(ops::MatMulData::new(data_x, rows, w)),
         Op::Window(k, x, w, c) => match k {
@@ -168,6 +177,7 @@ fn run(desc: &Description, rng: &mut Rng) -> Reached {
     let data = Data {
         labels: (0..n_labels).map(|_| rng.pick(&[0, 1, 2, 3, usize::MAX])).collect(),
         x: RawTensor::zeros(Dims::scalar()),
+        mask: (0..rng.pick(&[0, 1, 2, 4, 6, 9, 12])).map(|_| rng.below(2) == 0).collect(),
     };
     let x_dims = describe::dims(rng);
     let data = Data { x: tensor(rng, x_dims), ..data };
