@@ -82,6 +82,9 @@ pub(crate) enum ExtraArg {
     Data(Ident),
     /// A sliding-window op's constants.
     Window(Window),
+    /// `dropout`'s probability (a constant in `[0, 1)`, evaluated in `f64`) and the data
+    /// parameter holding the seed.
+    Dropout(f64, Ident),
 }
 
 /// The constants of a convolution or a pooling (`exactgrad_spec::Args::Conv`, `Args::Pool`), one

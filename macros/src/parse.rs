@@ -57,6 +57,13 @@ pub(crate) struct LetStmt {
     pub(crate) expr: Expr,
 }
 
+/// `let (a, b, …) = split(x, axis, sizes);`: one binding per part.
+pub(crate) struct LetTupleStmt {
+    pub(crate) names: Vec<Ident>,
+    pub(crate) mutable: bool,
+    pub(crate) expr: Expr,
+}
+
 /// `name = expr;`: a new value for a `let mut` binding.
 pub(crate) struct AssignStmt {
     pub(crate) name: Ident,
@@ -83,6 +90,7 @@ pub(crate) struct ForStmt {
 /// A statement of the body.
 pub(crate) enum Stmt {
     Let(LetStmt),
+    LetTuple(LetTupleStmt),
     Assign(AssignStmt),
     Const(ConstStmt),
     For(ForStmt),
@@ -169,6 +177,17 @@ fn statements(body: ParseStream<'_>, depth: usize) -> syn::Result<Vec<Stmt>> {
         if body.peek(Token![let]) {
             body.parse::<Token![let]>()?;
             let mutable = body.parse::<Option<Token![mut]>>()?.is_some();
+            if body.peek(syn::token::Paren) {
+                let content;
+                parenthesized!(content in body);
+                let names: Vec<Ident> =
+                    Punctuated::<Ident, Token![,]>::parse_terminated(&content)?.into_iter().collect();
+                body.parse::<Token![=]>()?;
+                let expr: Expr = body.parse()?;
+                body.parse::<Token![;]>()?;
+                stmts.push(Stmt::LetTuple(LetTupleStmt { names, mutable, expr }));
+                continue;
+            }
             let name: Ident = body.parse()?;
             let annotation = if body.peek(Token![:]) {
                 body.parse::<Token![:]>()?;

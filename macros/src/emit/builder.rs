@@ -230,6 +230,21 @@ impl Cx<'_> {
                 let x = &parents[0];
                 return quote_spanned!(span=> #p::ops::#f::<#out, #s, #data, #(#ps,)* #brand>(#x));
             }
+            (TypeRule::Concat, ExtraArg::Axis(axis)) if parents.len() != 2 => {
+                // One node of every part, each part checked against the parts before it by the
+                // rule trait (`then::<part, joined so far>`).
+                let ax = typenum(*axis);
+                let (first, p0) = (&parents[0], &ps[0]);
+                let mut chain = quote_spanned!(span=> #p::ops::concat_parts::<#p0, #ax, #brand>(#first, #default));
+                let mut joined = graph.shape_of(node.parents[0]).clone();
+                for (k, &q) in node.parents.iter().enumerate().skip(1) {
+                    joined = exactgrad_spec::rules::concat(&joined.0, &graph.shape_of(q).0, *axis)
+                        .map_or_else(|_| node.shape.clone(), |s| Shape(s.dims().to_vec()));
+                    let (pk, v, j) = (&ps[k], &parents[k], shape_at(&joined, span));
+                    chain = quote_spanned!(span=> #chain.then::<#pk, #j>(#v));
+                }
+                return quote_spanned!(span=> #chain.node::<#s, #data>());
+            }
             (TypeRule::AxisReduce | TypeRule::Concat, ExtraArg::Axis(axis)) => {
                 values.push(default.clone());
                 let mut t = ps.clone();
@@ -265,6 +280,14 @@ impl Cx<'_> {
                 values.push(accessor(ids));
                 let rows = dim_tokens(&node.shape.0[0], span);
                 vec![ps[0].clone(), rows, out.clone()]
+            }
+            (_, ExtraArg::Dropout(prob, seed)) => {
+                let prob = proc_macro2::Literal::f64_suffixed(*prob);
+                values.push(quote_spanned!(span=> #prob));
+                values.push(quote_spanned!(span=> |__d: &#data| -> u64 { __d.#seed }));
+                let mut t = ps.clone();
+                t.push(out.clone());
+                t
             }
             (_, ExtraArg::Labels(labels)) => {
                 values.push(accessor(labels));

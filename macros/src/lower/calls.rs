@@ -41,6 +41,13 @@ impl Lowering<'_> {
             let c = self.constant(args[1])?;
             return self.builtin_with(by_name("scale"), ExtraArg::Factor(c), &[v], site);
         }
+        if name == "split" {
+            self.errors.at_site(
+                site,
+                "split gives several values: bind them with `let (a, b, …) = split(x, axis, [sizes…]);`",
+            );
+            return None;
+        }
         let Some(op) = lookup(&name) else {
             self.errors.at(ident.span(), format!(
                     "unknown op `{name}`; the built-in ops are {}, and a user op is a CamelCase type called with a declared shape (`let y: [d0, …] = MyOp(x);`)",
@@ -51,14 +58,21 @@ impl Lowering<'_> {
         if matches!(op.args, Args::Conv | Args::Pool) {
             return self.window_call(op, &args, site);
         }
+        if op.name == "concat" {
+            return self.concat_call(op, &args, site);
+        }
+        if op.args == Args::Dropout {
+            return self.dropout_call(op, &args, site);
+        }
         let optional = matches!(op.args, Args::Eps(_));
-        let with_extra = op.arity
+        let arity = op.arity.min();
+        let with_extra = arity
             + match op.args {
                 Args::None => 0,
                 Args::Slice => 3,
                 _ => 1,
             };
-        if args.len() != with_extra && !(optional && args.len() == op.arity) {
+        if args.len() != with_extra && !(optional && args.len() == arity) {
             let what = match op.args {
                 Args::None => String::new(),
                 Args::Axis => " and an axis".to_owned(),
@@ -67,15 +81,15 @@ impl Lowering<'_> {
                 Args::Slice => " and three integer literals (axis, start, length)".to_owned(),
                 Args::Perm => " and the permutation as an array literal, e.g. `[1, 0]`".to_owned(),
                 Args::Factor => " and a constant".to_owned(),
-                Args::Conv | Args::Pool => unreachable!("window ops are lowered above"),
+                Args::Conv | Args::Pool | Args::Dropout => unreachable!("lowered above"),
             };
             self.errors.at_site(
                 site,
                 format!(
                     "{} takes {} value{}{what}, got {} argument{}",
                     op.name,
-                    op.arity,
-                    if op.arity == 1 { "" } else { "s" },
+                    arity,
+                    if arity == 1 { "" } else { "s" },
                     args.len(),
                     if args.len() == 1 { "" } else { "s" }
                 ),
@@ -84,8 +98,8 @@ impl Lowering<'_> {
         }
         let extra = match op.args {
             Args::None => ExtraArg::None,
-            Args::Axis => ExtraArg::Axis(self.int_constant(args[op.arity], &format!("{}'s axis", op.name))?),
-            Args::Eps(default) => match args.get(op.arity) {
+            Args::Axis => ExtraArg::Axis(self.int_constant(args[arity], &format!("{}'s axis", op.name))?),
+            Args::Eps(default) => match args.get(arity) {
                 Some(e) => match self.operand(e)? {
                     Operand::Const(c) => ExtraArg::Eps(self.constant(&c)?),
                     Operand::Value(_) => {
@@ -99,13 +113,13 @@ impl Lowering<'_> {
             Args::Slice => {
                 let what = ["axis", "start", "length"].map(|w| format!("{}'s {w}", op.name));
                 let n: Vec<Option<usize>> =
-                    args[op.arity..].iter().zip(&what).map(|(a, w)| self.int_constant(a, w)).collect();
+                    args[arity..].iter().zip(&what).map(|(a, w)| self.int_constant(a, w)).collect();
                 match n[..] {
                     [Some(axis), Some(start), Some(len)] => ExtraArg::Slice(axis, start, len),
                     _ => return None,
                 }
             }
-            Args::Perm => match args[op.arity] {
+            Args::Perm => match args[arity] {
                 Expr::Array(a) => {
                     let what = format!("{}'s permutation entry", op.name);
                     let n: Vec<Option<usize>> = a.elems.iter().map(|e| self.int_constant(e, &what)).collect();
@@ -120,9 +134,9 @@ impl Lowering<'_> {
                 }
             },
             Args::Factor => unreachable!("scale is lowered above"),
-            Args::Conv | Args::Pool => unreachable!("window ops are lowered above"),
+            Args::Conv | Args::Pool | Args::Dropout => unreachable!("lowered above"),
             Args::Labels => {
-                let arg = args[op.arity];
+                let arg = args[arity];
                 let name = match arg {
                     Expr::Path(p) => p.path.get_ident(),
                     _ => None,
@@ -151,9 +165,137 @@ impl Lowering<'_> {
                 return self.matmul_data(k, w, site);
             }
         }
-        let values: Vec<Option<usize>> = args[..op.arity].iter().map(|a| self.value(a)).collect();
+        let values: Vec<Option<usize>> = args[..arity].iter().map(|a| self.value(a)).collect();
         let values: Vec<usize> = values.into_iter().collect::<Option<_>>()?;
         self.builtin_with(op, extra, &values, site)
+    }
+
+    /// `concat([a, b, …], axis)` (one or more parts, one node) or `concat(a, b, axis)`.
+    fn concat_call(&mut self, op: &'static OpSpec, args: &[&Expr], site: &Site) -> Option<usize> {
+        let (parts, axis): (Vec<&Expr>, &Expr) = match args {
+            [Expr::Array(a), axis] => (a.elems.iter().collect(), axis),
+            [a, b, axis] => (vec![a, b], axis),
+            _ => {
+                self.errors.at_site(
+                    site,
+                    format!(
+                        "concat takes its parts as an array literal and an axis, as in `concat([a, b, c], 1)`, or two values and an axis, got {} argument{}",
+                        args.len(),
+                        if args.len() == 1 { "" } else { "s" }
+                    ),
+                );
+                return None;
+            }
+        };
+        let axis = self.int_constant(axis, "concat's axis");
+        let values: Vec<Option<usize>> = parts.iter().map(|a| self.value(a)).collect();
+        let values: Vec<usize> = values.into_iter().collect::<Option<_>>()?;
+        self.builtin_with(op, ExtraArg::Axis(axis?), &values, site)
+    }
+
+    /// `split(x, axis, [n0, n1, …])` or `split(x, axis, parts)` (equal parts) bound to one name per
+    /// part (`labels`: each part's node label): one `slice` per part, the `k`-th from the sum of
+    /// the sizes before it. The sizes must add up to the axis (spec rule `split`).
+    pub(super) fn split(&mut self, call: &ExprCall, labels: &[Option<String>]) -> Option<Vec<usize>> {
+        let site = Site::new(call.func.span(), call);
+        let args: Vec<&Expr> = call.args.iter().collect();
+        let [x, axis, sizes] = args[..] else {
+            self.errors.at_site(
+                &site,
+                format!(
+                    "split takes a value, an axis and the parts' sizes, as in `split(x, 1, [2, 3, 4])` (or a count of equal parts, `split(x, 1, 3)`), got {} argument{}",
+                    args.len(),
+                    if args.len() == 1 { "" } else { "s" }
+                ),
+            );
+            return None;
+        };
+        let x = self.value(x);
+        let axis = self.int_constant(axis, "split's axis");
+        let listed = matches!(sizes, Expr::Array(_));
+        let sizes: Option<Vec<usize>> = match sizes {
+            Expr::Array(a) => a.elems.iter().map(|e| self.int_constant(e, "a split size")).collect(),
+            count => self.int_constant(count, "split's part count").map(|n| vec![n]),
+        };
+        let (x, axis, mut sizes) = (x?, axis?, sizes?);
+        let shape = self.graph.shape_of(x).clone();
+        if !listed {
+            // Equal parts: checked (the count divides the axis, so it is at most the axis's
+            // size) before any list of that many sizes is made.
+            match exactgrad_spec::rules::equal_parts(&shape.0, axis, sizes[0]) {
+                Ok(s) => sizes = s,
+                Err(m) => {
+                    self.errors.at_site(&site, m);
+                    return None;
+                }
+            }
+        }
+        if let Err(m) = exactgrad_spec::rules::split(&shape.0, axis, &sizes) {
+            self.errors.at_site(&site, m);
+            return None;
+        }
+        if sizes.len() != labels.len() {
+            self.errors.at_site(
+                &site,
+                format!("split makes {} parts here, but the binding names {}", sizes.len(), labels.len()),
+            );
+            return None;
+        }
+        let mut start = 0;
+        let mut parts = Vec::with_capacity(sizes.len());
+        for (&len, label) in sizes.iter().zip(labels) {
+            self.label.clone_from(label);
+            parts.push(self.builtin_with(by_name("slice"), ExtraArg::Slice(axis, start, len), &[x], &site));
+            start += len;
+        }
+        self.label = None;
+        parts.into_iter().collect()
+    }
+
+    /// `dropout(x, p, seed)`: `p` a constant in `[0, 1)`, `seed` a data parameter (a `u64`).
+    fn dropout_call(&mut self, op: &'static OpSpec, args: &[&Expr], site: &Site) -> Option<usize> {
+        let [x, p, seed] = args else {
+            self.errors.at_site(
+                site,
+                format!(
+                    "dropout takes a value, a constant probability in [0, 1) and a data parameter holding the seed (a `u64`), as in `dropout(x, 0.5, seed)`, got {} argument{}",
+                    args.len(),
+                    if args.len() == 1 { "" } else { "s" }
+                ),
+            );
+            return None;
+        };
+        let x = self.value(x);
+        let p_site = Site::new(p.span(), *p);
+        let prob = match super::consts::float(&self.consts, p) {
+            Ok((v, _)) => match exactgrad_spec::rules::dropout_probability(v) {
+                Ok(()) => Some(v),
+                Err(m) => {
+                    self.errors.at_site(&p_site, m);
+                    None
+                }
+            },
+            Err(super::consts::NotConst::Error(span, m)) => {
+                self.errors.at(span, m);
+                None
+            }
+            Err(super::consts::NotConst::Value) => {
+                self.errors.at_site(&p_site, "dropout's probability is a constant in [0, 1), e.g. `0.5`");
+                None
+            }
+        };
+        let name = match seed {
+            Expr::Path(q) => q.path.get_ident(),
+            _ => None,
+        };
+        let Some(field) = name.and_then(|n| self.data.iter().find(|d| **d == n)).map(|d| (*d).clone()) else {
+            self.errors.at_site(
+                &Site::new(seed.span(), *seed),
+                "dropout's seed is a data parameter holding a `u64` (declared after `;`, e.g. `; seed: u64`), named here",
+            );
+            return None;
+        };
+        self.builtin_with(op, ExtraArg::Dropout(prob?, field), &[x?], site)
     }
 
     /// A convolution or a pooling: its values, then its named constants (`stride = 2`,
@@ -169,14 +311,15 @@ impl Lowering<'_> {
             format!("`{}(x, kernel = 2, stride = 2, padding = 0)`", op.name)
         };
         let (named, values): (Vec<&Expr>, Vec<&Expr>) = args.iter().partition(|a| matches!(a, Expr::Assign(_)));
-        if values.len() != op.arity {
+        let arity = op.arity.min();
+        if values.len() != arity {
             self.errors.at_site(
                 site,
                 format!(
                     "{} takes {} value{} and its constants by name, as in {example}, got {} value{}",
                     op.name,
-                    op.arity,
-                    if op.arity == 1 { "" } else { "s" },
+                    arity,
+                    if arity == 1 { "" } else { "s" },
                     values.len(),
                     if values.len() == 1 { "" } else { "s" }
                 ),
