@@ -241,7 +241,9 @@ impl Cx<'_> {
                     joined = exactgrad_spec::rules::concat(&joined.0, &graph.shape_of(q).0, *axis)
                         .map_or_else(|_| node.shape.clone(), |s| Shape(s.dims().to_vec()));
                     let (pk, v, j) = (&ps[k], &parents[k], shape_at(&joined, span));
-                    chain = quote_spanned!(span=> #chain.then::<#pk, #j>(#v));
+                    // A path call (not a method call), so a broken rule is reported at the
+                    // user's `concat`, as for two parts.
+                    chain = quote_spanned!(span=> #p::ops::ConcatParts::then::<#pk, #j>(#chain, #v));
                 }
                 return quote_spanned!(span=> #chain.node::<#s, #data>());
             }

@@ -1,7 +1,9 @@
 //! Random `graph!` sources from the DSL's grammar: headers with random generic dims, scalar bounds,
 //! inputs and data parameters of random shapes (rank 0 to 5; dims 0, small, huge, overflowing or
 //! undeclared), `let` bindings with and without annotations, and expressions over every op name
-//! with right or wrong arities and extra arguments, operators, constants and method calls.
+//! with right or wrong arities and extra arguments, operators, constants and method calls;
+//! `concat` of an array of parts, `dropout` with probabilities in and out of range, and `split`
+//! into a tuple of names.
 
 use exactgrad_spec::ops::call_names;
 
@@ -54,7 +56,7 @@ fn expr(rng: &mut Rng, scope: &Scope, depth: usize) -> String {
         return leaf(rng);
     }
     let sub = |rng: &mut Rng| expr(rng, scope, depth - 1);
-    match rng.below(13) {
+    match rng.below(15) {
         0 => format!("{} + {}", sub(rng), sub(rng)),
         1 => format!("{} - {}", sub(rng), sub(rng)),
         2 => format!("{} * {}", sub(rng), sub(rng)),
@@ -79,6 +81,17 @@ fn expr(rng: &mut Rng, scope: &Scope, depth: usize) -> String {
                 args.push(format!("{key} = {value}"));
             }
             format!("{name}({})", args.join(", "))
+        }
+        11 => {
+            // A concat of zero to four parts as an array literal.
+            let parts: Vec<String> = (0..rng.below(5)).map(|_| sub(rng)).collect();
+            format!("concat([{}], {})", parts.join(", "), small(rng))
+        }
+        12 => {
+            // A dropout with a probability (in range or not) and a seed (data or not).
+            let p = pick(rng, &["0.5", "0.0", "1.0", "-0.5", "0.999", "1e-300", "P"]);
+            let seed = if scope.data.is_empty() { leaf(rng) } else { scope.data[rng.below(scope.data.len())].clone() };
+            format!("dropout({}, {p}, {seed})", sub(rng))
         }
         _ => {
             // Any op by name, with one to three values and zero to three integer arguments.
@@ -123,6 +136,18 @@ pub(super) fn source(rng: &mut Rng) -> String {
     for k in 0..rng.below(8) {
         let e = expr(rng, &scope, 3);
         let annotation = if rng.below(3) == 0 { format!(": {}", shape(rng)) } else { String::new() };
+        if rng.below(8) == 0 {
+            // A split into one to three names, by sizes or by a count.
+            let names: Vec<String> = (0..1 + rng.below(3)).map(|j| format!("s{k}_{j}")).collect();
+            let sizes = if rng.below(2) == 0 {
+                small(rng).to_owned()
+            } else {
+                format!("[{}]", (0..rng.below(4)).map(|_| small(rng)).collect::<Vec<_>>().join(", "))
+            };
+            lets.push_str(&format!("let ({}) = split({e}, {}, {sizes});\n", names.join(", "), small(rng)));
+            scope.names.extend(names);
+            continue;
+        }
         let e = match rng.below(8) {
             0 => format!("reshape({e})"),
             1 => format!("gather_rows({e}, {})", scope.data.first().map_or("ids", String::as_str)),
