@@ -238,12 +238,14 @@ impl Cx<'_> {
                 let mut chain = quote_spanned!(span=> #p::ops::concat_parts::<#p0, #ax, #brand>(#first, #default));
                 let mut joined = graph.shape_of(node.parents[0]).clone();
                 for (k, &q) in node.parents.iter().enumerate().skip(1) {
+                    let before = shape_at(&joined, span);
                     joined = exactgrad_spec::rules::concat(&joined.0, &graph.shape_of(q).0, *axis)
                         .map_or_else(|_| node.shape.clone(), |s| Shape(s.dims().to_vec()));
                     let (pk, v, j) = (&ps[k], &parents[k], shape_at(&joined, span));
-                    // A path call (not a method call), so a broken rule is reported at the
-                    // user's `concat`, as for two parts.
-                    chain = quote_spanned!(span=> #p::ops::ConcatParts::then::<#pk, #j>(#chain, #v));
+                    // A path call with every type spelled out (not a method call), so a broken
+                    // rule is reported at the user's `concat`, as for two parts.
+                    chain = quote_spanned!(span=>
+                        #p::ops::concat_then::<#before, #pk, #ax, #j, #brand>(#chain, #v));
                 }
                 return quote_spanned!(span=> #chain.node::<#s, #data>());
             }

@@ -163,6 +163,15 @@ pub fn concat_parts<S: Shape, Ax: Unsigned, Br>(first: Position<S, Br>, _axis: A
     ConcatParts { parts: vec![Position::new(first.graph_id(), first.index())], marker: core::marker::PhantomData }
 }
 
+/// `parts.then(next)` as a function whose rule bound is on its own type parameters (what
+/// `graph!` calls, every shape spelled out, so a broken rule is reported at the user's `concat`).
+pub fn concat_then<S: ConcatShape<R, Ax, Output = O> + Shape, R, Ax: Unsigned, O: Shape, Br>(
+    parts: ConcatParts<S, Ax, Br>,
+    next: Position<R, Br>,
+) -> ConcatParts<O, Ax, Br> {
+    parts.then(next)
+}
+
 impl<S: Shape, Ax: Unsigned, Br> ConcatParts<S, Ax, Br> {
     /// The parts so far followed by `next`.
     #[must_use]

@@ -67,7 +67,7 @@ pub(crate) mod window_vjp;
 pub use add::{add, Add};
 pub use add_row::{add_row, AddRow};
 pub use avg_pool2d::{avg_pool2d, AvgPool2d};
-pub use concat::{concat, concat_parts, Concat, ConcatParts};
+pub use concat::{concat, concat_parts, concat_then, Concat, ConcatParts};
 pub use conv::Conv;
 pub use conv1d::{conv1d, Conv1d};
 pub use conv2d::{conv2d, Conv2d};
