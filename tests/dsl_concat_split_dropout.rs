@@ -9,7 +9,7 @@ mod floats;
 
 use core::num::Wrapping;
 
-use exactgrad::typenum::{U1, U2, U3, U4, U6};
+use exactgrad::typenum::{U1, U2, U3, U4, U6, U7};
 use exactgrad::{graph, ops, GraphData, Pack, Seeds, Tensor};
 use floats::{adv, all_bits, TestFloat};
 
@@ -101,8 +101,9 @@ fn check_mixer<A: TestFloat>(salt: u64, seed: u64) {
     let (g, h) = mixer::<A>();
     let mut inputs = h.inputs(adv(salt, 0), adv(salt, 1), adv(salt, 2));
     let data = MixerData { seed };
-    let (s0, s1, s2): (Tensor<A, (U2, exactgrad::typenum::U7)>, Tensor<A, (U4, U6)>, Tensor<A, ()>) =
-        (adv(salt, 3), adv(salt, 4), adv(salt, 5));
+    let s0: Tensor<A, (U2, U7)> = adv(salt, 3);
+    let s1: Tensor<A, (U4, U6)> = adv(salt, 4);
+    let s2: Tensor<A, ()> = adv(salt, 5);
     let mut seeds = Seeds::zeros(&g);
     seeds.set(h.output0, s0.clone()).unwrap();
     seeds.set(h.output1, s1.clone()).unwrap();
