@@ -6,6 +6,7 @@
 mod calls;
 pub(crate) mod consts;
 mod expr;
+mod parts;
 mod stmts;
 
 use std::collections::HashMap;
