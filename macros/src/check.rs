@@ -88,6 +88,10 @@ mod tests {
             ("fn f(x: [6, 2]) -> [2, 2] { let (a, b, c) = split(x, 0, 3); b }", 3),
             ("fn f(x: [2, 3]; seed: u64) -> [2, 3] { dropout(x, 0.25, seed) }", 1),
             ("const P: f64 = 0.5; fn f(x: [2, 3]; seed: u64) -> [2, 3] { x.dropout(P, seed) }", 1),
+            (
+                "fn f(x: [2, 8]) -> [2, 8] { let mut h = x; for i in 0..3 { let (a, b) = split(h, 1, [i + 1, 7 - i]); h = concat([b, a], 1); } h }",
+                9,
+            ),
         ] {
             let s = check_source(src).unwrap_or_else(|e| panic!("{src}: {e}"));
             assert_eq!(s.nodes, nodes, "{src}");
@@ -116,6 +120,10 @@ mod tests {
                 "split of axis 1 of shape [2, 9] (9 entries) into 1000000000000 equal parts: at most 9 parts",
             ),
             ("fn f(x: [2, 9]) -> [] { sum(split(x, 1, [4, 5])) }", "split gives several values"),
+            (
+                "fn f(x: [2, 8]) -> [] { for i in 0..3 { let (a, b) = split(x, 1, [i, 7]); } sum(x) }",
+                "in iteration i = 0 of `for i in 0..3`: split sizes [0, 7] add up to 7",
+            ),
             (
                 "fn f(x: [2, 9]) -> [] { let (a, b) = relu(x); sum(a) }",
                 "a tuple binding `let (a, b, …) = …` takes the parts of `split",
