@@ -53,15 +53,11 @@ fn joined(parts: &[Dims], axis: usize) -> Result<Dims, String> {
 }
 
 impl Concat {
-    /// Elements per outer row of each part (`n_k · inner`).
-    fn widths(&self, dims: impl Fn(usize) -> Dims) -> Vec<usize> {
-        self.parents
-            .iter()
-            .map(|&p| {
-                let (_, n, inner) = split(dims(p), self.axis);
-                n * inner
-            })
-            .collect()
+    /// Elements per outer row of a part of dims `d` (`n_k · inner`), computed where needed so
+    /// that a run allocates nothing (a generated program runs the op again and again).
+    fn width(&self, d: Dims) -> usize {
+        let (_, n, inner) = split(d, self.axis);
+        n * inner
     }
 }
 
@@ -85,13 +81,13 @@ impl<A: Scalar, D> CompactOp<A, D> for Concat {
         RawTensor::from_parts(out, y)
     }
     fn forward_into(&self, ctx: &[RawTensor<A>], _: &D, y: &mut Vec<A>) {
-        let widths = self.widths(|p| ctx[p].dims());
-        if widths.iter().all(|&w| w == 0) {
+        if self.parents.iter().all(|&p| self.width(ctx[p].dims()) == 0) {
             return; // no element, however many (empty) rows
         }
         let outer = split(ctx[self.parents[0]].dims(), self.axis).0;
         for o in 0..outer {
-            for (&p, &w) in self.parents.iter().zip(&widths) {
+            for &p in &self.parents {
+                let w = self.width(ctx[p].dims());
                 y.extend_from_slice(&ctx[p].data()[o * w..(o + 1) * w]);
             }
         }
@@ -100,13 +96,13 @@ impl<A: Scalar, D> CompactOp<A, D> for Concat {
         if let [only] = self.parents[..] {
             return c.single_cotangent(only); // one part: the output is the part, δ its slice
         }
-        let widths = self.widths(|p| saved.prefix[p].dims());
-        let row: usize = widths.iter().sum();
+        let row: usize = self.parents.iter().map(|&p| self.width(saved.prefix[p].dims())).sum();
         let gd = g.data();
         let mut root = None;
         let mut from = 0;
-        for (&p, &w) in self.parents.iter().zip(&widths) {
+        for &p in &self.parents {
             let d = saved.prefix[p].dims();
+            let w = self.width(d);
             // Row `o` of `δ_k` is elements `from..from + w` of row `o` of the cotangent.
             let mut t = c.buffer_for(d.numel());
             if w > 0 {
