@@ -33,14 +33,12 @@ graph! {
                  x: [32, 64]) -> [] {
         let h = layer_norm(x, ln1_g, ln1_b);
         let qkv = h.matmul(w_qkv) + b_qkv;
-        let q = slice(qkv, 1, 0, 64);
-        let k = slice(qkv, 1, 64, 64);
-        let v = slice(qkv, 1, 128, 64);
+        let (q, k, v) = split(qkv, 1, 3);
         let a0 = softmax(slice(q, 1, 0, 16).matmul(slice(k, 1, 0, 16).t()) * 0.25).matmul(slice(v, 1, 0, 16));
         let a1 = softmax(slice(q, 1, 16, 16).matmul(slice(k, 1, 16, 16).t()) * 0.25).matmul(slice(v, 1, 16, 16));
         let a2 = softmax(slice(q, 1, 32, 16).matmul(slice(k, 1, 32, 16).t()) * 0.25).matmul(slice(v, 1, 32, 16));
         let a3 = softmax(slice(q, 1, 48, 16).matmul(slice(k, 1, 48, 16).t()) * 0.25).matmul(slice(v, 1, 48, 16));
-        let o = concat(concat(a0, a1, 1), concat(a2, a3, 1), 1);
+        let o = concat([a0, a1, a2, a3], 1);
         let x1 = x + o.matmul(w_o) + b_o;
         let m = gelu(layer_norm(x1, ln2_g, ln2_b).matmul(w_1) + b_1).matmul(w_2) + b_2;
         let out = x1 + m;

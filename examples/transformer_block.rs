@@ -28,7 +28,7 @@ graph! {
         let a1 = softmax(slice(q, 1, 16, 16).matmul(slice(k, 1, 16, 16).t()) * 0.25).matmul(slice(v, 1, 16, 16));
         let a2 = softmax(slice(q, 1, 32, 16).matmul(slice(k, 1, 32, 16).t()) * 0.25).matmul(slice(v, 1, 32, 16));
         let a3 = softmax(slice(q, 1, 48, 16).matmul(slice(k, 1, 48, 16).t()) * 0.25).matmul(slice(v, 1, 48, 16));
-        let heads = concat(concat(a0, a1, 1), concat(a2, a3, 1), 1);
+        let heads = concat([a0, a1, a2, a3], 1); // one node: each head copied once
         let r = x + heads.matmul(wo);
         let m = gelu(layer_norm(r, ln2_g, ln2_b).matmul(w1) + b1).matmul(w2) + b2;
         let y = r + m;

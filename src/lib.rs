@@ -118,6 +118,15 @@
 //!   operand: add one per channel with `add_row` on the channels-last form (`permute`, `reshape`).
 //!   Padded taps are zeros in a convolution's products, skipped by max pooling, and not counted by
 //!   average pooling; SEMANTICS §8.1 fixes the order of every sum and the ties and NaNs of the max.
+//! * **Concatenation, split and dropout** (SEMANTICS §8.3): `concat([a, b, c], 1)` joins one or
+//!   more parts in **one** node (a part may repeat; `concat(a, b, 1)` is the two-part form); the
+//!   sizes along the axis are literal. `let (a, b, c) = split(x, 1, [2, 3, 4]);` binds one name
+//!   per part (sizes that add up to the axis, or `split(x, 1, 3)` for three equal parts) and lowers
+//!   to one `slice` per part. `dropout(x, 0.5, seed)` takes a constant probability in `[0, 1)` and
+//!   a data parameter `seed: u64`: the mask is a pure function of the seed and the element index
+//!   (SplitMix64), so every pass of one saved forward sees the same mask and each step can pass a
+//!   new seed; kept elements are multiplied by `1 / (1 - p)` (converted by `from_f64`), dropped
+//!   ones by `0`.
 //! * **Opaque nodes** wrap user closures: `let y: [3] = opaque(a, b, forward = |a, b| …, vjp =
 //!   |a, b, g| [da, db]);`. `forward` gets the read values (`&RawTensor`) and returns the output;
 //!   `vjp` gets them and the cotangent and returns one gradient per read value (zeros elsewhere in

@@ -634,3 +634,30 @@ fn attention_ops_on_degenerate_shapes_are_errors_or_run() {
     refused(&[&[2, 3]], RawNode::compact(ops::CausalMask::new(0, 0.0)), "last two axes");
     refused(&[&[3]], RawNode::compact(ops::CausalMask::new(0, 0.0)), "last two axes");
 }
+
+fn no_seed(_: &()) -> u64 {
+    7
+}
+
+/// `concat` of empty parts, of no part, and of parts that do not fit; `dropout` with a probability
+/// outside `[0, 1)`: runs or errors in words, never a panic.
+#[test]
+fn concat_and_dropout_on_degenerate_inputs_are_errors_or_run() {
+    // Empty parts along the axis and empty rows: the output has the sizes' sum, and nothing
+    // breaks in the VJP.
+    let out = window_node(&[&[2, 0], &[2, 3], &[2, 0]], RawNode::compact(ops::Concat::parts(vec![0, 1, 2, 1], 1)));
+    assert_eq!(out.unwrap()[1].data(), &[2.0; 6]);
+    window_node(&[&[0, 3], &[0, 1]], RawNode::compact(ops::Concat::parts(vec![0, 1, 0], 1))).unwrap();
+    let refused = |dims: &[&[usize]], node: RawNode<f64, ()>, words: &str| match window_node(dims, node) {
+        Err(Error::Node { message, .. }) => assert!(message.contains(words), "{message}"),
+        other => panic!("{words}: {:?}", other.map(|p| p.len())),
+    };
+    refused(&[&[2]], RawNode::compact(ops::Concat::parts(vec![], 0)), "at least one part");
+    refused(&[&[2, 1], &[3, 1]], RawNode::compact(ops::Concat::parts(vec![0, 0, 1], 1)), "(part 2)");
+    refused(&[&[2]], RawNode::compact(ops::Concat::parts(vec![0], 1)), "with that axis");
+    refused(&[&[2]], RawNode::compact(ops::Concat::parts(vec![0, 5], 0)), "reads position 5");
+    for p in [1.0, 2.0, -0.1, f64::NAN, f64::INFINITY] {
+        refused(&[&[2]], RawNode::compact(ops::Dropout::new(0, p, no_seed)), "probability p in [0, 1)");
+    }
+    window_node(&[&[0, 4]], RawNode::compact(ops::Dropout::new(0, 0.5, no_seed))).unwrap();
+}

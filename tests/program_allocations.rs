@@ -65,6 +65,14 @@ graph! {
     }
 }
 
+graph! {
+    /// A concat of three parts, a split and a dropout (SEMANTICS §8.3).
+    fn parts(a: [2, 3], b: [2, 1]; seed: u64) -> [] {
+        let (l, r) = split(concat([a, b, a], 1), 1, [4, 3]);
+        sum(dropout(concat([r, l, r], 1), 0.5, seed) * concat([a, b, a, b, b, b], 1))
+    }
+}
+
 fn filled<S: exactgrad::Shape>(salt: u32) -> Tensor<f32, S> {
     Tensor::from_fn(|i| ((i as u32 * 7 + salt) % 11) as f32 * 0.25 - 1.0)
 }
@@ -147,6 +155,21 @@ fn batched_attention() {
     }
 }
 
+fn concat_split_dropout() {
+    let (_, h) = parts::<f32>();
+    let mut inputs = h.inputs(filled(1), filled(2));
+    let seed = Tensor::full(1.0);
+    let mut prog = Parts::program::<f32>();
+    for step in 0..8u64 {
+        // A new mask each step, as in training: the seed is data, not a buffer.
+        let data = PartsData { seed: step };
+        let n = allocations(|| {
+            prog.gradients(&mut inputs, &data, &seed).expect("runs");
+        });
+        assert!(step == 0 || n == 0, "run {step} of concat, split and dropout allocated {n} times");
+    }
+}
+
 #[test]
 fn programs_allocate_only_on_their_first_run() {
     let _profiler = dhat::Profiler::builder().testing().build();
@@ -154,4 +177,5 @@ fn programs_allocate_only_on_their_first_run() {
     two_outputs();
     convolutions();
     batched_attention();
+    concat_split_dropout();
 }

@@ -592,3 +592,83 @@ fn fixed_attention_graph_builds_the_reference_trees() {
         run_attention_case(&shapes, &raw, seed);
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Concatenation of many parts, slices and dropout (SEMANTICS §8.3).
+// ---------------------------------------------------------------------------------------------
+
+fn dropout_seed(_: &()) -> u64 {
+    0xC0FF_EE00
+}
+
+/// A graph of `concat` nodes of one to five parts (repeats included), slices (a `split`), dropouts
+/// and additions over the inputs `[2, 3]`, `[2, 1]`, `[1, 3]`, from the choices `raw`.
+fn structure_graph(raw: &[(u8, u32, u32, u8)]) -> RawGraph<Sym, ()> {
+    let dims = [[2, 3], [2, 1], [1, 3]].map(|d| Dims::new(&d).unwrap()).to_vec();
+    let mut g = RawGraph::<Sym, ()>::new(dims);
+    for &(kind, r1, r2, bits) in raw {
+        let all = g.dims().to_vec();
+        let a = r1 as usize % all.len();
+        let sa = all[a].as_slice().to_vec();
+        let node = match kind % 4 {
+            0 if !sa.is_empty() => {
+                let axis = usize::from(bits) % sa.len();
+                let fits: Vec<usize> = (0..all.len())
+                    .filter(|&q| {
+                        let sq = all[q].as_slice();
+                        sq.len() == sa.len() && (0..sa.len()).all(|k| k == axis || sa[k] == sq[k])
+                    })
+                    .collect();
+                let count = 1 + (usize::from(bits) / 4) % 5;
+                let parts = (0..count).map(|k| if k == 0 { a } else { fits[(r2 as usize + k) % fits.len()] }).collect();
+                RawNode::compact(ops::Concat::parts(parts, axis))
+            }
+            1 if sa.iter().any(|&n| n > 1) => {
+                let axis = sa.iter().position(|&n| n > 1).unwrap_or(0);
+                let start = r2 as usize % sa[axis];
+                RawNode::compact(ops::Slice::new(a, axis, start, sa[axis] - start))
+            }
+            2 => RawNode::compact(ops::Dropout::new(a, [0.0, 0.5, 0.75][usize::from(bits) % 3], dropout_seed)),
+            _ => {
+                let same: Vec<usize> = (0..all.len()).filter(|&q| all[q] == all[a]).collect();
+                RawNode::compact(ops::Add::new(a, same[r2 as usize % same.len()]))
+            }
+        };
+        g.push(node).unwrap();
+    }
+    g
+}
+
+fn run_structure_case(raw: &[(u8, u32, u32, u8)], seed: u64) {
+    Sym::reset();
+    let g = structure_graph(raw);
+    let dims = g.dims().to_vec();
+    check_graph(&g, &dims[..g.num_inputs()], &dims, seed);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// Concats of many parts (a part repeated: its slices added left to right), slices and
+    /// dropouts build the reference's trees in every pass.
+    #[test]
+    fn concat_slice_dropout_graphs_build_the_reference_trees(
+        raw in proptest::collection::vec(any::<(u8, u32, u32, u8)>(), 1..=8),
+        seed in any::<u64>(),
+    ) {
+        run_structure_case(&raw, seed);
+    }
+}
+
+/// `concat([x0, x1, x0, x1], 1)` then a dropout and a slice: `x0` and `x1` read two slices of the
+/// cotangent each, added in part order.
+#[test]
+fn fixed_concat_graph_builds_the_reference_trees() {
+    let raw = [(0, 0, 2, 0b0000_1101), (2, 3, 0, 1), (1, 4, 1, 0), (3, 3, 0, 0)];
+    Sym::reset();
+    let g = structure_graph(&raw);
+    assert_eq!(g.nodes()[0].parents().len(), 4, "{}", g.describe());
+    for seed in 0..8 {
+        run_structure_case(&raw, seed);
+    }
+}

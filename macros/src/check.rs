@@ -77,6 +77,78 @@ mod tests {
             assert!(e.starts_with(message), "{src}: {e}");
         }
     }
+
+    #[test]
+    fn concat_split_and_dropout_lower_and_check() {
+        for (src, nodes) in [
+            ("fn f(a: [2, 1], b: [2, 3]) -> [2, 5] { concat([a, b, a], 1) }", 1),
+            ("fn f(a: [2, 1]) -> [2, 1] { concat([a], 1) }", 1),
+            ("fn f<B>(a: [B, 1], b: [B, 3]) -> [B, 4] { concat(a, b, 1) }", 1),
+            ("fn f(x: [2, 9]) -> [2, 4] { let (a, b, c) = split(x, 1, [2, 3, 4]); c }", 3),
+            ("fn f(x: [6, 2]) -> [2, 2] { let (a, b, c) = split(x, 0, 3); b }", 3),
+            ("fn f(x: [2, 3]; seed: u64) -> [2, 3] { dropout(x, 0.25, seed) }", 1),
+            ("const P: f64 = 0.5; fn f(x: [2, 3]; seed: u64) -> [2, 3] { x.dropout(P, seed) }", 1),
+            (
+                "fn f(x: [2, 8]) -> [2, 8] { let mut h = x; for i in 0..3 { let (a, b) = split(h, 1, [i + 1, 7 - i]); h = concat([b, a], 1); } h }",
+                9,
+            ),
+        ] {
+            let s = check_source(src).unwrap_or_else(|e| panic!("{src}: {e}"));
+            assert_eq!(s.nodes, nodes, "{src}");
+        }
+        for (src, message) in [
+            (
+                "fn f(a: [2, 1], b: [3, 3]) -> [] { sum(concat([a, a, b], 1)) }",
+                "concat along axis 1 needs the other dims equal, got [2, 1] and [3, 3] (part 2)",
+            ),
+            ("fn f(a: [2, 1]) -> [] { sum(concat(a, 1)) }", "concat takes its parts as an array literal and an axis"),
+            ("fn f(a: [2, 1]) -> [] { sum(concat([], 1)) }", "concat along axis 1 needs at least one part"),
+            (
+                "fn f(x: [2, 9]) -> [] { let (a, b) = split(x, 1, [2, 3]); sum(a) }",
+                "split sizes [2, 3] add up to 5, but axis 1 of shape [2, 9] has 9 entries",
+            ),
+            (
+                "fn f(x: [2, 9]) -> [] { let (a, b) = split(x, 1, [4, 5, 0]); sum(a) }",
+                "split makes 3 parts here, but the binding names 2",
+            ),
+            (
+                "fn f(x: [2, 9]) -> [] { let (a, b) = split(x, 1, 2); sum(a) }",
+                "split of axis 1 of shape [2, 9] (9 entries) into 2 equal parts: 2 does not divide 9",
+            ),
+            (
+                "fn f(x: [2, 9]) -> [] { let (a, b) = split(x, 1, 1000000000000); sum(a) }",
+                "split of axis 1 of shape [2, 9] (9 entries) into 1000000000000 equal parts: at most 9 parts",
+            ),
+            ("fn f(x: [2, 9]) -> [] { sum(split(x, 1, [4, 5])) }", "split gives several values"),
+            (
+                "fn f(x: [2, 8]) -> [] { for i in 0..3 { let (a, b) = split(x, 1, [i, 7]); } sum(x) }",
+                "in iteration i = 0 of `for i in 0..3`: split sizes [0, 7] add up to 7",
+            ),
+            (
+                "fn f(x: [2, 9]) -> [] { let (a, b) = relu(x); sum(a) }",
+                "a tuple binding `let (a, b, …) = …` takes the parts of `split",
+            ),
+            (
+                "fn f(x: [2, 3]; seed: u64) -> [] { sum(dropout(x, 1.0, seed)) }",
+                "dropout needs a probability p in [0, 1), got 1",
+            ),
+            (
+                "fn f(x: [2, 3]; seed: u64) -> [] { sum(dropout(x, x, seed)) }",
+                "dropout's probability is a constant in [0, 1)",
+            ),
+            (
+                "fn f(x: [2, 3]) -> [] { sum(dropout(x, 0.5, nope)) }",
+                "dropout's seed is a data parameter holding a `u64`",
+            ),
+            (
+                "fn f(x: [2, 3]; seed: u64) -> [] { sum(dropout(x, 0.5)) }",
+                "dropout takes a value, a constant probability in [0, 1)",
+            ),
+        ] {
+            let e = check_source(src).expect_err(src).to_string();
+            assert!(e.starts_with(message), "{src}: {e}");
+        }
+    }
 }
 
 #[cfg(test)]

@@ -38,7 +38,10 @@ pub(crate) fn output(
         (Rule::AxisReduce, ExtraArg::Axis(axis)) => rules::axis_reduce(name, x(0), *axis, op.needs_element()),
         (Rule::RowParams, _) => rules::row_params(name, x(0), x(1), x(2)),
         (Rule::Logits, _) => rules::logits(name, x(0)),
-        (Rule::Concat, ExtraArg::Axis(axis)) => rules::concat(x(0), x(1), *axis),
+        (Rule::Concat, ExtraArg::Axis(axis)) => {
+            let parts: Vec<&[Dim]> = operands.iter().map(|s| &s.0[..]).collect();
+            rules::concat_all(&parts, *axis)
+        }
         (Rule::Slice, ExtraArg::Slice(axis, start, len)) => rules::slice(x(0), *axis, *start, *len),
         (Rule::Permute, ExtraArg::Perm(perm)) => rules::permute(x(0), perm),
         (Rule::Reshape, _) => rules::reshape(x(0), &declared.0),
@@ -124,6 +127,8 @@ mod tests {
         );
         let cat = lookup("concat").unwrap();
         assert_eq!(output(cat, &ExtraArg::Axis(1), &[&lit(&[2, 3]), &lit(&[2, 1])], None, None), Ok(lit(&[2, 4])));
+        let three = [&lit(&[2, 3]), &lit(&[2, 1]), &lit(&[2, 3])];
+        assert_eq!(output(cat, &ExtraArg::Axis(1), &three, None, None), Ok(lit(&[2, 7])));
         let md = by_name("matmul_data").unwrap();
         let x = Ident::new("x", Span::call_site());
         assert_eq!(output(md, &ExtraArg::Data(x), &[&lit(&[3, 4])], None, Some(&lit(&[7, 3]))), Ok(lit(&[7, 4])));

@@ -82,6 +82,9 @@ pub(crate) enum ExtraArg {
     Data(Ident),
     /// A sliding-window op's constants.
     Window(Window),
+    /// `dropout`'s probability (a constant in `[0, 1)`, evaluated in `f64`) and the data
+    /// parameter holding the seed.
+    Dropout(f64, Ident),
     /// `masked_fill`'s mask (a data parameter's name) and fill value.
     Mask(Ident, Fill),
     /// `causal_mask`'s fill value.

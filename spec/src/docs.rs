@@ -1,16 +1,17 @@
 //! The op table of the crate docs, generated from [`OPS`](crate::ops::OPS): the facade's docs
 //! include `docs/ops.md`, and a test keeps that file equal to [`op_table`].
 
-use crate::ops::{Args, Form, OpSpec, OPS};
+use crate::ops::{Args, Arity, Form, OpSpec, OPS};
 use crate::vjp::{Pattern, Reads};
 
 /// Operand names for the table's VJP column, by arity (a convolution's are its input and weight).
 fn operand_names(op: &OpSpec) -> &'static [&'static str] {
     match op.arity {
-        1 => &["x"],
-        2 if op.args == Args::Conv => &["x", "w"],
-        2 => &["a", "b"],
-        _ => &["x", "gain", "bias"],
+        Arity::AtLeast(_) => &["a", "b", "c"],
+        Arity::Fixed(1) => &["x"],
+        Arity::Fixed(2) if op.args == Args::Conv => &["x", "w"],
+        Arity::Fixed(2) => &["a", "b"],
+        Arity::Fixed(_) => &["x", "gain", "bias"],
     }
 }
 
@@ -49,6 +50,9 @@ pub fn op_table() -> String {
         let names = operand_names(op);
         let vjp = match op.vjp {
             Pattern::Zero => "`zero()`".to_owned(),
+            Pattern::Each => {
+                format!("`{}` for three parts (one `single` per part, added left to right)", op.vjp.describe(names))
+            }
             p => format!("`{}`", p.describe(names)),
         };
         out.push_str(&format!(

@@ -9,7 +9,7 @@
 //! ```
 //! use exactgrad_spec::{ops, rules};
 //! let op = ops::lookup("matmul").unwrap();
-//! assert_eq!(op.vjp.support(), [0, 1]);
+//! assert_eq!(op.vjp.support(2), [0, 1]);
 //! let err = rules::matmul(&[4usize, 3], &[2, 5]).unwrap_err();
 //! assert_eq!(err, "matmul needs the left operand's columns (3) to equal the right operand's rows (2)");
 //! ```
@@ -26,7 +26,7 @@ pub mod vjp;
 /// `MacroBuilder` has one tuple impl per chunk length below it).
 pub const NODE_CHUNK: usize = 32;
 
-pub use ops::{Args, Bound, Direct, Form, OpSpec, OPS};
+pub use ops::{Args, Arity, Bound, Direct, Form, OpSpec, OPS};
 pub use rules::Rule;
 pub use shape::{Dim, Shape};
 pub use types::TypeRule;

@@ -15,6 +15,34 @@ const OUTPUT: Reads = Reads { operands: &[], output: true, data: false };
 const OPERAND: Reads = Reads { operands: &[0], output: false, data: false };
 const BOTH: Reads = Reads { operands: &[0, 1], output: false, data: false };
 
+/// How many graph values an op takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Arity {
+    /// Exactly this many.
+    Fixed(usize),
+    /// This many or more (`concat([a, b, c, …], axis)`); the VJP pattern is [`Pattern::Each`].
+    AtLeast(usize),
+}
+
+impl Arity {
+    /// The fewest values the op takes.
+    #[must_use]
+    pub const fn min(self) -> usize {
+        match self {
+            Arity::Fixed(n) | Arity::AtLeast(n) => n,
+        }
+    }
+
+    /// Whether the op takes `n` values.
+    #[must_use]
+    pub const fn accepts(self, n: usize) -> bool {
+        match self {
+            Arity::Fixed(k) => n == k,
+            Arity::AtLeast(k) => n >= k,
+        }
+    }
+}
+
 /// Arguments after the graph values.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Args {
@@ -30,6 +58,9 @@ pub enum Args {
     Slice,
     /// An array literal of axes: the permutation.
     Perm,
+    /// `dropout(x, p, seed)`: a constant drop probability `p` in `[0, 1)` and the name of a data
+    /// parameter holding the mask's seed (a `u64`).
+    Dropout,
     /// A constant factor (`x * c`).
     Factor,
     /// Named window constants of a convolution, each optional: `stride` (default 1), `padding`
@@ -88,7 +119,7 @@ pub struct OpSpec {
     /// How it is written.
     pub form: Form,
     /// Graph values it takes.
-    pub arity: usize,
+    pub arity: Arity,
     /// What follows them.
     pub args: Args,
     /// Its shape rule (the function in [`crate::rules`]).
@@ -125,12 +156,12 @@ pub enum Direct {
 macro_rules! op {
     ($name:literal, $arity:literal, $rule:ident, $ty:ident, $vjp:expr, $reads:expr, $shapes:expr
      $(, args = $args:expr)? $(, bounds = $bounds:expr)? $(, form = $form:expr)? $(, aliases = $aliases:expr)?
-     $(, direct = $direct:expr)?) => {
+     $(, direct = $direct:expr)? $(, arity = $variadic:expr)?) => {
         OpSpec {
             name: $name,
             aliases: { let _a: &[&str] = &[]; $(let _a = $aliases;)? _a },
             form: { let _f = Form::Call; $(let _f = $form;)? _f },
-            arity: $arity,
+            arity: { let _n = Arity::Fixed($arity); $(let _n = $variadic;)? _n },
             args: { let _x = Args::None; $(let _x = $args;)? _x },
             rule: Rule::$rule,
             type_rule: TypeRule::$ty,
@@ -318,13 +349,14 @@ pub const OPS: &[OpSpec] = {
         ),
         op!(
             "concat",
-            2,
+            1,
             Concat,
             Concat,
-            BINARY,
+            Pattern::Each,
             NOTHING,
-            "sizes along `axis` add (`concat(a, b, axis)`, literal sizes there)",
-            args = Args::Axis
+            "sizes along `axis` add (`concat([a, b, …], axis)` with one or more parts, or `concat(a, b, axis)`; literal sizes there)",
+            args = Args::Axis,
+            arity = Arity::AtLeast(1)
         ),
         op!(
             "slice",
@@ -448,6 +480,17 @@ pub const OPS: &[OpSpec] = {
             bounds = &[Div, FromPrimitive]
         ),
         op!(
+            "dropout",
+            1,
+            Unary,
+            Unary,
+            S0,
+            Reads { operands: &[], output: false, data: true },
+            "`[s] → [s]` (`dropout(x, p, seed)`: `p` a constant in `[0, 1)`, `seed` a `u64` data parameter)",
+            args = Args::Dropout,
+            bounds = &[Mul, FromPrimitive]
+        ),
+        op!(
             "data_tensor",
             0,
             Leaf,
@@ -514,7 +557,7 @@ pub fn by_name(name: &str) -> Option<&'static OpSpec> {
 #[must_use]
 pub fn call_names() -> Vec<&'static str> {
     let mut v: Vec<&str> = OPS.iter().filter(|o| o.form != Form::Lowered).map(|o| o.name).collect();
-    v.push("opaque");
+    v.extend(["opaque", "split"]);
     v
 }
 
@@ -526,13 +569,20 @@ mod tests {
     fn names_are_unique_and_patterns_fit_the_arity() {
         for (i, op) in OPS.iter().enumerate() {
             assert!(OPS[..i].iter().all(|o| o.name != op.name), "{} listed twice", op.name);
-            assert!(op.vjp.support().iter().all(|&k| k < op.arity), "{}: support outside its operands", op.name);
-            assert!(op.reads.operands.iter().all(|&k| k < op.arity), "{}: reads outside its operands", op.name);
+            let n = op.arity.min();
+            assert!(op.vjp.support(n).iter().all(|&k| k < n), "{}: support outside its operands", op.name);
+            assert!(op.reads.operands.iter().all(|&k| k < n), "{}: reads outside its operands", op.name);
+            assert_eq!(op.vjp == Pattern::Each, matches!(op.arity, Arity::AtLeast(_)), "{}", op.name);
         }
         assert_eq!(lookup("t").map(|o| o.name), Some("transpose"));
         assert!(lookup("matmul_data").is_none() && by_name("matmul_data").is_some());
-        assert_eq!(by_name("layer_norm").map(|o| o.vjp.support()), Some(vec![0, 1, 2]));
-        assert_eq!(by_name("square").map(|o| o.vjp.support()), Some(vec![0, 0]));
+        assert_eq!(by_name("layer_norm").map(|o| o.vjp.support(3)), Some(vec![0, 1, 2]));
+        assert_eq!(by_name("square").map(|o| o.vjp.support(1)), Some(vec![0, 0]));
         assert_eq!(BINARY.describe(&["a", "b"]), "add(single(a), single(b))");
+        let concat = lookup("concat").unwrap();
+        assert_eq!(concat.vjp.support(4), [0, 1, 2, 3]);
+        assert!(concat.arity.accepts(1) && concat.arity.accepts(9) && !concat.arity.accepts(0));
+        assert_eq!(concat.vjp.describe(&["a", "b", "c"]), "add(add(single(a), single(b)), single(c))");
+        assert_eq!(concat.vjp.describe(&["a"]), "single(a)");
     }
 }

@@ -6,6 +6,9 @@
 
 use crate::shape::{numel, Dim, Dims, Shape};
 
+mod parts;
+pub use parts::{concat, concat_all, dropout_probability, equal_parts, split};
+
 /// A rule's result: the output shape or the message of the broken rule.
 pub type Outcome<D> = Result<Shape<D>, String>;
 
@@ -269,33 +272,6 @@ pub fn logits<D: Dim>(op: &str, x: &[D]) -> Outcome<D> {
         [m, c] if m.size() != Some(0) && c.size() != Some(0) => Ok(Shape::scalar()),
         _ => Err(format!("{op} needs a non-empty matrix of logits (rows × classes), got shape {}", Dims(x))),
     }
-}
-
-/// `concat(a, b, axis)`: same rank, equal dims off the axis, the sizes along it add (they must be
-/// known: literal sizes in `graph!`).
-///
-/// # Errors
-/// The rule's message, in the words the macro's checker and `compile` report, when the
-/// operands do not fit.
-pub fn concat<D: Dim>(a: &[D], b: &[D], axis: usize) -> Outcome<D> {
-    if a.len() != b.len() || axis >= a.len() {
-        return Err(format!(
-            "concat along axis {axis} needs two shapes of one rank with that axis, got {} and {}",
-            Dims(a),
-            Dims(b)
-        ));
-    }
-    if a.iter().zip(b).enumerate().any(|(k, (x, y))| k != axis && !may_equal(x, y)) {
-        return Err(format!("concat along axis {axis} needs the other dims equal, got {} and {}", Dims(a), Dims(b)));
-    }
-    let (x, y) = (&a[axis], &b[axis]);
-    let (Some(p), Some(q)) = (x.size(), y.size()) else {
-        return Err(format!("concat along axis {axis} needs literal sizes on that axis to add them, got {x} and {y}"));
-    };
-    let total = p
-        .checked_add(q)
-        .ok_or_else(|| format!("concat along axis {axis} of shapes {} and {} overflows", Dims(a), Dims(b)))?;
-    Ok(shape(a).with(axis, D::of_size(total)))
 }
 
 /// `slice(x, axis, start, len)`: the axis becomes `len`; `start + len` fits the axis.

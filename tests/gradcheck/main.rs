@@ -15,7 +15,9 @@
 //! What is checked, per op:
 //! * every differentiable operand: both operands of the binary ops, `x`, gain and bias of
 //!   `layer_norm`, both operands of `mse`; with the same position as both operands for `add`,
-//!   `mul`, `div`, `matmul` and `concat` (the two VJP terms reach one gradient);
+//!   `mul`, `div`, `matmul` and `concat` (the two VJP terms reach one gradient), and `concat` of
+//!   three parts with a repeated one;
+//! * `dropout` with a fixed seed (the mask is part of the data, so the op is linear in `x`);
 //! * the ops that read the graph's data only from their differentiable input: the table of
 //!   `gather_rows` (not the ids; an id repeated and one unused), the logits of `cross_entropy`
 //!   (not the labels), `w` of `matmul_data` (not the data `x`);
@@ -98,6 +100,7 @@ const CHECKED: &[&str] = &[
     "avg_pool2d",
     "masked_fill",
     "causal_mask",
+    "dropout",
 ];
 
 /// The sources of the modules holding the checks.

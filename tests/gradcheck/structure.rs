@@ -1,7 +1,7 @@
 //! Matrix products and structural ops: `matmul`, `transpose`, `add_row`, `reshape`, `permute`,
-//! `slice`, `concat`.
+//! `slice`, `concat` (two parts and many), `dropout`.
 
-use exactgrad::typenum::{U0, U1, U2, U3, U4};
+use exactgrad::typenum::{U0, U1, U2, U3, U4, U7};
 use exactgrad::{ops, GraphData, Pack};
 
 use super::{check, run, sample, t, weighted_sum, weights, M22, M23, M32, M33, V3};
@@ -119,6 +119,39 @@ fn concat_same_operand() {
         let (g, y) = g.push(ops::concat(a, a, U0::new()));
         let (g, l) = weighted_sum(g, y, w);
         let saved = g.compile(Pack::new().push(t(&x[0])).push(weights()), ()).unwrap();
+        run(&saved, l, &[a.index()])
+    });
+}
+
+/// `concat([a, b, a], 1)`: one node of three parts, `a` twice (its two slices of the cotangent
+/// added left to right), `(2, 3) ++ (2, 1) ++ (2, 3) → (2, 7)`.
+#[test]
+fn concat_many_parts() {
+    check(&[sample(6, 66), sample(2, 67)], |x| {
+        let (g, a) = GraphData::<f64, ()>::new().input::<M23>();
+        let (g, b) = g.input::<(U2, U1)>();
+        let (g, w) = g.input::<(U2, U7)>();
+        let (g, y) = g.push(ops::concat_parts(a, U1::new()).then(b).then(a).node());
+        let (g, l) = weighted_sum(g, y, w);
+        let saved = g.compile(Pack::new().push(t(&x[0])).push(t(&x[1])).push(weights()), ()).unwrap();
+        run(&saved, l, &[a.index(), b.index()])
+    });
+}
+
+fn seed_of(d: &u64) -> u64 {
+    *d
+}
+
+/// `dropout(x, 0.5, seed)` with a fixed seed: kept elements doubled, dropped ones with a zero
+/// gradient (a fixed mask, so the finite differences see a linear map).
+#[test]
+fn dropout() {
+    check(&[sample(12, 68)], |x| {
+        let (g, a) = GraphData::<f64, u64>::new().input::<(U3, U4)>();
+        let (g, w) = g.input::<(U3, U4)>();
+        let (g, y) = g.push(ops::dropout(a, 0.5, seed_of));
+        let (g, l) = weighted_sum(g, y, w);
+        let saved = g.compile(Pack::new().push(t(&x[0])).push(weights()), 0xD0_0D).unwrap();
         run(&saved, l, &[a.index()])
     });
 }

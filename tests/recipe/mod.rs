@@ -322,15 +322,16 @@ pub const SHAPES: [&[usize]; 12] = [
     &[3, 2, 1],
 ];
 
-/// Number of node kinds: 30 built-in kinds (kind 5 is `matmul`, batched ones included; kind 17
+/// Number of node kinds: 32 built-in kinds (kind 5 is `matmul`, batched ones included; kind 17
 /// picks among five float ops, kind 20 among the row-wise float ops; 22 to 25 are permute, concat,
-/// slice and `gather_rows`; 26 a convolution, 27 a pooling, 28 `masked_fill`, 29 `causal_mask`),
-/// 3 opaque kinds and a user compact op with uniforms (twice as likely as the others).
-pub const KINDS: u8 = 35;
+/// slice and `gather_rows`; 26 a convolution, 27 a pooling, 28 `masked_fill`, 29 `causal_mask`, 30
+/// a concat of one to five parts, 31 a dropout), 3 opaque kinds and a user compact op with
+/// uniforms (twice as likely as the others).
+pub const KINDS: u8 = 37;
 /// Built-in kinds only (0..BUILTIN).
-pub const BUILTIN: u8 = 30;
+pub const BUILTIN: u8 = 32;
 /// The first kind of the user compact op [`Uniforms`].
-pub const UNIFORMS: u8 = 33;
+pub const UNIFORMS: u8 = 35;
 
 /// The flags `masked_fill` nodes read: a prefix of the length their operand needs (see
 /// [`MASKS`]).
@@ -355,6 +356,19 @@ macro_rules! masks {
 /// `MASKS[n]` reads the first `n` flags of [`MASK`].
 pub const MASKS: [ops::MaskAccessor<()>; 37] =
     masks!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36);
+
+/// The seeds dropout nodes read (the data is `()`): two, so two nodes may share a mask or not.
+pub fn dropout_seed(_: &()) -> u64 {
+    0x5EED_0001
+}
+
+/// The other dropout seed.
+pub fn dropout_seed_b(_: &()) -> u64 {
+    u64::MAX
+}
+
+/// The drop probabilities of the recipes: 0 (the identity in value), a quarter, a half, nearly 1.
+pub const DROPOUT_P: [f64; 4] = [0.0, 0.25, 0.5, 0.9];
 
 /// The ids `gather_rows` nodes look up (row 1 twice: its VJP scatter-adds two cotangent rows).
 pub const GATHER_IDS: [usize; 3] = [1, 0, 1];
@@ -705,8 +719,13 @@ impl<T: TestScalar> Case<T> {
             }
             26 => conv(dims, a, b, extra).unwrap_or_else(fallback),
             27 => pool(dims, a, extra).unwrap_or_else(fallback),
-            30 => Self::opaque_ordinary(dims, pa, extra),
-            31 => Self::opaque_bias(dims, pa, b % len, extra),
+            30 => concat_parts(dims, pa, b, extra).unwrap_or_else(fallback),
+            31 => {
+                let seed = if extra & 4 == 0 { dropout_seed } else { dropout_seed_b };
+                RawNode::compact(ops::Dropout::new(pa, DROPOUT_P[usize::from(extra) % 4], seed))
+            }
+            32 => Self::opaque_ordinary(dims, pa, extra),
+            33 => Self::opaque_bias(dims, pa, b % len, extra),
             _ => Self::opaque_nan(dims, pa, b % len, extra),
         }
     }
@@ -789,6 +808,25 @@ impl<T: TestScalar> Case<T> {
 /// agree (a position with itself included), with stride, padding and dilation drawn from the bits
 /// of `extra` per spatial axis; constants that do not fit give way to stride 1, dilation 1 and a
 /// padding of the kernel's size (which always fits). `None` when no pair fits.
+pub fn concat_parts<T: TestScalar>(dims: &[Dims], pa: usize, b: usize, extra: u8) -> Option<RawNode<T, ()>> {
+    // One to five parts along one axis of `pa`, each a position agreeing with `pa` off the axis
+    // (`pa` itself among them, so parts repeat).
+    let sa = dims[pa].as_slice();
+    if sa.is_empty() {
+        return None;
+    }
+    let axis = usize::from(extra) % sa.len();
+    let fits: Vec<usize> = (0..dims.len())
+        .filter(|&q| {
+            let sq = dims[q].as_slice();
+            sq.len() == sa.len() && (0..sa.len()).all(|k| k == axis || sa[k] == sq[k])
+        })
+        .collect();
+    let count = 1 + (usize::from(extra) / 4) % 5;
+    let parts = (0..count).map(|k| if k == 0 { pa } else { fits[(b + k * 3) % fits.len()] }).collect();
+    Some(RawNode::compact(ops::Concat::parts(parts, axis)))
+}
+
 pub fn conv<T: TestScalar>(dims: &[Dims], a: usize, b: usize, extra: u8) -> Option<RawNode<T, ()>> {
     use exactgrad::spec::rules::{self, Sliding};
     let mut pairs = Vec::new();

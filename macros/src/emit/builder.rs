@@ -230,6 +230,25 @@ impl Cx<'_> {
                 let x = &parents[0];
                 return quote_spanned!(span=> #p::ops::#f::<#out, #s, #data, #(#ps,)* #brand>(#x));
             }
+            (TypeRule::Concat, ExtraArg::Axis(axis)) if parents.len() != 2 => {
+                // One node of every part, each part checked against the parts before it by the
+                // rule trait (`then::<part, joined so far>`).
+                let ax = typenum(*axis);
+                let (first, p0) = (&parents[0], &ps[0]);
+                let mut chain = quote_spanned!(span=> #p::ops::concat_parts::<#p0, #ax, #brand>(#first, #default));
+                let mut joined = graph.shape_of(node.parents[0]).clone();
+                for (k, &q) in node.parents.iter().enumerate().skip(1) {
+                    let before = shape_at(&joined, span);
+                    joined = exactgrad_spec::rules::concat(&joined.0, &graph.shape_of(q).0, *axis)
+                        .map_or_else(|_| node.shape.clone(), |s| Shape(s.dims().to_vec()));
+                    let (pk, v, j) = (&ps[k], &parents[k], shape_at(&joined, span));
+                    // A path call with every type spelled out (not a method call), so a broken
+                    // rule is reported at the user's `concat`, as for two parts.
+                    chain = quote_spanned!(span=>
+                        #p::ops::concat_then::<#before, #pk, #ax, #j, #brand>(#chain, #v));
+                }
+                return quote_spanned!(span=> #chain.node::<#s, #data>());
+            }
             (TypeRule::AxisReduce | TypeRule::Concat, ExtraArg::Axis(axis)) => {
                 values.push(default.clone());
                 let mut t = ps.clone();
@@ -270,6 +289,14 @@ impl Cx<'_> {
             (_, ExtraArg::Mask(mask, _)) => {
                 values.push(quote_spanned!(span=>
         |__d: &#data| -> &[bool] { ::core::convert::AsRef::<[bool]>::as_ref(&__d.#mask) }));
+                let mut t = ps.clone();
+                t.push(out.clone());
+                t
+            }
+            (_, ExtraArg::Dropout(prob, seed)) => {
+                let prob = proc_macro2::Literal::f64_suffixed(*prob);
+                values.push(quote_spanned!(span=> #prob));
+                values.push(quote_spanned!(span=> |__d: &#data| -> u64 { __d.#seed }));
                 let mut t = ps.clone();
                 t.push(out.clone());
                 t

@@ -5,7 +5,9 @@
 //! items (before or after the `fn`, in the body, some of the wrong type), parameter arrays indexed
 //! by literals and loop variables, `let mut` bindings reassigned in `for` loops (nested, with
 //! constant, generic or huge bounds), and helper `fn`s (annotated or not, calling each other,
-//! sometimes recursively) called with values, constants and arrays.
+//! sometimes recursively) called with values, constants and arrays;
+//! `concat` of an array of parts, `dropout` with probabilities in and out of range, and `split`
+//! into a tuple of names.
 
 use exactgrad_spec::ops::call_names;
 
@@ -73,8 +75,8 @@ fn expr(rng: &mut Rng, scope: &Scope, depth: usize) -> String {
         return leaf(rng);
     }
     let sub = |rng: &mut Rng| expr(rng, scope, depth - 1);
-    match rng.below(16) {
-        14 | 15 if !scope.helpers.is_empty() => {
+    match rng.below(17) {
+        15 | 16 if !scope.helpers.is_empty() => {
             // A helper call, with a right or wrong argument count, in function or method form;
             // arguments are values, constants or whole arrays.
             let (name, arity) = scope.helpers[rng.below(scope.helpers.len())].clone();
@@ -132,6 +134,17 @@ fn expr(rng: &mut Rng, scope: &Scope, depth: usize) -> String {
                 };
                 format!("masked_fill({}, {mask}, {fill})", sub(rng))
             }
+        }
+        12 => {
+            // A concat of zero to four parts as an array literal.
+            let parts: Vec<String> = (0..rng.below(5)).map(|_| sub(rng)).collect();
+            format!("concat([{}], {})", parts.join(", "), small(rng))
+        }
+        13 => {
+            // A dropout with a probability (in range or not) and a seed (data or not).
+            let p = pick(rng, &["0.5", "0.0", "1.0", "-0.5", "0.999", "1e-300", "P"]);
+            let seed = if scope.data.is_empty() { leaf(rng) } else { scope.data[rng.below(scope.data.len())].clone() };
+            format!("dropout({}, {p}, {seed})", sub(rng))
         }
         _ => {
             // Any op by name, with one to three values and zero to three integer arguments.
@@ -329,6 +342,18 @@ pub(super) fn source(rng: &mut Rng) -> String {
     for k in 0..rng.below(8) {
         let e = expr(rng, &scope, 3);
         let annotation = if rng.below(3) == 0 { format!(": {}", shape(rng)) } else { String::new() };
+        if rng.below(8) == 0 {
+            // A split into one to three names, by sizes or by a count.
+            let names: Vec<String> = (0..1 + rng.below(3)).map(|j| format!("s{k}_{j}")).collect();
+            let sizes = if rng.below(2) == 0 {
+                small(rng).to_owned()
+            } else {
+                format!("[{}]", (0..rng.below(4)).map(|_| small(rng)).collect::<Vec<_>>().join(", "))
+            };
+            lets.push_str(&format!("let ({}) = split({e}, {}, {sizes});\n", names.join(", "), small(rng)));
+            scope.names.extend(names);
+            continue;
+        }
         let e = match rng.below(8) {
             0 => format!("reshape({e})"),
             1 => {

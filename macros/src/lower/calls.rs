@@ -41,6 +41,13 @@ impl Lowering<'_> {
             let c = self.constant(args[1])?;
             return self.builtin_with(by_name("scale"), ExtraArg::Factor(c), &[v], site);
         }
+        if name == "split" {
+            self.errors.at_site(
+                site,
+                "split gives several values: bind them with `let (a, b, …) = split(x, axis, [sizes…]);`",
+            );
+            return None;
+        }
         let Some(op) = lookup(&name) else {
             self.errors.at(ident.span(), format!(
                     "unknown op `{name}`; the built-in ops are {}, and a user op is a CamelCase type called with a declared shape (`let y: [d0, …] = MyOp(x);`)",
@@ -51,15 +58,22 @@ impl Lowering<'_> {
         if matches!(op.args, Args::Conv | Args::Pool) {
             return self.window_call(op, &args, site);
         }
+        if op.name == "concat" {
+            return self.concat_call(op, &args, site);
+        }
+        if op.args == Args::Dropout {
+            return self.dropout_call(op, &args, site);
+        }
         let optional = matches!(op.args, Args::Eps(_));
-        let with_extra = op.arity
+        let arity = op.arity.min();
+        let with_extra = arity
             + match op.args {
                 Args::None => 0,
                 Args::Slice => 3,
                 Args::Mask => 2,
                 _ => 1,
             };
-        if args.len() != with_extra && !(optional && args.len() == op.arity) {
+        if args.len() != with_extra && !(optional && args.len() == arity) {
             let what = match op.args {
                 Args::None => String::new(),
                 Args::Axis => " and an axis".to_owned(),
@@ -70,15 +84,15 @@ impl Lowering<'_> {
                 Args::Factor => " and a constant".to_owned(),
                 Args::Mask => ", the name of a data parameter holding the mask and the fill value, as in `masked_fill(x, mask, f64::NEG_INFINITY)`".to_owned(),
                 Args::Fill => " and the fill value, as in `causal_mask(scores, f64::NEG_INFINITY)`".to_owned(),
-                Args::Conv | Args::Pool => unreachable!("window ops are lowered above"),
+                Args::Conv | Args::Pool | Args::Dropout => unreachable!("lowered above"),
             };
             self.errors.at_site(
                 site,
                 format!(
                     "{} takes {} value{}{what}, got {} argument{}",
                     op.name,
-                    op.arity,
-                    if op.arity == 1 { "" } else { "s" },
+                    arity,
+                    if arity == 1 { "" } else { "s" },
                     args.len(),
                     if args.len() == 1 { "" } else { "s" }
                 ),
@@ -87,8 +101,8 @@ impl Lowering<'_> {
         }
         let extra = match op.args {
             Args::None => ExtraArg::None,
-            Args::Axis => ExtraArg::Axis(self.int_constant(args[op.arity], &format!("{}'s axis", op.name))?),
-            Args::Eps(default) => match args.get(op.arity) {
+            Args::Axis => ExtraArg::Axis(self.int_constant(args[arity], &format!("{}'s axis", op.name))?),
+            Args::Eps(default) => match args.get(arity) {
                 Some(e) => match self.operand(e)? {
                     Operand::Const(c) => ExtraArg::Eps(self.constant(&c)?),
                     Operand::Value(_) => {
@@ -102,13 +116,13 @@ impl Lowering<'_> {
             Args::Slice => {
                 let what = ["axis", "start", "length"].map(|w| format!("{}'s {w}", op.name));
                 let n: Vec<Option<usize>> =
-                    args[op.arity..].iter().zip(&what).map(|(a, w)| self.int_constant(a, w)).collect();
+                    args[arity..].iter().zip(&what).map(|(a, w)| self.int_constant(a, w)).collect();
                 match n[..] {
                     [Some(axis), Some(start), Some(len)] => ExtraArg::Slice(axis, start, len),
                     _ => return None,
                 }
             }
-            Args::Perm => match args[op.arity] {
+            Args::Perm => match args[arity] {
                 Expr::Array(a) => {
                     let what = format!("{}'s permutation entry", op.name);
                     let n: Vec<Option<usize>> = a.elems.iter().map(|e| self.int_constant(e, &what)).collect();
@@ -123,14 +137,14 @@ impl Lowering<'_> {
                 }
             },
             Args::Factor => unreachable!("scale is lowered above"),
-            Args::Conv | Args::Pool => unreachable!("window ops are lowered above"),
-            Args::Fill => ExtraArg::Fill(self.fill_value(op, args[op.arity])?),
+            Args::Conv | Args::Pool | Args::Dropout => unreachable!("lowered above"),
+            Args::Fill => ExtraArg::Fill(self.fill_value(op, args[arity])?),
             Args::Mask => {
-                let mask = self.data_parameter(op, args[op.arity], "mask", "; mask: Vec<bool>")?;
-                ExtraArg::Mask(mask, self.fill_value(op, args[op.arity + 1])?)
+                let mask = self.data_parameter(op, args[arity], "mask", "; mask: Vec<bool>")?;
+                ExtraArg::Mask(mask, self.fill_value(op, args[arity + 1])?)
             }
             Args::Labels => {
-                let arg = args[op.arity];
+                let arg = args[arity];
                 let name = match arg {
                     Expr::Path(p) => p.path.get_ident(),
                     _ => None,
@@ -162,7 +176,7 @@ impl Lowering<'_> {
                 return self.matmul_data(k, w, site);
             }
         }
-        let values: Vec<Option<usize>> = args[..op.arity].iter().map(|a| self.value(a)).collect();
+        let values: Vec<Option<usize>> = args[..arity].iter().map(|a| self.value(a)).collect();
         let values: Vec<usize> = values.into_iter().collect::<Option<_>>()?;
         self.builtin_with(op, extra, &values, site)
     }
@@ -241,14 +255,15 @@ impl Lowering<'_> {
             format!("`{}(x, kernel = 2, stride = 2, padding = 0)`", op.name)
         };
         let (named, values): (Vec<&Expr>, Vec<&Expr>) = args.iter().partition(|a| matches!(a, Expr::Assign(_)));
-        if values.len() != op.arity {
+        let arity = op.arity.min();
+        if values.len() != arity {
             self.errors.at_site(
                 site,
                 format!(
                     "{} takes {} value{} and its constants by name, as in {example}, got {} value{}",
                     op.name,
-                    op.arity,
-                    if op.arity == 1 { "" } else { "s" },
+                    arity,
+                    if arity == 1 { "" } else { "s" },
                     values.len(),
                     if values.len() == 1 { "" } else { "s" }
                 ),

@@ -7,6 +7,7 @@ mod calls;
 pub(crate) mod consts;
 mod expr;
 mod helpers;
+mod parts;
 mod stmts;
 
 use std::collections::HashMap;

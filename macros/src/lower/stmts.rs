@@ -13,7 +13,7 @@ use super::{is_special, Lowering};
 use crate::errors::{Errors, Site};
 use crate::infer::{self, Compared};
 use crate::ir::{Check, Shape};
-use crate::parse::{AssignStmt, ConstStmt, ForStmt, LetStmt, Stmt};
+use crate::parse::{AssignStmt, ConstStmt, ForStmt, LetStmt, LetTupleStmt, Stmt};
 
 /// At most this many nodes: a loop that unrolls past it stops with an error.
 pub(crate) const MAX_NODES: usize = 100_000;
@@ -100,6 +100,7 @@ impl Lowering<'_> {
                     let span = match stmt {
                         Stmt::For(f) => f.var.span(),
                         Stmt::Let(l) => l.name.span(),
+                        Stmt::LetTuple(l) => l.expr.span(),
                         Stmt::Assign(a) => a.name.span(),
                         Stmt::Const(c) => c.name.span(),
                     };
@@ -112,6 +113,7 @@ impl Lowering<'_> {
                 }
                 match stmt {
                     Stmt::Let(l) => self.let_stmt(l, &mut top.undo),
+                    Stmt::LetTuple(l) => self.let_tuple(l, &mut top.undo),
                     Stmt::Assign(a) => self.assign(a),
                     Stmt::Const(c) => {
                         let key = c.name.to_string();
@@ -308,6 +310,35 @@ impl Lowering<'_> {
                 (None, None) => None,
             };
             if let Some(shape) = shape {
+                self.mutable.insert(key, shape);
+            }
+        }
+    }
+
+    /// `let (a, b, …) = split(x, axis, sizes);`: one `slice` node per part, bound in order.
+    fn let_tuple(&mut self, stmt: &LetTupleStmt, undo: &mut Vec<Undo>) {
+        let labels: Vec<Option<String>> = stmt.names.iter().map(|n| self.label_for(&n.to_string())).collect();
+        let values = match &stmt.expr {
+            Expr::Call(call) if matches!(&*call.func, Expr::Path(p) if p.path.is_ident("split")) => {
+                self.split(call, &labels)
+            }
+            other => {
+                self.errors.at_site(
+                    &Site::new(other.span(), other),
+                    "a tuple binding `let (a, b, …) = …` takes the parts of `split(x, axis, [sizes…])`",
+                );
+                None
+            }
+        };
+        for (k, name) in stmt.names.iter().enumerate() {
+            let value = values.as_ref().and_then(|v| v.get(k).copied());
+            let key = name.to_string();
+            undo.push(self.snapshot(&key));
+            self.consts.remove(&key);
+            self.names.insert(key.clone(), value);
+            self.mutable.remove(&key);
+            if let (true, Some(v)) = (stmt.mutable, value) {
+                let shape = self.graph.shape_of(v).clone();
                 self.mutable.insert(key, shape);
             }
         }

@@ -4,9 +4,9 @@
 use syn::parse::{Parse, ParseStream};
 use syn::punctuated::Punctuated;
 use syn::spanned::Spanned;
-use syn::{bracketed, Expr, Ident, Token, Type};
+use syn::{bracketed, parenthesized, Expr, Ident, Token, Type};
 
-use super::{AssignStmt, ConstStmt, DimDecl, ForStmt, LetStmt, ShapeDecl, Stmt};
+use super::{AssignStmt, ConstStmt, DimDecl, ForStmt, LetStmt, LetTupleStmt, ShapeDecl, Stmt};
 
 /// How deeply `for` loops may nest.
 const MAX_NESTING: usize = 16;
@@ -64,6 +64,17 @@ fn statements(body: ParseStream<'_>, depth: usize) -> syn::Result<Vec<Stmt>> {
         if body.peek(Token![let]) {
             body.parse::<Token![let]>()?;
             let mutable = body.parse::<Option<Token![mut]>>()?.is_some();
+            if body.peek(syn::token::Paren) {
+                let content;
+                parenthesized!(content in body);
+                let names: Vec<Ident> =
+                    Punctuated::<Ident, Token![,]>::parse_terminated(&content)?.into_iter().collect();
+                body.parse::<Token![=]>()?;
+                let expr: Expr = body.parse()?;
+                body.parse::<Token![;]>()?;
+                stmts.push(Stmt::LetTuple(LetTupleStmt { names, mutable, expr }));
+                continue;
+            }
             let name: Ident = body.parse()?;
             let annotation = if body.peek(Token![:]) {
                 body.parse::<Token![:]>()?;

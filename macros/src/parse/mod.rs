@@ -57,6 +57,13 @@ pub(crate) struct LetStmt {
     pub(crate) expr: Expr,
 }
 
+/// `let (a, b, …) = split(x, axis, sizes);`: one binding per part.
+pub(crate) struct LetTupleStmt {
+    pub(crate) names: Vec<Ident>,
+    pub(crate) mutable: bool,
+    pub(crate) expr: Expr,
+}
+
 /// `name = expr;`: a new value for a `let mut` binding.
 pub(crate) struct AssignStmt {
     pub(crate) name: Ident,
@@ -83,6 +90,7 @@ pub(crate) struct ForStmt {
 /// A statement of the body.
 pub(crate) enum Stmt {
     Let(LetStmt),
+    LetTuple(LetTupleStmt),
     Assign(AssignStmt),
     Const(ConstStmt),
     For(ForStmt),

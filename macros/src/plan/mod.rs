@@ -52,7 +52,7 @@ pub(crate) fn support(graph: &Graph, k: usize) -> Option<Vec<usize>> {
     let node = &graph.nodes[k];
     match &node.kind {
         NodeKind::Builtin(op, _) => {
-            Some(op.vjp.support().iter().filter_map(|&i| node.parents.get(i).copied()).collect())
+            Some(op.vjp.support(node.parents.len()).iter().filter_map(|&i| node.parents.get(i).copied()).collect())
         }
         NodeKind::Opaque { .. } | NodeKind::Custom(_) => None,
     }

@@ -263,21 +263,33 @@ pub(super) fn forward<A: Scalar, D>(op: &RefOp<A, D>, vals: &[RefTensor<A>], dat
             }
             Ok(permute(x, perm))
         }
-        RefOp::Concat { a, b, axis } => {
-            let (x, y) = (at(vals, *a)?, at(vals, *b)?);
-            let fits = x.dims.len() == y.dims.len()
-                && *axis < x.dims.len()
-                && (0..x.dims.len()).all(|k| k == *axis || x.dims[k] == y.dims[k]);
+        RefOp::Concat { parts, axis } => {
+            let xs: Vec<&RefTensor<A>> = parts.iter().map(|&p| at(vals, p)).collect::<Result<_, _>>()?;
+            let Some(first) = xs.first() else { return Err("concat of no part".to_owned()) };
+            let fits = *axis < first.dims.len()
+                && xs.iter().all(|x| {
+                    x.dims.len() == first.dims.len()
+                        && (0..x.dims.len()).all(|k| k == *axis || x.dims[k] == first.dims[k])
+                });
             if !fits {
-                return Err(format!("cannot join {:?} and {:?} along axis {axis}", x.dims, y.dims));
+                let all: Vec<&Vec<usize>> = xs.iter().map(|x| &x.dims).collect();
+                return Err(format!("cannot join {all:?} along axis {axis}"));
             }
-            let ((outer, na, inner), nb) = (around(&x.dims, *axis), y.dims[*axis]);
-            let mut dims = x.dims.clone();
-            dims[*axis] = na + nb;
+            let mut dims = first.dims.clone();
+            dims[*axis] = xs.iter().map(|x| x.dims[*axis]).sum();
+            let outer = around(&first.dims, *axis).0;
+            // Output entry (o, j, i) along the axis: the part whose range holds j, at j minus the
+            // sizes before it.
             let mut data = Vec::with_capacity(numel(&dims));
             for o in 0..outer {
-                data.extend_from_slice(&x.data[o * na * inner..(o + 1) * na * inner]);
-                data.extend_from_slice(&y.data[o * nb * inner..(o + 1) * nb * inner]);
+                for x in &xs {
+                    let (_, n, inner) = around(&x.dims, *axis);
+                    for j in 0..n {
+                        for i in 0..inner {
+                            data.push(x.data[(o * n + j) * inner + i].clone());
+                        }
+                    }
+                }
             }
             Ok(RefTensor { dims, data })
         }
@@ -421,6 +433,9 @@ pub(super) fn forward<A: Scalar, D>(op: &RefOp<A, D>, vals: &[RefTensor<A>], dat
         }
         RefOp::AvgPool { x, kernel, stride, padding, div, count: c } => {
             window::avg_pool(at(vals, *x)?, &window::PoolArgs { kernel, stride, padding }, *div, *c)
+        }
+        RefOp::Dropout { a, p, seed, factor, mul } => {
+            super::dropout::forward(at(vals, *a)?, *p, seed(data), *factor, A::zero(), *mul)
         }
     }
 }

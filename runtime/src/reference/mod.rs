@@ -23,6 +23,7 @@
 //! [`backprop_from_ctx`](RawGraph::backprop_from_ctx) (with storage equality; without it
 //! `backprop_from` is the all-seeds pass with one seed).
 
+mod dropout;
 mod forward;
 mod op;
 mod tensor;

@@ -140,8 +140,8 @@ pub enum RefOp<A, D> {
     Reshape { a: usize, dims: Vec<usize> },
     /// Output axis `k` is axis `perm[k]` of `a`.
     Permute { a: usize, perm: Vec<usize> },
-    /// `a` and `b` joined along `axis`.
-    Concat { a: usize, b: usize, axis: usize },
+    /// The `parts` joined along `axis`, in order.
+    Concat { parts: Vec<usize>, axis: usize },
     /// `len` entries of `a` along `axis` from `start`.
     Slice { a: usize, axis: usize, start: usize, len: usize },
     /// The sum of every element.
@@ -170,6 +170,9 @@ pub enum RefOp<A, D> {
     MaskedFill { a: usize, mask: MaskAccessor<D>, value: A },
     /// `value` at `[…, i, j]` with `j > i`, `a` elsewhere.
     CausalMask { a: usize, value: A },
+    /// `a * m` with the dropout mask `m` of probability `p` drawn from the seed in the data;
+    /// `factor` is `FromPrimitive::from_f64` (SEMANTICS §8.3).
+    Dropout { a: usize, p: f64, seed: fn(&D) -> u64, factor: fn(f64) -> Option<A>, mul: fn(A, A) -> A },
     /// A copy of a data tensor of dims `dims`.
     DataTensor { dims: Vec<usize>, x: TensorAccessor<A, D> },
     /// The convolution of `x` (`[n, c_in, spatial…]`) with `w` (`[c_out, c_in, kernel…]`): one

@@ -151,16 +151,22 @@ pub(super) fn vjp<A: Scalar, D>(
             }
             vec![(*a, permute(g, &inverse))]
         }
-        RefOp::Concat { a, b, axis } => {
-            let (x, w) = (at(vals, *a)?, at(vals, *b)?);
-            let ((outer, na, inner), nb) = (around(&x.dims, *axis), w.dims[*axis]);
-            let (mut ta, mut tb) = (Vec::new(), Vec::new());
-            for o in 0..outer {
-                let row = &g.data[o * (na + nb) * inner..(o + 1) * (na + nb) * inner];
-                ta.extend_from_slice(&row[..na * inner]);
-                tb.extend_from_slice(&row[na * inner..]);
+        RefOp::Concat { parts, axis } => {
+            // Part k's term: δ[o, s_k + j, i] at its (o, j, i), s_k the sizes of the parts before.
+            let total: usize = parts.iter().map(|&p| at(vals, p).map(|x| x.dims[*axis])).sum::<Result<_, _>>()?;
+            let mut terms = Vec::with_capacity(parts.len());
+            let mut before = 0;
+            for &p in parts {
+                let x = at(vals, p)?;
+                let (_, n, inner) = around(&x.dims, *axis);
+                let t = RefTensor::from_fn(&x.dims, |e| {
+                    let (o, j, i) = (e / (n * inner), (e / inner) % n, e % inner);
+                    g.data[(o * total + before + j) * inner + i].clone()
+                });
+                before += n;
+                terms.push((p, t));
             }
-            vec![(*a, RefTensor { dims: x.dims.clone(), data: ta }), (*b, RefTensor { dims: w.dims.clone(), data: tb })]
+            terms
         }
         RefOp::Slice { a, axis, start, len } => {
             let x = at(vals, *a)?;
@@ -308,6 +314,9 @@ pub(super) fn vjp<A: Scalar, D>(
         RefOp::AvgPool { x, kernel, stride, padding, div, count: c } => {
             let args = window::PoolArgs { kernel, stride, padding };
             vec![(*x, window::avg_pool_vjp(at(vals, *x)?, g, &args, *div, *c)?)]
+        }
+        RefOp::Dropout { a, p, seed, factor, mul } => {
+            vec![(*a, super::dropout::vjp(g, *p, seed(data), *factor, zero(), *mul)?)]
         }
     })
 }

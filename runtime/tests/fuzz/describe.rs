@@ -80,6 +80,10 @@ pub(crate) enum Op {
     AddRow(usize, usize),
     Axis(bool, usize, usize),
     Concat(usize, usize, usize),
+    /// `concat` of any number of parts (none included).
+    ConcatParts(Vec<usize>, usize),
+    /// `dropout` with a probability in range or not.
+    Dropout(usize, f64),
     Slice(usize, usize, usize, usize),
     Permute(usize, Vec<usize>),
     Reshape(usize, Dims),
@@ -122,7 +126,11 @@ pub(crate) fn op(rng: &mut Rng, len: usize) -> Op {
         6 => Op::Scale(p(rng), rng.pick(VALUES)),
         7 => Op::AddRow(p(rng), p(rng)),
         8 => Op::Axis(rng.below(2) == 0, p(rng), small(rng)),
-        9 => Op::Concat(p(rng), p(rng), small(rng)),
+        9 => match rng.below(3) {
+            0 => Op::Concat(p(rng), p(rng), small(rng)),
+            1 => Op::ConcatParts((0..rng.below(6)).map(|_| p(rng)).collect(), small(rng)),
+            _ => Op::Dropout(p(rng), rng.pick(&[0.0, 0.5, 0.999, 1.0, -0.5, f64::NAN, f64::INFINITY])),
+        },
         10 => Op::Slice(p(rng), small(rng), small(rng), small(rng)),
         11 => {
             let perm: Vec<usize> = (0..rng.below(6)).map(|_| small(rng)).collect();

@@ -47,6 +47,10 @@ fn labels(d: &Data) -> &[usize] {
     &d.labels
 }
 
+fn seed(d: &Data) -> u64 {
+    d.labels.len() as u64
+}
+
 fn data_x(d: &Data) -> &RawTensor<f64> {
     &d.x
 }
@@ -120,6 +124,8 @@ fn node(op: &Op) -> RawNode<f64, Data> {
         Op::Axis(true, x, axis) => RawNode::compact(ops::SumAxis::new(x, axis)),
         Op::Axis(false, x, axis) => RawNode::compact(ops::MeanAxis::new(x, axis)),
         Op::Concat(a, b, axis) => RawNode::compact(ops::Concat::new(a, b, axis)),
+        Op::ConcatParts(parts, axis) => RawNode::compact(ops::Concat::parts(parts, axis)),
+        Op::Dropout(x, p) => RawNode::compact(ops::Dropout::new(x, p, seed)),
         Op::Slice(x, axis, start, len) => RawNode::compact(ops::Slice::new(x, axis, start, len)),
         Op::Permute(x, perm) => RawNode::compact(ops::Permute::new(x, &perm)),
         Op::Reshape(x, dims) => RawNode::compact(ops::Reshape::new(x, dims)),
