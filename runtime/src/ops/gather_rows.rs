@@ -61,13 +61,17 @@ impl<A: Scalar, D: 'static> CompactOp<A, D> for GatherRows<D> {
     fn validate(&self, ctx: &[RawTensor<A>], data: &D) -> Result<(), String> {
         let vocab = ctx[self.parents[0]].dims().as_slice()[0];
         let ids = (self.ids)(data);
-        if ids.len() != self.count {
+        // A run-time count (a stand-in) was bound from the ids by `compile`.
+        if ids.len() != self.count && crate::shape::run_time_index(self.count).is_none() {
             return Err(format!("gather_rows expects {} ids, got {}", self.count, ids.len()));
         }
         match ids.iter().enumerate().find(|(_, &id)| id >= vocab) {
             Some((r, id)) => Err(format!("gather_rows id {id} at row {r} is out of range for a table of {vocab} rows")),
             None => Ok(()),
         }
+    }
+    fn data_dims(&self, data: &D) -> Option<(Dims, Dims)> {
+        Some((Dims::vector(self.count), Dims::vector((self.ids)(data).len())))
     }
     fn forward(&self, ctx: &[RawTensor<A>], data: &D) -> RawTensor<A> {
         let table = &ctx[self.parents[0]];
