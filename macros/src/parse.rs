@@ -99,6 +99,8 @@ pub(crate) struct GraphDef {
     pub(crate) vis: Visibility,
     pub(crate) name: Ident,
     pub(crate) dims: Vec<Ident>,
+    /// The run-time dims, `fn f<batch: dyn>(…)`: sizes taken from the inputs at `compile`.
+    pub(crate) run_time: Vec<Ident>,
     /// The scalar type parameter, when the user names it with bounds: `fn f<T: Float, B>(…)`.
     pub(crate) scalar: Option<(Ident, Punctuated<syn::TypeParamBound, Token![+]>)>,
     pub(crate) inputs: Vec<InputDecl>,
@@ -238,12 +240,17 @@ impl Parse for GraphDef {
         input.parse::<Token![fn]>()?;
         let name: Ident = input.parse()?;
         let mut dims = Vec::new();
+        let mut run_time = Vec::new();
         let mut scalar = None;
         if input.peek(Token![<]) {
             input.parse::<Token![<]>()?;
             while !input.peek(Token![>]) {
                 let ident = input.parse::<Ident>()?;
-                if input.peek(Token![:]) {
+                if input.peek(Token![:]) && input.peek2(Token![dyn]) {
+                    input.parse::<Token![:]>()?;
+                    input.parse::<Token![dyn]>()?;
+                    run_time.push(ident);
+                } else if input.peek(Token![:]) {
                     input.parse::<Token![:]>()?;
                     let mut bounds = Punctuated::new();
                     loop {
@@ -328,7 +335,7 @@ impl Parse for GraphDef {
             return Err(body
                 .error("the body is statements (`let`, `h = …;`, `const`, `for`) followed by one result expression"));
         }
-        Ok(GraphDef { consts, attrs, vis, name, dims, scalar, inputs, data, outputs, stmts, result })
+        Ok(GraphDef { consts, attrs, vis, name, dims, run_time, scalar, inputs, data, outputs, stmts, result })
     }
 }
 

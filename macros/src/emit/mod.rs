@@ -52,8 +52,8 @@ fn stub(def: &GraphDef, names: &Names) -> TokenStream {
     let dims: Vec<Ident> =
         used_decl_dims(&def.dims, &[&input_decls[..], &data_decls[..]].concat()).into_iter().cloned().collect();
     let decls: Vec<(Ident, Option<usize>, TokenStream)> =
-        inputs.iter().map(|(i, n)| (i.name.clone(), *n, decl_tokens(&i.shape, &dims))).collect();
-    let outputs: Vec<TokenStream> = def.outputs.iter().map(|o| decl_tokens(o, &dims)).collect();
+        inputs.iter().map(|(i, n)| (i.name.clone(), *n, decl_tokens(&i.shape, &dims, &def.run_time))).collect();
+    let outputs: Vec<TokenStream> = def.outputs.iter().map(|o| decl_tokens(o, &dims, &def.run_time)).collect();
     let output_decls: Vec<&ShapeDecl> = def.outputs.iter().collect();
     let used = DimUse {
         inputs: used_decl_dims(&dims, &input_decls),

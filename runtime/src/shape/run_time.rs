@@ -20,10 +20,10 @@
 use super::Dims;
 
 /// The stand-in of the first run-time dim; the `k`-th is `RUN_TIME_BASE + k`.
-pub const RUN_TIME_BASE: usize = 1_000_000_007;
+pub const RUN_TIME_BASE: usize = exactgrad_spec::RUN_TIME_BASE;
 
 /// The most run-time dims one graph may declare.
-pub const MAX_RUN_TIME_DIMS: usize = 8;
+pub const MAX_RUN_TIME_DIMS: usize = exactgrad_spec::MAX_RUN_TIME_DIMS;
 
 /// The stand-in value of run-time dim `k` (`k <` [`MAX_RUN_TIME_DIMS`]).
 ///
