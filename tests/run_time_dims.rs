@@ -2,6 +2,8 @@
 //! every batch size, and at size `b` it is bit for bit the same model written with the literal
 //! `b` (SEMANTICS §2.1): every value, every pass's gradients, every program run (`to_bits`).
 
+#![allow(clippy::unwrap_used)] // test helpers unwrap: a failure is a test failure
+
 use exactgrad::{graph, Dims, Error, RawTensor, Seeds, Tensor};
 use proptest::prelude::*;
 

@@ -82,7 +82,7 @@ pub(crate) enum Compared {
 /// not keep each run-time dim as an axis of its own (or whose other axes' element counts differ).
 fn run_time_needs(op: &OpSpec, extra: &ExtraArg, x: &[Dim], to: &[Dim]) -> Result<(), String> {
     let dyn_names = |s: &[Dim]| {
-        let mut v: Vec<String> = s.iter().filter_map(|d| matches!(d, Dim::Dyn(..)).then(|| d.to_string())).collect();
+        let mut v: Vec<String> = s.iter().filter(|&d| matches!(d, Dim::Dyn(..))).map(ToString::to_string).collect();
         v.sort();
         v
     };

@@ -2,6 +2,8 @@
 //! inputs and data before it recomputes every node's dims for the sizes it found (see
 //! [`crate::shape::Binding`]).
 
+use std::borrow::Cow;
+
 use super::{Program, RawGraph};
 use crate::error::Error;
 use crate::scalar::Scalar;
@@ -80,7 +82,7 @@ impl<A: 'static, D: 'static> RawGraph<A, D> {
     /// [`Error::PackShapes`] for inputs of the wrong number or (static) shapes; [`Error::RunTimeDim`]
     /// when two inputs, or an input and the data, give a run-time dim different sizes, or a size
     /// 0; [`Error::Node`] for a node whose shape rule refuses the recomputed dims.
-    pub(crate) fn bound_dims(&self, inputs: &[RawTensor<A>], data: &D) -> Result<Vec<Dims>, Error> {
+    pub(crate) fn bound_dims(&self, inputs: &[RawTensor<A>], data: &D) -> Result<Cow<'_, [Dims]>, Error> {
         let expected = &self.dims[..self.inputs];
         let fits = inputs.len() == expected.len()
             && inputs.iter().zip(expected).all(|(t, &d)| crate::shape::fits_declared(d, t.dims()));
@@ -93,7 +95,7 @@ impl<A: 'static, D: 'static> RawGraph<A, D> {
             if !fits || inputs.iter().zip(expected).any(|(t, &d)| t.dims() != d) {
                 return Err(wrong_shapes());
             }
-            return Ok(self.dims.clone());
+            return Ok(Cow::Borrowed(&self.dims));
         }
         if !fits {
             if inputs.len() != expected.len() {
@@ -138,7 +140,7 @@ impl<A: 'static, D: 'static> RawGraph<A, D> {
                 message: format!("run-time dim `{}` is not the size of an axis of any input or data", self.run_time[k]),
             });
         }
-        self.recompute(&binding)
+        self.recompute(&binding).map(Cow::Owned)
     }
 
     fn bind_axes(

@@ -160,12 +160,14 @@ impl<A: Scalar, D: 'static, G, O, Br, F: Sweep<A, D>> Program<A, D, G, O, Br, F>
     /// puts in it, and the input gradients handed back. The inputs themselves are the caller's;
     /// the contribution tensors a node builds while it runs and the GEMM's packing buffers come on
     /// top (at most a few tensors of the largest position).
+    /// For a graph with run-time dims, the shapes of the last run.
     /// For `x: [4, 3]`, `w: [3, 2]` and one node `x · w: [4, 2]` in `f32`: the value 8 (the
     /// output), gradients 12 + 6 + 8, input gradients 12 + 6, so 52 × 4 bytes. Saturates at
     /// `usize::MAX` (for shapes whose element count overflows, which no run accepts).
     pub fn planned_bytes(&self) -> usize {
         let numel = |d: &Dims| d.checked_numel().unwrap_or(usize::MAX);
-        let dims = self.graph.dims();
+        // With run-time dims: the sizes of the last run (before any, the stand-ins: saturates).
+        let dims = self.state.as_ref().map_or(self.graph.dims(), ProgramState::dims);
         let n_in = self.graph.num_inputs();
         let mut values = vec![0usize; self.plan.value_buffers];
         for (k, &b) in self.plan.values.iter().enumerate() {
@@ -214,7 +216,7 @@ impl<A: Scalar, D: 'static, G, O, Br, F: Sweep<A, D>> Program<A, D, G, O, Br, F>
             // the sizes change (a run at the sizes of the last one reuses them).
             let dims = self.graph.bound_dims(inputs.as_slice(), data)?;
             match &mut self.state {
-                Some(st) if st.dims() == dims.as_slice() => st,
+                Some(st) if st.dims() == &*dims => st,
                 slot => slot.insert(ProgramState::new(&dims, n_in, self.visits, plan)),
             }
         };

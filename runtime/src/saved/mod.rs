@@ -13,6 +13,8 @@
 //! | `backprop_inputs_*` | pack over Γ ++ ss | pack over Γ | as above; intermediate gradients freed at once |
 //! | `backprop_from` / `backprop_from_dense` | one output and its seed | pack over Γ ++ ss | dense all-seeds without it |
 
+use std::borrow::Cow;
+
 use crate::contributions::{Contrib, Contributions};
 use crate::error::Error;
 use crate::gradients::GradientContext;
@@ -175,8 +177,9 @@ impl<'s, A: Scalar, D: 'static> PreparedNode<'s, A, D> {
 #[derive(Clone)]
 pub struct RawSavedGraph<'g, A, D> {
     graph: &'g RawGraph<A, D>,
-    /// Dims of every position in this execution: the graph's, with its run-time dims bound.
-    dims: Vec<Dims>,
+    /// Dims of every position in this execution: the graph's (borrowed), or with its run-time dims
+    /// bound.
+    dims: Cow<'g, [Dims]>,
     values: Vec<RawTensor<A>>,
     data: D,
 }
