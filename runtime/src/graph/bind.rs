@@ -101,12 +101,9 @@ impl<A: 'static, D: 'static> RawGraph<A, D> {
             if inputs.len() != expected.len() {
                 return Err(wrong_shapes());
             }
-            let (i, (t, &d)) = inputs
-                .iter()
-                .zip(expected)
-                .enumerate()
-                .find(|(_, (t, &d))| !crate::shape::fits_declared(d, t.dims()))
-                .unwrap_or((0, (&inputs[0], &expected[0])));
+            let found =
+                inputs.iter().zip(expected).enumerate().find(|(_, (t, &d))| !crate::shape::fits_declared(d, t.dims()));
+            let Some((i, (t, &d))) = found else { return Err(wrong_shapes()) };
             return Err(Error::RunTimeDim {
                 dim: String::new(),
                 message: format!(
