@@ -348,6 +348,65 @@
 //! assert_eq!(saved.value(h.output).unwrap().dims().as_slice(), &[] as &[usize]);
 //! ```
 //!
+//! # Run-time dims
+//!
+//! A dim declared `name: dyn` among the generics is a **run-time dim**: its size is not part of
+//! the type, but taken from the inputs (and the data tensors and ids) at every `compile`. One
+//! graph and one generated program then serve every size — mini-batches of 64 and a partial last
+//! batch of 39, or the whole test set in one call — while every other dim stays checked by the
+//! compiler.
+//!
+//! ```
+//! use exactgrad::{graph, Dims, RawTensor, Tensor};
+//!
+//! graph! {
+//!     /// A classifier for any batch size.
+//!     pub fn mlp<batch: dyn>(w1: [3, 4], b1: [4], w2: [4, 2]; x: [batch, 3], labels: Vec<usize>) -> [] {
+//!         let h = relu(x.matmul(w1) + b1);
+//!         cross_entropy(h.matmul(w2), labels)
+//!     }
+//! }
+//!
+//! let (graph, h) = mlp::<f64>();                        // no type for `batch`
+//! let mut program = Mlp::program::<f64>();
+//! for b in [64, 39, 64] {
+//!     // A data tensor (or an input) with run-time dims is a `RawTensor`, checked by `compile`.
+//!     let x = RawTensor::from_vec(Dims::matrix(b, 3), vec![0.5; 3 * b]).unwrap();
+//!     let data = MlpData { x, labels: vec![1; b] };
+//!     let inputs = || h.inputs(Tensor::full(0.1), Tensor::zeros(), Tensor::full(-0.2));
+//!     let saved = graph.compile(inputs(), data.clone()).unwrap();
+//!     assert_eq!(saved.raw().dims()[3], Dims::matrix(b, 4));  // x · w1 at the real batch
+//!     let grads = saved.backprop_from(h.output, Tensor::full(1.0)).unwrap();
+//!     let fast = program.gradients(&mut inputs(), &data, &Tensor::full(1.0)).unwrap();
+//!     assert_eq!(grads.get(h.w1).unwrap().data(), fast.get(h.w1).unwrap().data());
+//! }
+//! assert!(graph.describe().contains("matmul_data(%0) : [batch, 4]"));  // shapes print `batch`
+//! ```
+//!
+//! * **Semantics.** Compiled with `batch = b`, the model *is* the model written with the literal
+//!   `b`: the same nodes, values and gradients, bit for bit, on every pass and every program
+//!   (docs/SEMANTICS.md §2.1; `tests/run_time_dims.rs` checks it against the literal model).
+//! * **Checking.** The macro treats a run-time dim as a symbol equal only to itself (never to a
+//!   number or a generic dim), and shapes in its errors print its name. Ops that would need its
+//!   size when the macro expands are errors naming it: a `slice` along it, a `reshape` that
+//!   would split or merge it (`[batch, 4, 4]` → `[batch, 16]` keeps it and is fine), a `concat`
+//!   along it, a convolution over it. A name that is neither a literal, a `const`, a generic nor
+//!   a run-time dim is an error suggesting `fn name<batch: dyn>(…)`.
+//! * **Types.** Inputs and data tensors whose shapes use a run-time dim are passed as
+//!   [`RawTensor`]s (the other inputs stay `Tensor<A, S>`); a graph is instantiated without a type
+//!   for the dim (`mlp::<f64>()`). Handles stay typed: at the type level a run-time dim is a
+//!   reserved typenum number, its **stand-in** ([`exactgrad_runtime::shape::run_time_stand_in`]),
+//!   and `Pack::get`, `ContextPack::get` and the passes accept any size along it. Gradients and
+//!   values have the real dims.
+//! * **Binding.** `compile` (and every program run) binds each run-time dim from the inputs, then
+//!   from the data that `data_tensor`, `matmul_data` and `gather_rows` read, and recomputes every
+//!   node's dims by its shape rule; sizes that disagree are an [`Error::RunTimeDim`] naming both
+//!   (``run-time dim `batch` is 64 in input `x` but 39 in input `y` ``), a size of 0 is refused,
+//!   and an input whose static axes differ is named with its declared shape (`[batch, 1, 8, 8]`).
+//!   Labels that disagree with the batch are the op's own error (`cross_entropy`'s, at its node).
+//!   A generated program keeps its buffers while the sizes stay the same and plans them anew
+//!   when they change.
+//!
 //! # Shape errors
 //!
 //! With literal dims the macro infers every shape itself and reports each mismatch at the user's

@@ -25,6 +25,7 @@ pub(crate) fn output(
     let name = op.name;
     let empty = Shape(Vec::new());
     let declared = declared.unwrap_or(&empty);
+    run_time_needs(op, extra, x(0), &declared.0)?;
     let out = match (op.rule, extra) {
         (Rule::Elementwise, _) => rules::elementwise(name, x(0), x(1)),
         (Rule::ElementwiseToScalar, _) => rules::same_shape_to_scalar(name, x(0), x(1)),
@@ -86,6 +87,56 @@ pub(crate) enum Compared {
 }
 
 /// Compares `declared` with `actual`.
+/// The ops that would need a run-time dim's size now: a slice along it, and a reshape that does
+/// not keep each run-time dim as an axis of its own (or whose other axes' element counts differ).
+fn run_time_needs(op: &OpSpec, extra: &ExtraArg, x: &[Dim], to: &[Dim]) -> Result<(), String> {
+    let dyn_names = |s: &[Dim]| {
+        let mut v: Vec<String> = s.iter().filter(|&d| matches!(d, Dim::Dyn(..))).map(ToString::to_string).collect();
+        v.sort();
+        v
+    };
+    match (op.rule, extra) {
+        (Rule::Slice, ExtraArg::Slice(axis, _, _)) => match x.get(*axis) {
+            Some(d @ Dim::Dyn(..)) => Err(format!(
+                "slice along axis {axis} of shape {} needs the size of the run-time dim `{d}`, known only at run time; slice along another axis",
+                exactgrad_spec::shape::Dims(x)
+            )),
+            _ => Ok(()),
+        },
+        (Rule::Reshape, _) => {
+            let (from, into) = (dyn_names(x), dyn_names(to));
+            if from.is_empty() && into.is_empty() {
+                return Ok(());
+            }
+            let shapes = (exactgrad_spec::shape::Dims(x), exactgrad_spec::shape::Dims(to));
+            if from != into {
+                let d = from.iter().chain(&into).find(|n| from.contains(n) != into.contains(n)).or(from.first());
+                return Err(format!(
+                    "reshape from {} to {} would have to split or merge the run-time dim `{}`, whose size is known only at run time: keep it as an axis of its own on both sides",
+                    shapes.0,
+                    shapes.1,
+                    d.map_or("", String::as_str)
+                ));
+            }
+            let lits = |s: &[Dim]| {
+                s.iter().try_fold(1u128, |n, d| match d {
+                    Dim::Lit(k) => Some(n.saturating_mul(u128::from(*k))),
+                    Dim::Dyn(..) => Some(n),
+                    Dim::Sym(_) => None,
+                })
+            };
+            match (lits(x), lits(to)) {
+                (Some(a), Some(b)) if a != b => Err(format!(
+                    "reshape cannot turn shape {} into shape {}: besides the run-time dims, {a} elements become {b}",
+                    shapes.0, shapes.1
+                )),
+                _ => Ok(()),
+            }
+        }
+        _ => Ok(()),
+    }
+}
+
 pub(crate) fn compare(declared: &Shape, actual: &Shape) -> Compared {
     use exactgrad_spec::Dim as _;
     if declared.0.len() != actual.0.len() {

@@ -11,13 +11,16 @@ use crate::errors::Site;
 pub(crate) enum Dim {
     Lit(u64),
     Sym(Ident),
+    /// A run-time dim (`batch: dyn`) and its index among the graph's run-time dims: equal only
+    /// to itself, never to a number or a generic dim; its size is known only at `compile`.
+    Dyn(Ident, usize),
 }
 
 impl PartialEq for Dim {
     fn eq(&self, other: &Dim) -> bool {
         match (self, other) {
             (Dim::Lit(a), Dim::Lit(b)) => a == b,
-            (Dim::Sym(a), Dim::Sym(b)) => a == b,
+            (Dim::Sym(a), Dim::Sym(b)) | (Dim::Dyn(a, _), Dim::Dyn(b, _)) => a == b,
             _ => false,
         }
     }
@@ -27,7 +30,7 @@ impl core::fmt::Display for Dim {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         match self {
             Dim::Lit(n) => write!(f, "{n}"),
-            Dim::Sym(i) => write!(f, "{i}"),
+            Dim::Sym(i) | Dim::Dyn(i, _) => write!(f, "{i}"),
         }
     }
 }
@@ -41,13 +44,15 @@ impl exactgrad_spec::Dim for Dim {
     fn size(&self) -> Option<usize> {
         match self {
             Dim::Lit(n) => usize::try_from(*n).ok(),
-            Dim::Sym(_) => None,
+            Dim::Sym(_) | Dim::Dyn(..) => None,
         }
     }
     fn same(&self, other: &Self) -> Option<bool> {
         match (self, other) {
             (Dim::Lit(a), Dim::Lit(b)) => Some(a == b),
             (Dim::Sym(a), Dim::Sym(b)) if a == b => Some(true),
+            (Dim::Dyn(a, _), Dim::Dyn(b, _)) => Some(a == b),
+            (Dim::Dyn(..), _) | (_, Dim::Dyn(..)) => Some(false),
             _ => None,
         }
     }

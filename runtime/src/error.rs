@@ -71,6 +71,17 @@ pub enum Error {
         /// What is wrong.
         message: String,
     },
+    /// The inputs (or the data) of a graph with run-time dims do not fit it: two of them give a
+    /// run-time dim different sizes ("run-time dim `batch` is 64 in input `x` but 39 in input
+    /// `y`"), a run-time dim is 0, or an input's other axes differ from the declared ones (the
+    /// shapes are printed with the run-time dims' names).
+    #[error("{message}")]
+    RunTimeDim {
+        /// The run-time dim's name (empty when the error is about a static axis).
+        dim: String,
+        /// What is wrong, naming the inputs and sizes.
+        message: String,
+    },
     /// A position handle that does not belong to this graph.
     #[error("position {index} does not belong to this graph (it has {len} positions)")]
     ForeignPosition {

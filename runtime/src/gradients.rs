@@ -22,6 +22,16 @@ impl<A> Stored<A> {
             Stored::Tensor(t) => t.dims(),
         }
     }
+
+    /// A uniform slot of dims `declared` takes the dims `bound` (a seed built from a graph's
+    /// declared dims, used on an execution whose run-time dims are bound).
+    pub(crate) fn rebind_uniform(&mut self, declared: Dims, bound: Dims) {
+        if let Stored::Uniform(_, d) = self {
+            if *d == declared {
+                *d = bound;
+            }
+        }
+    }
 }
 
 impl<A: Scalar> Stored<A> {

@@ -12,6 +12,8 @@ use crate::scalar::Scalar;
 use crate::shape::{Dims, Nil, Position, RawPosition, Shape, Snoc};
 use crate::tensor::RawTensor;
 
+mod bind;
+
 /// An op with a compact program: forward, shape rule, validation and contributions.
 ///
 /// Built-in ops implement it; so can users, with the same [`Contributions`] combinators
@@ -59,6 +61,15 @@ pub trait CompactOp<A, D>: Send + Sync + 'static {
     fn validate(&self, ctx: &[RawTensor<A>], data: &D) -> Result<(), String> {
         let _ = (ctx, data);
         Ok(())
+    }
+
+    /// For an op whose output size comes from the data (`data_tensor`, `gather_rows`): the dims it
+    /// declares for that data (with the stand-ins of run-time dims, see [`crate::shape::Binding`])
+    /// and the dims the data actually has. `compile` binds the run-time dims from them, as from
+    /// the inputs. Defaults to `None` (the op's output size comes from its parents).
+    fn data_dims(&self, data: &D) -> Option<(Dims, Dims)> {
+        let _ = data;
+        None
     }
 
     /// The node's value.
@@ -406,6 +417,10 @@ pub struct RawGraph<A, D> {
     dims: Vec<Dims>,
     inputs: usize,
     nodes: Vec<RawNode<A, D>>,
+    /// Names of the run-time dims: the `k`-th stands in the dims as `run_time_stand_in(k)`.
+    run_time: Vec<String>,
+    /// Names of the inputs, for messages (empty: `input {i}`).
+    input_names: Vec<String>,
 }
 
 fn next_graph_id() -> u64 {
@@ -417,7 +432,14 @@ impl<A: Scalar, D: 'static> RawGraph<A, D> {
     /// A graph with inputs of the given dims and no node.
     #[must_use]
     pub fn new(inputs: Vec<Dims>) -> Self {
-        RawGraph { id: next_graph_id(), inputs: inputs.len(), dims: inputs, nodes: Vec::new() }
+        RawGraph {
+            id: next_graph_id(),
+            inputs: inputs.len(),
+            dims: inputs,
+            nodes: Vec::new(),
+            run_time: Vec::new(),
+            input_names: Vec::new(),
+        }
     }
 
     /// Appends a node, returning its position (a handle of this graph; the op constructors of
@@ -527,12 +549,12 @@ impl<A: 'static, D: 'static> fmt::Debug for RawGraph<A, D> {
 impl<A: 'static, D: 'static> fmt::Display for RawGraph<A, D> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         for (p, d) in self.dims[..self.inputs].iter().enumerate() {
-            writeln!(f, "%{p} = input {d}")?;
+            writeln!(f, "%{p} = input {}", self.named(*d))?;
         }
         for (k, node) in self.nodes.iter().enumerate() {
             let p = self.inputs + k;
             let parents: Vec<String> = node.parents().iter().map(|q| format!("%{q}")).collect();
-            write!(f, "%{p} = {}({}) : {}", node.name(), parents.join(", "), node.dims)?;
+            write!(f, "%{p} = {}({}) : {}", node.name(), parents.join(", "), self.named(node.dims))?;
             match node.support() {
                 Some(s) => {
                     let s: Vec<String> = s.iter().map(|q| format!("%{q}")).collect();
@@ -582,6 +604,18 @@ impl<A: Scalar, D: 'static, Br> GraphData<A, D, Nil, Nil, Br> {
     #[must_use]
     pub fn branded() -> Self {
         GraphData { raw: RawGraph::new(Vec::new()), input_error: None, build_errors: Vec::new(), marker: PhantomData }
+    }
+}
+
+impl<A: Scalar, D: 'static, Br> GraphData<A, D, Nil, Nil, Br> {
+    /// Declares the graph's run-time dims, by name: an input shape uses the `k`-th as the typenum
+    /// number [`run_time_stand_in(k)`](crate::shape::run_time_stand_in), and `compile` takes its
+    /// size from the inputs (see [`crate::shape::Binding`]). More than
+    /// [`MAX_RUN_TIME_DIMS`](crate::shape::MAX_RUN_TIME_DIMS) names is an error of `compile`.
+    #[must_use]
+    pub fn with_run_time_dims(mut self, names: &[&str]) -> Self {
+        self.set_run_time_dims(names, &[]);
+        self
     }
 }
 
@@ -688,6 +722,15 @@ impl<A: Scalar, D: 'static, G, Ss, Br> GraphData<A, D, G, Ss, Br> {
     /// The untyped graph, consuming the typed one.
     pub(crate) fn into_raw(self) -> RawGraph<A, D> {
         self.raw
+    }
+
+    /// Declares the run-time dims (see [`RawGraph::set_run_time_dims`]) and names the inputs; an
+    /// error is recorded and reported by `compile`.
+    pub(crate) fn set_run_time_dims(&mut self, dims: &[&str], inputs: &[&str]) {
+        if let Err(e) = self.raw.set_run_time_dims(dims.iter().map(|&d| d.to_owned()).collect()) {
+            self.input_error.get_or_insert(e);
+        }
+        self.raw.set_input_names(inputs.iter().map(|&n| n.to_owned()).collect());
     }
 
     /// Records an error of the graph as a whole (reported by `compile` with the last node).

@@ -73,16 +73,16 @@ impl<A: 'static, D: 'static> RawGraph<A, D> {
         writeln!(out, "  edge [fontname=\"monospace\", fontsize=10];")?;
         let dims = self.dims();
         for (p, d) in dims[..self.num_inputs()].iter().enumerate() {
-            let label = escape(&format!("%{p} input\n{d}"));
+            let label = escape(&format!("%{p} input\n{}", self.named(*d)));
             writeln!(out, "  p{p} [label=\"{label}\", shape=ellipse];")?;
         }
         for (k, node) in self.nodes().iter().enumerate() {
             let p = self.num_inputs() + k;
             if node.is_opaque() {
-                let label = escape(&format!("%{p} {} (opaque)\n{}", node.name(), node.dims()));
+                let label = escape(&format!("%{p} {} (opaque)\n{}", node.name(), self.named(node.dims())));
                 writeln!(out, "  p{p} [label=\"{label}\", style=dashed];")?;
             } else {
-                let label = escape(&format!("%{p} {}\n{}", node.name(), node.dims()));
+                let label = escape(&format!("%{p} {}\n{}", node.name(), self.named(node.dims())));
                 writeln!(out, "  p{p} [label=\"{label}\"];")?;
             }
         }

@@ -68,6 +68,17 @@ impl<A: Scalar, D: 'static, Br> MacroBuilder<A, D, Br> {
     }
 }
 
+impl<A: Scalar, D: 'static, Br> MacroBuilder<A, D, Br> {
+    /// Declares the graph's run-time dims and names its inputs (see
+    /// [`RawGraph::set_run_time_dims`](crate::RawGraph::set_run_time_dims)); a graph with too many
+    /// run-time dims gets a build error.
+    #[must_use]
+    pub fn run_time_dims(mut self, dims: &[&str], inputs: &[&str]) -> Self {
+        self.graph.set_run_time_dims(dims, inputs);
+        self
+    }
+}
+
 impl<A: Scalar, D: 'static, Br, G> MacroBuilder<A, D, Br, G> {
     /// Declares the next input (inputs come before any node).
     #[must_use]

@@ -25,7 +25,8 @@ fn lookup<A, S: Shape, Br>(
         return Err(foreign);
     }
     let t = tensors.get(pos.index()).ok_or(foreign)?;
-    if t.dims() != S::dims() {
+    // A run-time axis (its stand-in in `S`) has the size the execution bound it to.
+    if !crate::shape::fits_declared(S::dims(), t.dims()) {
         return Err(Error::ShapeMismatch { expected: S::dims(), actual: t.dims() });
     }
     Ok(t)
@@ -65,6 +66,16 @@ impl<A, L> Pack<A, L> {
     #[must_use]
     pub fn push<S: Shape>(mut self, t: Tensor<A, S>) -> Pack<A, Snoc<L, S>> {
         self.tensors.push(t.into_raw());
+        Pack { graph: self.graph, tensors: self.tensors, marker: PhantomData }
+    }
+
+    /// Appends a tensor for an input of shape `S` with run-time dims (`graph!`'s `batch: dyn`),
+    /// whose size along those axes is known only at run time: its dims are checked by `compile`
+    /// (every static axis of `S`, and one size per run-time dim across the inputs), which reports
+    /// a mismatch as an error.
+    #[must_use]
+    pub fn push_run_time<S: Shape>(mut self, t: RawTensor<A>) -> Pack<A, Snoc<L, S>> {
+        self.tensors.push(t);
         Pack { graph: self.graph, tensors: self.tensors, marker: PhantomData }
     }
 
@@ -340,7 +351,7 @@ impl<A: Clone, G, Ss, Br> ContextPack<A, G, Ss, Br> {
             return Err(foreign);
         }
         let t = self.tensors.get(pos.index()).ok_or(foreign)?;
-        if t.dims() != S::dims() {
+        if !crate::shape::fits_declared(S::dims(), t.dims()) {
             return Err(Error::ShapeMismatch { expected: S::dims(), actual: t.dims() });
         }
         Ok(t)

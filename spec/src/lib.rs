@@ -26,6 +26,15 @@ pub mod vjp;
 /// `MacroBuilder` has one tuple impl per chunk length below it).
 pub const NODE_CHUNK: usize = 32;
 
+/// The stand-in size of a graph's first run-time dim (`graph!`'s `batch: dyn`); the `k`-th is
+/// `RUN_TIME_BASE + k`, for `k <` [`MAX_RUN_TIME_DIMS`]. The typed layer sees a run-time dim as
+/// this typenum number; `compile` binds it to the size the inputs give it (the runtime's
+/// `shape::Binding`). A graph with run-time dims must not use these numbers as literal dims.
+pub const RUN_TIME_BASE: usize = 1_000_000_007;
+
+/// The most run-time dims one graph may declare.
+pub const MAX_RUN_TIME_DIMS: usize = 8;
+
 pub use ops::{Args, Arity, Bound, Direct, Form, OpSpec, OPS};
 pub use rules::Rule;
 pub use shape::{Dim, Shape};

@@ -77,7 +77,7 @@ pub(super) fn full(def: &GraphDef, graph: &Graph, names: &Names) -> TokenStream 
     let Names { alias, handles, brand, model, inputs: inputs_alias, .. } = names;
 
     let mut bounds: Vec<Bound> = Vec::new();
-    let cx = Cx { p: &p, s: &s, data: &data, brand, graph };
+    let cx = Cx { p: &p, s: &s, data: &data, brand, graph, run_time: &def.run_time };
     let body = cx.builder(&input_shapes, &mut bounds, false);
     bounds.sort();
     bounds.dedup();
@@ -90,7 +90,7 @@ pub(super) fn full(def: &GraphDef, graph: &Graph, names: &Names) -> TokenStream 
         many => quote!((#(#p::Tensor<#s, #many>,)*)),
     };
     let model_items = super::program::model(&super::program::ModelParts {
-        cx: Cx { p: &p, s: &s, data: &data, brand, graph },
+        cx: Cx { p: &p, s: &s, data: &data, brand, graph, run_time: &def.run_time },
         model,
         graph_fn: &def.name,
         generics: &generics,
@@ -131,6 +131,8 @@ pub(super) struct Cx<'a> {
     pub(super) data: &'a TokenStream,
     pub(super) brand: &'a Ident,
     pub(super) graph: &'a Graph,
+    /// The run-time dims (`batch: dyn`), in declaration order.
+    pub(super) run_time: &'a [Ident],
 }
 
 impl Cx<'_> {
@@ -138,9 +140,14 @@ impl Cx<'_> {
     /// a chunk every `NODE_CHUNK` nodes). With `keep`, each built-in node's op is also kept, as
     /// `__o{position}: Option<Op>`, for a program to call directly.
     pub(super) fn builder(&self, input_shapes: &[TokenStream], bounds: &mut Vec<Bound>, keep: bool) -> TokenStream {
-        let Cx { p, s, data, brand, graph } = self;
+        let Cx { p, s, data, brand, graph, .. } = self;
         let n_in = graph.inputs.len();
         let mut body = quote!(let __b = #p::MacroBuilder::<#s, #data, #brand>::new(););
+        if !self.run_time.is_empty() {
+            let dims = self.run_time.iter().map(|d| syn::ext::IdentExt::unraw(d).to_string());
+            let inputs = graph.inputs.iter().map(|(n, _)| syn::ext::IdentExt::unraw(n).to_string());
+            body.extend(quote!(let __b = __b.run_time_dims(&[#(#dims),*], &[#(#inputs),*]);));
+        }
         for (k, shape) in input_shapes.iter().enumerate() {
             let v = value(k);
             body.extend(quote!(let (__b, #v) = __b.input::<#shape>();));
@@ -201,7 +208,7 @@ impl Cx<'_> {
         out: &TokenStream,
         ty: &TokenStream,
     ) -> TokenStream {
-        let Cx { p, s, data, brand, graph } = self;
+        let Cx { p, s, data, brand, graph, .. } = self;
         let span = node.site.span;
         let f = Ident::new(op.name, span);
         let ps: Vec<TokenStream> = node.parents.iter().map(|&q| shape_at(graph.shape_of(q), span)).collect();
@@ -211,6 +218,9 @@ impl Cx<'_> {
             if let ExtraArg::Labels(_) = extra {
                 quote_spanned!(span=>
         |__d: &#data| -> &[usize] { ::core::convert::AsRef::<[usize]>::as_ref(&__d.#field) })
+            } else if graph.data_shape(field).is_some_and(|sh| sh.0.iter().any(|d| matches!(d, Dim::Dyn(..)))) {
+                // A data tensor with run-time dims is a `RawTensor` field.
+                quote_spanned!(span=> |__d: &#data| -> &#p::RawTensor<#s> { &__d.#field })
             } else {
                 quote_spanned!(span=> |__d: &#data| -> &#p::RawTensor<#s> { #p::Tensor::raw(&__d.#field) })
             }

@@ -57,18 +57,37 @@ pub(super) fn dim_tokens(d: &Dim, span: Span) -> TokenStream {
     match d {
         Dim::Lit(n) => unsigned(*n, span),
         Dim::Sym(i) => i.to_token_stream(),
+        Dim::Dyn(_, k) => stand_in(*k, span),
     }
 }
 
-/// A declared shape as tokens: a `const` dim (`sizes`, see `lower::const_sizes`) is its size, and
-/// an undeclared dim is 0 (its error is reported already).
-pub(super) fn decl_tokens(s: &ShapeDecl, dims: &[Ident], sizes: &HashMap<String, u64>) -> TokenStream {
+/// The typenum stand-in of run-time dim `k` (`exactgrad_spec::RUN_TIME_BASE + k`).
+pub(super) fn stand_in(k: usize, span: Span) -> TokenStream {
+    unsigned((exactgrad_spec::RUN_TIME_BASE + k) as u64, span)
+}
+
+/// A declared shape as tokens: a run-time dim is its stand-in, a `const` dim (`sizes`, see
+/// `lower::const_sizes`) its size, and an undeclared dim 0 (its error is reported already).
+pub(super) fn decl_tokens(
+    s: &ShapeDecl,
+    dims: &[Ident],
+    sizes: &HashMap<String, u64>,
+    run_time: &[Ident],
+) -> TokenStream {
     let ds = s.dims.iter().map(|d| match d {
         DimDecl::Lit(n, span) => unsigned(*n, *span),
         DimDecl::Sym(i) if dims.contains(i) => i.to_token_stream(),
-        DimDecl::Sym(i) => unsigned(sizes.get(&i.to_string()).copied().unwrap_or(0), i.span()),
+        DimDecl::Sym(i) => match run_time.iter().position(|r| r == i) {
+            Some(k) => stand_in(k, i.span()),
+            None => unsigned(sizes.get(&i.to_string()).copied().unwrap_or(0), i.span()),
+        },
     });
     quote!((#(#ds,)*))
+}
+
+/// Whether a declared shape uses one of the run-time dims.
+pub(super) fn has_run_time(s: &ShapeDecl, run_time: &[Ident]) -> bool {
+    s.dims.iter().any(|d| matches!(d, DimDecl::Sym(i) if run_time.contains(i)))
 }
 
 /// The input list as a type: `Snoc<…Snoc<Nil, S0>…, Sn>` (the list input packs are built on).
@@ -179,8 +198,10 @@ pub(super) fn common(
             .iter()
             .map(|d| match &d.ty {
                 DataType::Other(t) => t.to_token_stream(),
+                // A data tensor with run-time dims is untyped: its size along them is the batch's.
+                DataType::Tensor(shape) if has_run_time(shape, &def.run_time) => quote!(#p::RawTensor<#scalar>),
                 DataType::Tensor(shape) => {
-                    let shape = decl_tokens(shape, dims, &sizes);
+                    let shape = decl_tokens(shape, dims, &sizes, &def.run_time);
                     quote!(#p::Tensor<#scalar, #shape>)
                 }
             })
@@ -241,19 +262,30 @@ pub(super) fn common(
     };
     let input_list = snoc(input_decls.iter().flat_map(|(_, n, s)| core::iter::repeat_n(s.clone(), n.unwrap_or(1))));
     let input_names: Vec<&Ident> = input_decls.iter().map(|(n, _, _)| n).collect();
+    // An input with run-time dims is passed as a `RawTensor`, its dims checked by `compile`.
+    let run_time_input = |name: &Ident| {
+        def.inputs.iter().find(|i| i.name == *name).is_some_and(|i| has_run_time(&i.shape, &def.run_time))
+    };
     let (handle_tys, tensor_tys): (Vec<TokenStream>, Vec<TokenStream>) = input_decls
         .iter()
-        .map(|(_, n, shape)| match n {
-            None => (quote!(#p::Position<#shape, #brand>), quote!(#p::Tensor<#scalar, #shape>)),
-            Some(n) => (quote!([#p::Position<#shape, #brand>; #n]), quote!([#p::Tensor<#scalar, #shape>; #n])),
+        .map(|(name, n, shape)| {
+            let tensor =
+                if run_time_input(name) { quote!(#p::RawTensor<#scalar>) } else { quote!(#p::Tensor<#scalar, #shape>) };
+            match n {
+                None => (quote!(#p::Position<#shape, #brand>), tensor),
+                Some(n) => (quote!([#p::Position<#shape, #brand>; #n]), quote!([#tensor; #n])),
+            }
         })
         .collect();
-    let pushes = input_decls.iter().enumerate().map(|(d, (name, n, _))| match n {
-        None => quote!(let __pack = __pack.push(#name);),
-        Some(n) => {
-            let elems: Vec<Ident> =
-                (0..*n).map(|k| format_ident!("__input{}_{}", d, k, span = Span::mixed_site())).collect();
-            quote!(let [#(#elems),*] = #name; #(let __pack = __pack.push(#elems);)*)
+    let pushes = input_decls.iter().enumerate().map(|(d, (name, n, shape))| {
+        let push = if run_time_input(name) { quote!(push_run_time::<#shape>) } else { quote!(push) };
+        match n {
+            None => quote!(let __pack = __pack.#push(#name);),
+            Some(n) => {
+                let elems: Vec<Ident> =
+                    (0..*n).map(|k| format_ident!("__input{}_{}", d, k, span = Span::mixed_site())).collect();
+                quote!(let [#(#elems),*] = #name; #(let __pack = __pack.#push(#elems);)*)
+            }
         }
     });
     // One name per pack position: an array parameter `w: [[…]; n]` gives `w[0]` … `w[n - 1]`.

@@ -58,8 +58,8 @@ fn stub(def: &GraphDef, names: &Names) -> TokenStream {
         used_decl_dims(&def.dims, &[&input_decls[..], &data_decls[..]].concat()).into_iter().cloned().collect();
     let sizes = crate::lower::const_sizes(def);
     let decls: Vec<(Ident, Option<usize>, TokenStream)> =
-        inputs.iter().map(|(i, n)| (i.name.clone(), *n, decl_tokens(&i.shape, &dims, &sizes))).collect();
-    let outputs: Vec<TokenStream> = def.outputs.iter().map(|o| decl_tokens(o, &dims, &sizes)).collect();
+        inputs.iter().map(|(i, n)| (i.name.clone(), *n, decl_tokens(&i.shape, &dims, &sizes, &def.run_time))).collect();
+    let outputs: Vec<TokenStream> = def.outputs.iter().map(|o| decl_tokens(o, &dims, &sizes, &def.run_time)).collect();
     let output_decls: Vec<&ShapeDecl> = def.outputs.iter().collect();
     let used = DimUse {
         inputs: used_decl_dims(&dims, &input_decls),

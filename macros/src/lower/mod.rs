@@ -23,6 +23,8 @@ use consts::{Const, NotConst};
 
 pub(crate) struct Lowering<'d> {
     dims: &'d [Ident],
+    /// The run-time dims (`batch: dyn`), in declaration order.
+    run_time: &'d [Ident],
     /// Data parameters that are not tensors (labels, ids, other values).
     data: Vec<&'d Ident>,
     /// The leaf node of each data tensor used outside the left of a `matmul`, made at first use.
@@ -120,6 +122,7 @@ fn array_length(consts: &HashMap<String, Const>, errors: &mut Errors, count: &Ex
 pub(crate) fn lower(def: &GraphDef) -> Result<Graph, syn::Error> {
     let mut l = Lowering {
         dims: &def.dims,
+        run_time: &def.run_time,
         data: def.data.iter().filter(|d| d.tensor_shape().is_none()).map(|d| &d.name).collect(),
         leaves: HashMap::new(),
         graph: Graph {
@@ -192,10 +195,16 @@ impl Lowering<'_> {
     /// Dims, inputs and data parameters: names declared once, dims used, no clash with the
     /// generated handles.
     fn declarations(&mut self, def: &GraphDef) {
-        for (i, d) in def.dims.iter().enumerate() {
-            if def.dims[..i].contains(d) {
+        let all_dims: Vec<&Ident> = def.dims.iter().chain(&def.run_time).collect();
+        for (i, d) in all_dims.iter().enumerate() {
+            if all_dims[..i].contains(d) {
                 self.errors.at(d.span(), format!("the dim `{d}` is declared twice"));
             }
+        }
+        if def.run_time.len() > exactgrad_spec::MAX_RUN_TIME_DIMS {
+            let d = &def.run_time[exactgrad_spec::MAX_RUN_TIME_DIMS];
+            let max = exactgrad_spec::MAX_RUN_TIME_DIMS;
+            self.errors.at(d.span(), format!("a graph declares at most {max} run-time dims"));
         }
         for input in &def.inputs {
             let shape = self.shape(&input.shape);
@@ -236,13 +245,15 @@ impl Lowering<'_> {
                 self.graph.data_tensors.push((d.name.clone(), shape));
             }
         }
+        // A run-time dim may also be bound by the ids of a `gather_rows` (else `compile` reports
+        // it unbound); a generic dim must be used by an input or a data tensor.
         for d in &def.dims {
             let used = self
                 .graph
                 .inputs
                 .iter()
                 .chain(&self.graph.data_tensors)
-                .any(|(_, s)| s.0.iter().any(|x| matches!(x, Dim::Sym(i) if i == d)));
+                .any(|(_, s)| s.0.iter().any(|x| matches!(x, Dim::Sym(i) | Dim::Dyn(i, _) if i == d)));
             if !used {
                 self.errors.at(
                     d.span(),
@@ -269,7 +280,20 @@ impl Lowering<'_> {
             decl.dims
                 .iter()
                 .map(|d| match d {
-                    DimDecl::Lit(n, _) => Dim::Lit(*n),
+                    DimDecl::Lit(n, span) => {
+                        let reserved = exactgrad_spec::RUN_TIME_BASE as u64
+                            ..(exactgrad_spec::RUN_TIME_BASE + exactgrad_spec::MAX_RUN_TIME_DIMS) as u64;
+                        if !self.run_time.is_empty() && reserved.contains(n) {
+                            self.errors.at(
+                                *span,
+                                format!("the size {n} stands in for run-time dims; a graph with run-time dims cannot use it as a literal dim"),
+                            );
+                        }
+                        Dim::Lit(*n)
+                    }
+                    DimDecl::Sym(i) if self.run_time.contains(i) => {
+                        Dim::Dyn(i.clone(), self.run_time.iter().position(|r| r == i).unwrap_or(0))
+                    }
                     DimDecl::Sym(i) => {
                         if let Some(d) = self.dim_vars.get(&i.to_string()) {
                             return d.clone();
@@ -287,7 +311,7 @@ impl Lowering<'_> {
                             self.errors.at(
                                 i.span(),
                                 format!(
-                                    "unknown dim `{i}`: declare it as a generic dim of the graph, `fn name<{i}>(…)`, or as an integer `const` in this macro{}",
+                                    "unknown dim `{i}`: declare it as a generic dim of the graph, `fn name<{i}>(…)`, as a run-time dim whose size comes from the inputs, `fn name<{i}: dyn>(…)`, or as an integer `const` in this macro{}",
                                     consts::outside_hint(&i.to_string(), "usize")
                                 ),
                             );

@@ -126,6 +126,8 @@ pub(crate) struct GraphDef {
     pub(crate) vis: Visibility,
     pub(crate) name: Ident,
     pub(crate) dims: Vec<Ident>,
+    /// The run-time dims, `fn f<batch: dyn>(…)`: sizes taken from the inputs at `compile`.
+    pub(crate) run_time: Vec<Ident>,
     /// The scalar type parameter, when the user names it with bounds: `fn f<T: Float, B>(…)`.
     pub(crate) scalar: Option<(Ident, Punctuated<syn::TypeParamBound, Token![+]>)>,
     pub(crate) inputs: Vec<InputDecl>,
@@ -165,6 +167,7 @@ fn helper_params(params: ParseStream<'_>) -> syn::Result<Vec<HelperParam>> {
 /// The graph's `fn` after its name: generics, parameters, outputs and body.
 struct GraphFn {
     dims: Vec<Ident>,
+    run_time: Vec<Ident>,
     scalar: Option<(Ident, Punctuated<syn::TypeParamBound, Token![+]>)>,
     inputs: Vec<InputDecl>,
     data: Vec<DataDecl>,
@@ -229,8 +232,8 @@ impl Parse for GraphDef {
                 "expected the graph's `fn`, which declares its output shapes with `->`{what}, e.g. `fn model<B>(x: [B, 4], w: [4, 2]) -> [] {{ … }}`"
             )));
         };
-        let GraphFn { dims, scalar, inputs, data, outputs, stmts, result } = f;
-        Ok(GraphDef { consts, helpers, attrs, vis, name, dims, scalar, inputs, data, outputs, stmts, result })
+        let GraphFn { dims, run_time, scalar, inputs, data, outputs, stmts, result } = f;
+        Ok(GraphDef { consts, helpers, attrs, vis, name, dims, run_time, scalar, inputs, data, outputs, stmts, result })
     }
 }
 
@@ -238,12 +241,17 @@ impl Parse for GraphDef {
 fn graph_fn(input: ParseStream<'_>) -> syn::Result<GraphFn> {
     {
         let mut dims = Vec::new();
+        let mut run_time = Vec::new();
         let mut scalar = None;
         if input.peek(Token![<]) {
             input.parse::<Token![<]>()?;
             while !input.peek(Token![>]) {
                 let ident = input.parse::<Ident>()?;
-                if input.peek(Token![:]) {
+                if input.peek(Token![:]) && input.peek2(Token![dyn]) {
+                    input.parse::<Token![:]>()?;
+                    input.parse::<Token![dyn]>()?;
+                    run_time.push(ident);
+                } else if input.peek(Token![:]) {
                     input.parse::<Token![:]>()?;
                     let mut bounds = Punctuated::new();
                     loop {
@@ -318,7 +326,7 @@ fn graph_fn(input: ParseStream<'_>) -> syn::Result<GraphFn> {
             vec![input.parse::<ShapeDecl>()?]
         };
         let (stmts, result) = body(input, "the graph's")?;
-        Ok(GraphFn { dims, scalar, inputs, data, outputs, stmts, result })
+        Ok(GraphFn { dims, run_time, scalar, inputs, data, outputs, stmts, result })
     }
 }
 

@@ -63,11 +63,15 @@ impl<A: Scalar, D: 'static> CompactOp<A, D> for DataTensor<A, D> {
     }
     fn validate(&self, _: &[RawTensor<A>], data: &D) -> Result<(), String> {
         let dx = (self.x)(data).dims();
-        if dx == self.dims {
+        // Run-time axes (stand-ins) were bound from the data by `compile`.
+        if crate::shape::fits_declared(self.dims, dx) {
             Ok(())
         } else {
             Err(format!("data_tensor needs the data's tensor to have shape {}, got shape {dx}", self.dims))
         }
+    }
+    fn data_dims(&self, data: &D) -> Option<(Dims, Dims)> {
+        Some((self.dims, (self.x)(data).dims()))
     }
     fn forward(&self, _: &[RawTensor<A>], data: &D) -> RawTensor<A> {
         (self.x)(data).clone()

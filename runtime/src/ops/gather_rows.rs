@@ -76,19 +76,34 @@ impl<A: Scalar, D: 'static> CompactOp<A, D> for GatherRows<D> {
     fn validate(&self, ctx: &[RawTensor<A>], data: &D) -> Result<(), String> {
         let vocab = ctx[self.parents[0]].dims().as_slice()[0];
         let ids = (self.ids)(data);
-        if ids.len() != self.count() {
-            return Err(format!("gather_rows expects {} ids, got {}", self.count(), ids.len()));
+        // A run-time dim among the leading dims takes its size from the ids (`resolve_lead`).
+        let rows = crate::shape::resolve_lead(self.lead.as_slice(), ids.len())
+            .and_then(|lead| lead.iter().try_fold(1usize, |p, &d| p.checked_mul(d)));
+        if rows != Some(ids.len()) {
+            return Err(match self.lead.as_slice().iter().any(|&d| crate::shape::run_time_index(d).is_some()) {
+                true => format!(
+                    "gather_rows expects one id per row of the leading dims {}, got {} ids",
+                    crate::shape::named_dims(self.lead, &[]),
+                    ids.len()
+                ),
+                false => format!("gather_rows expects {} ids, got {}", self.count(), ids.len()),
+            });
         }
         match ids.iter().enumerate().find(|(_, &id)| id >= vocab) {
             Some((r, id)) => Err(format!("gather_rows id {id} at row {r} is out of range for a table of {vocab} rows")),
             None => Ok(()),
         }
     }
+    fn data_dims(&self, data: &D) -> Option<(Dims, Dims)> {
+        let lead = crate::shape::resolve_lead(self.lead.as_slice(), (self.ids)(data).len())?;
+        Some((self.lead, Dims::new(&lead)?))
+    }
     fn forward(&self, ctx: &[RawTensor<A>], data: &D) -> RawTensor<A> {
         let dim = ctx[self.parents[0]].dims().as_slice()[1];
-        let mut y = Vec::with_capacity(self.count().saturating_mul(dim));
+        let mut y = Vec::with_capacity((self.ids)(data).len().saturating_mul(dim));
         self.forward_into(ctx, data, &mut y);
-        let lead = self.lead.as_slice();
+        // The leading dims with a run-time dim's size taken from the ids (`validate` checked them).
+        let lead = crate::shape::resolve_lead(self.lead.as_slice(), (self.ids)(data).len()).unwrap_or_default();
         let dims = match *lead {
             [n] => Some(Dims::matrix(n, dim)),
             [b, t] => Dims::new(&[b, t, dim]),

@@ -77,7 +77,8 @@ impl<A: Scalar + Mul<Output = A>, D: 'static> CompactOp<A, D> for MatMulData<A, 
         let (k, _) = kn(ctx[self.parents[0]].dims());
         let dx = (self.x)(data).dims();
         match *dx.as_slice() {
-            [m, c] if m == self.rows && c == k => Ok(()),
+            // A run-time row count (a stand-in) was bound from the data by `compile`.
+            [m, c] if (m == self.rows || crate::shape::run_time_index(self.rows).is_some()) && c == k => Ok(()),
             [m, c] if c == k => {
                 Err(format!("matmul_data needs the data operand to have {} rows, got shape {dx} ({m} rows)", self.rows))
             }
@@ -86,6 +87,11 @@ impl<A: Scalar + Mul<Output = A>, D: 'static> CompactOp<A, D> for MatMulData<A, 
             )),
             _ => Err(format!("matmul_data needs the data operand to be a matrix (rank 2), got shape {dx}")),
         }
+    }
+    fn data_dims(&self, data: &D) -> Option<(Dims, Dims)> {
+        let dx = (self.x)(data).dims();
+        let rows = dx.as_slice().first().copied().unwrap_or(0);
+        Some((Dims::vector(self.rows), Dims::vector(rows)))
     }
     fn forward(&self, ctx: &[RawTensor<A>], data: &D) -> RawTensor<A> {
         // The same kernel call as `MatMul::forward` (`validate` checked `x` is `rows × k`).

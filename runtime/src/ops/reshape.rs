@@ -16,13 +16,34 @@ use crate::tensor::RawTensor;
 pub struct Reshape {
     parents: [usize; 1],
     dims: Dims,
+    /// The declared shape of `x`, when it has run-time dims (their stand-ins, see
+    /// [`crate::shape::Binding`]): the target's run-time axes take the sizes `x` has there.
+    from: Option<Dims>,
 }
 
 impl Reshape {
     /// `reshape(x)` to `dims`.
     #[must_use]
     pub fn new(x: usize, dims: Dims) -> Self {
-        Reshape { parents: [x], dims }
+        Reshape { parents: [x], dims, from: None }
+    }
+
+    /// `reshape(x)` from the declared shape `from` to `to`, either of which may hold run-time
+    /// dims: at run time each run-time axis of `to` has the size `x` has at that dim's axis in
+    /// `from` (so `[batch, 4, 4]` → `[batch, 16]` keeps the batch; a run-time dim of `to` that
+    /// `from` lacks keeps its stand-in, which the shape rule then refuses).
+    #[must_use]
+    pub fn declared(x: usize, from: Dims, to: Dims) -> Self {
+        let has_run_time = |d: Dims| d.as_slice().iter().any(|&a| crate::shape::run_time_index(a).is_some());
+        Reshape { parents: [x], dims: to, from: (has_run_time(from) || has_run_time(to)).then_some(from) }
+    }
+
+    /// The target for an `x` of dims `actual`.
+    fn target(&self, actual: Dims) -> Dims {
+        match self.from {
+            Some(from) if from.rank() == actual.rank() => crate::shape::binding_from(from, actual).resolve(self.dims),
+            _ => self.dims,
+        }
     }
 }
 
@@ -35,10 +56,11 @@ impl<A: Scalar, D> CompactOp<A, D> for Reshape {
     }
     fn output_dims(&self, prefix: &[Dims]) -> Result<Dims, String> {
         let d = super::dims_at("reshape", prefix, self.parents[0])?;
-        super::ruled(exactgrad_spec::rules::reshape(d.as_slice(), self.dims.as_slice()))
+        super::ruled(exactgrad_spec::rules::reshape(d.as_slice(), self.target(d).as_slice()))
     }
     fn forward(&self, ctx: &[RawTensor<A>], _: &D) -> RawTensor<A> {
-        RawTensor::from_parts(self.dims, ctx[self.parents[0]].data().to_vec())
+        let x = &ctx[self.parents[0]];
+        RawTensor::from_parts(self.target(x.dims()), x.data().to_vec())
     }
     fn forward_into(&self, ctx: &[RawTensor<A>], _: &D, out: &mut Vec<A>) {
         out.extend_from_slice(ctx[self.parents[0]].data());
@@ -56,10 +78,10 @@ impl<A: Scalar, D> CompactOp<A, D> for Reshape {
 /// Typed `reshape(x)` to the shape `To` (`ops::reshape::<(U3, U2), _, _, _, _>(x)`): the element
 /// counts agree ([`ReshapeShape`]).
 #[must_use]
-pub fn reshape<To: Shape, A: Scalar, D: 'static, S: ReshapeShape<To, Output = To>, Br>(
+pub fn reshape<To: Shape, A: Scalar, D: 'static, S: ReshapeShape<To, Output = To> + Shape, Br>(
     x: Position<S, Br>,
 ) -> Compact<Reshape, A, D, To> {
-    Compact::new(Reshape::new(x.index(), To::dims()), &[&x])
+    Compact::new(Reshape::declared(x.index(), S::dims(), To::dims()), &[&x])
 }
 
 #[cfg(test)]

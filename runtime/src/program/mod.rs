@@ -125,9 +125,17 @@ impl<A: Scalar, D: 'static, G, O, Br, F: Sweep<A, D>> Program<A, D, G, O, Br, F>
         let raw = graph.into_raw();
         let visits = raw.nodes().len();
         // An input whose shape cannot be a tensor is the build error every run returns.
+        // An input with run-time dims gets its gradient buffer at its first run's size.
+        let dynamic = !raw.run_time_dims().is_empty();
         let inputs = raw.dims()[..raw.num_inputs()]
             .iter()
-            .map(|&d| RawTensor::try_zeros(d).unwrap_or_else(|_| RawTensor::vacant(d)))
+            .map(|&d| {
+                if dynamic {
+                    RawTensor::vacant(d)
+                } else {
+                    RawTensor::try_zeros(d).unwrap_or_else(|_| RawTensor::vacant(d))
+                }
+            })
             .collect();
         Program {
             graph: raw,
@@ -152,12 +160,14 @@ impl<A: Scalar, D: 'static, G, O, Br, F: Sweep<A, D>> Program<A, D, G, O, Br, F>
     /// puts in it, and the input gradients handed back. The inputs themselves are the caller's;
     /// the contribution tensors a node builds while it runs and the GEMM's packing buffers come on
     /// top (at most a few tensors of the largest position).
+    /// For a graph with run-time dims, the shapes of the last run.
     /// For `x: [4, 3]`, `w: [3, 2]` and one node `x · w: [4, 2]` in `f32`: the value 8 (the
     /// output), gradients 12 + 6 + 8, input gradients 12 + 6, so 52 × 4 bytes. Saturates at
     /// `usize::MAX` (for shapes whose element count overflows, which no run accepts).
     pub fn planned_bytes(&self) -> usize {
         let numel = |d: &Dims| d.checked_numel().unwrap_or(usize::MAX);
-        let dims = self.graph.dims();
+        // With run-time dims: the sizes of the last run (before any, the stand-ins: saturates).
+        let dims = self.state.as_ref().map_or(self.graph.dims(), ProgramState::dims);
         let n_in = self.graph.num_inputs();
         let mut values = vec![0usize; self.plan.value_buffers];
         for (k, &b) in self.plan.values.iter().enumerate() {
@@ -191,15 +201,25 @@ impl<A: Scalar, D: 'static, G, O, Br, F: Sweep<A, D>> Program<A, D, G, O, Br, F>
         if let Some(e) = &self.build_error {
             return Err(e.clone());
         }
-        let dims = self.graph.dims();
         let n_in = self.graph.num_inputs();
-        let fits = inputs.len() == n_in && inputs.as_slice().iter().zip(dims).all(|(t, &d)| t.dims() == d);
-        if !fits {
-            let actual = inputs.as_slice().iter().map(RawTensor::dims).collect();
-            return Err(Error::PackShapes { what: "graph inputs", expected: dims[..n_in].to_vec(), actual });
-        }
         let plan = self.plan;
-        let state = self.state.get_or_insert_with(|| ProgramState::new(dims, n_in, self.visits, plan));
+        let state = if self.graph.run_time_dims().is_empty() {
+            let dims = self.graph.dims();
+            let fits = inputs.len() == n_in && inputs.as_slice().iter().zip(dims).all(|(t, &d)| t.dims() == d);
+            if !fits {
+                let actual = inputs.as_slice().iter().map(RawTensor::dims).collect();
+                return Err(Error::PackShapes { what: "graph inputs", expected: dims[..n_in].to_vec(), actual });
+            }
+            self.state.get_or_insert_with(|| ProgramState::new(dims, n_in, self.visits, plan))
+        } else {
+            // Run-time dims: bound from these inputs and data; the buffers are planned again when
+            // the sizes change (a run at the sizes of the last one reuses them).
+            let dims = self.graph.bound_dims(inputs.as_slice(), data)?;
+            match &mut self.state {
+                Some(st) if st.dims() == &*dims => st,
+                slot => slot.insert(ProgramState::new(&dims, n_in, self.visits, plan)),
+            }
+        };
         state.reset();
         state.select_pass(match pass {
             Pass::All => 0,

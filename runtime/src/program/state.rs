@@ -156,6 +156,11 @@ impl<A: Scalar> ProgramState<A> {
         }
     }
 
+    /// The dims of every position the state holds buffers for.
+    pub(crate) fn dims(&self) -> &[Dims] {
+        &self.dims
+    }
+
     /// The value of position `p` after a run, when the plan keeps it (a node whose value a VJP
     /// reads, or a declared output); `None` for inputs (given back) and values given back.
     pub fn value(&self, p: usize) -> Option<&RawTensor<A>> {

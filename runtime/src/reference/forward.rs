@@ -393,11 +393,13 @@ pub(super) fn forward<A: Scalar, D>(op: &RefOp<A, D>, vals: &[RefTensor<A>], dat
             let t = at(vals, *table)?;
             let (vocab, dim) = matrix(&t.dims)?;
             let ids = ids(data);
-            let n = numel(lead);
+            // A run-time dim among the leading dims takes its size from the ids.
+            let lead = crate::shape::resolve_lead(lead, ids.len()).unwrap_or_else(|| lead.clone());
+            let n = numel(&lead);
             if ids.len() != n || ids.iter().any(|&id| id >= vocab) {
                 return Err(format!("ids {ids:?} for {n} rows of a table of {vocab}"));
             }
-            let mut dims = lead.clone();
+            let mut dims = lead;
             dims.push(dim);
             // Row r of the output (row-major over the leading axes) is table row ids[r].
             Ok(RefTensor::from_fn(&dims, |e| t.data[ids[e / dim] * dim + e % dim].clone()))

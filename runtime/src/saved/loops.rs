@@ -1,7 +1,7 @@
 //! The loops every pass of a saved graph runs (SEMANTICS §3, §6, §7), over a [`View`] of its
 //! values: the dense reference loop, the indexed loop, and the reached set of the single-output
 //! passes. A generated program whose single-output pass is only known at run time (a model with
-//! user compact ops) runs the same loop over its own values ([`View::new`]).
+//! user compact ops) runs the same loop over its own values ([`View::bound`]).
 
 use super::PreparedNode;
 use crate::contributions::Contributions;
@@ -10,11 +10,14 @@ use crate::gradients::{GradientContext, Stored};
 use crate::graph::{RawGraph, RawNode, SavedValues};
 use crate::pack::RawPack;
 use crate::scalar::Scalar;
+use crate::shape::Dims;
 use crate::tensor::RawTensor;
 
 /// The saved values of one forward execution, its graph and its data, borrowed.
 pub(crate) struct View<'v, A, D> {
     graph: &'v RawGraph<A, D>,
+    /// Dims of every position in this execution (the graph's, run-time dims bound).
+    dims: &'v [Dims],
     values: &'v [RawTensor<A>],
     data: &'v D,
 }
@@ -27,10 +30,11 @@ impl<A, D> Clone for View<'_, A, D> {
 impl<A, D> Copy for View<'_, A, D> {}
 
 impl<'v, A: Scalar, D: 'static> View<'v, A, D> {
-    /// The view of `values` (one per position of `graph`: Γ ++ ss) with `data`. A value no VJP of
+    /// The view of `values` (one per position of `graph`: Γ ++ ss, of dims `dims` — the graph's
+    /// with its run-time dims bound, see `RawGraph::bound_dims`) with `data`. A value no VJP of
     /// the pass reads may be vacant.
-    pub(crate) fn new(graph: &'v RawGraph<A, D>, values: &'v [RawTensor<A>], data: &'v D) -> Self {
-        View { graph, values, data }
+    pub(crate) fn bound(graph: &'v RawGraph<A, D>, dims: &'v [Dims], values: &'v [RawTensor<A>], data: &'v D) -> Self {
+        View { graph, dims, values, data }
     }
 
     pub(super) fn prepared(&self, k: usize, node: &'v RawNode<A, D>) -> PreparedNode<'v, A, D> {
@@ -39,12 +43,19 @@ impl<'v, A: Scalar, D: 'static> View<'v, A, D> {
             index: k,
             node,
             saved: SavedValues { prefix: &self.values[..p], output: &self.values[p], data: self.data },
-            dims: &self.graph.dims()[..p],
+            dims: &self.dims[..p],
         }
     }
 
-    pub(super) fn check_seeds(&self, seeds: &[Stored<A>]) -> Result<(), Error> {
-        let dims = self.graph.dims();
+    /// Checks that `seeds` fit the positions; a seed left at zero for a position declared with a
+    /// run-time dim (built from the graph's declared dims) takes the position's bound dims.
+    pub(super) fn check_seeds(&self, seeds: &mut [Stored<A>]) -> Result<(), Error> {
+        let dims = self.dims;
+        if seeds.len() == dims.len() && !self.graph.run_time_dims().is_empty() {
+            for ((s, &bound), &declared) in seeds.iter_mut().zip(dims).zip(self.graph.dims()) {
+                s.rebind_uniform(declared, bound);
+            }
+        }
         if seeds.len() != dims.len() || seeds.iter().zip(dims).any(|(s, d)| s.dims() != *d) {
             return Err(Error::PackShapes {
                 what: "seeds",
@@ -68,11 +79,11 @@ impl<'v, A: Scalar, D: 'static> View<'v, A, D> {
     /// returned.
     pub(super) fn dense_loop(
         &self,
-        seeds: Vec<Stored<A>>,
+        mut seeds: Vec<Stored<A>>,
         mut reached: Option<Reached>,
         keep: bool,
     ) -> Result<Vec<RawTensor<A>>, Error> {
-        self.check_seeds(&seeds)?;
+        self.check_seeds(&mut seeds)?;
         let mut acc: Vec<RawTensor<A>> = seeds.into_iter().map(Stored::into_tensor).collect();
         let mut node_grads = Vec::with_capacity(if keep { self.graph.nodes().len() } else { 0 });
         let mut c = Contributions::new();
@@ -106,12 +117,12 @@ impl<'v, A: Scalar, D: 'static> View<'v, A, D> {
     /// gets its gradient built first.
     pub(super) fn array_loop(
         &self,
-        seeds: Vec<Stored<A>>,
+        mut seeds: Vec<Stored<A>>,
         mut reached: Option<Reached>,
         keep: bool,
     ) -> Result<RawPack<A>, Error> {
         Self::storage_check()?;
-        self.check_seeds(&seeds)?;
+        self.check_seeds(&mut seeds)?;
         let mut ctx = GradientContext::of_stored(seeds);
         let mut node_grads = Vec::with_capacity(if keep { self.graph.nodes().len() } else { 0 });
         let mut c = Contributions::new();
@@ -154,7 +165,7 @@ impl<'v, A: Scalar, D: 'static> View<'v, A, D> {
     }
 
     pub(super) fn single_seed(&self, output: usize, seed: RawTensor<A>) -> Result<Vec<Stored<A>>, Error> {
-        let dims = self.graph.dims();
+        let dims = self.dims;
         if output >= dims.len() {
             return Err(Error::ForeignPosition { index: output, len: dims.len() });
         }

@@ -13,6 +13,8 @@
 //! | `backprop_inputs_*` | pack over Γ ++ ss | pack over Γ | as above; intermediate gradients freed at once |
 //! | `backprop_from` / `backprop_from_dense` | one output and its seed | pack over Γ ++ ss | dense all-seeds without it |
 
+use std::borrow::Cow;
+
 use crate::contributions::{Contrib, Contributions};
 use crate::error::Error;
 use crate::gradients::GradientContext;
@@ -175,6 +177,9 @@ impl<'s, A: Scalar, D: 'static> PreparedNode<'s, A, D> {
 #[derive(Clone)]
 pub struct RawSavedGraph<'g, A, D> {
     graph: &'g RawGraph<A, D>,
+    /// Dims of every position in this execution: the graph's (borrowed), or with its run-time dims
+    /// bound.
+    dims: Cow<'g, [Dims]>,
     values: Vec<RawTensor<A>>,
     data: D,
 }
@@ -191,11 +196,22 @@ impl<A: core::fmt::Debug + 'static, D: core::fmt::Debug + 'static> core::fmt::De
 }
 
 pub(crate) fn node_error<A: 'static, D: 'static>(graph: &RawGraph<A, D>, k: usize, message: String) -> Error {
+    node_error_at(graph, graph.dims(), k, message)
+}
+
+/// [`node_error`] with the parent shapes read from `dims` (the dims of a binding of the graph's
+/// run-time dims).
+pub(crate) fn node_error_at<A: 'static, D: 'static>(
+    graph: &RawGraph<A, D>,
+    dims: &[Dims],
+    k: usize,
+    message: String,
+) -> Error {
     match graph.nodes().get(k) {
         Some(node) => Error::Node {
             node: k,
             op: node.name().to_owned(),
-            parent_shapes: node.parents().iter().filter_map(|&q| graph.dims().get(q).copied()).collect(),
+            parent_shapes: node.parents().iter().filter_map(|&q| dims.get(q).copied()).collect(),
             message,
         },
         None => Error::Node { node: k, op: "graph".to_owned(), parent_shapes: Vec::new(), message },
@@ -211,43 +227,37 @@ impl<'g, A: Scalar, D: 'static> RawSavedGraph<'g, A, D> {
     /// that fails validation, returns a value of the wrong shape or panics (a user closure or
     /// compact op: the panic is caught at the node and reported with its message).
     pub fn compile(graph: &'g RawGraph<A, D>, inputs: Vec<RawTensor<A>>, data: D) -> Result<Self, Error> {
-        let expected = &graph.dims()[..graph.num_inputs()];
-        if inputs.len() != expected.len() || inputs.iter().zip(expected).any(|(t, d)| t.dims() != *d) {
-            return Err(Error::PackShapes {
-                what: "graph inputs",
-                expected: expected.to_vec(),
-                actual: inputs.iter().map(RawTensor::dims).collect(),
-            });
-        }
+        // For a graph with run-time dims: their sizes bound from the inputs and data, and every
+        // node's dims recomputed for them (else the declared dims, the inputs checked against them).
+        let dims = graph.bound_dims(&inputs, &data)?;
         let mut values = inputs;
         values.reserve(graph.nodes().len());
         for (k, node) in graph.nodes().iter().enumerate() {
             // A panic in the node's code (a user closure or compact op) is this node's error.
-            let fail = |m| node_error(graph, k, m);
+            let fail = |m| node_error_at(graph, &dims, k, m);
+            let node_dims = dims[values.len()];
             let value = match node.program() {
                 Program::Compact(op) => {
-                    // The values so far have exactly these dims: the inputs were checked above and
-                    // every node's value is checked below.
-                    match guarded("its shape rule", || op.output_dims(&graph.dims()[..values.len()])).map_err(fail)? {
-                        Ok(d) if d == node.dims() => {}
-                        Ok(d) => return Err(fail(format!("shape rule gives {d}, node declares {}", node.dims()))),
-                        Err(m) => return Err(fail(m)),
+                    // The values so far have exactly these dims: the inputs were checked by
+                    // `bound_dims` and every node's value is checked below.
+                    if graph.run_time_dims().is_empty() {
+                        match guarded("its shape rule", || op.output_dims(&dims[..values.len()])).map_err(fail)? {
+                            Ok(d) if d == node_dims => {}
+                            Ok(d) => return Err(fail(format!("shape rule gives {d}, node declares {node_dims}"))),
+                            Err(m) => return Err(fail(m)),
+                        }
                     }
                     guarded("its validation", || op.validate(&values, &data)).map_err(fail)?.map_err(fail)?;
                     guarded("the forward", || op.forward(&values, &data)).map_err(fail)?
                 }
                 Program::Opaque { forward, .. } => guarded("the forward", || forward(&values, &data)).map_err(fail)?,
             };
-            if value.dims() != node.dims() {
-                return Err(node_error(
-                    graph,
-                    k,
-                    format!("forward returned shape {}, the node's shape is {}", value.dims(), node.dims()),
-                ));
+            if value.dims() != node_dims {
+                return Err(fail(format!("forward returned shape {}, the node's shape is {node_dims}", value.dims())));
             }
             values.push(value);
         }
-        Ok(RawSavedGraph { graph, values, data })
+        Ok(RawSavedGraph { graph, dims, values, data })
     }
 
     /// The graph.
@@ -257,7 +267,13 @@ impl<'g, A: Scalar, D: 'static> RawSavedGraph<'g, A, D> {
 
     /// All-zero seeds for this graph (positions left unset cost no buffer).
     pub fn zero_seeds(&self) -> RawSeeds<A> {
-        RawSeeds::zeros_for(self.graph.id(), self.graph.dims())
+        RawSeeds::zeros_for(self.graph.id(), &self.dims)
+    }
+
+    /// The dims of every position (Γ ++ ss) in this execution: the graph's
+    /// [`dims`](RawGraph::dims) with each run-time dim at the size the inputs gave it.
+    pub fn dims(&self) -> &[Dims] {
+        &self.dims
     }
 
     /// Every saved value (Γ ++ ss).
@@ -290,7 +306,7 @@ impl<'g, A: Scalar, D: 'static> RawSavedGraph<'g, A, D> {
 
     /// The loops' view of this execution.
     pub(super) fn view(&self) -> View<'_, A, D> {
-        View::new(self.graph, &self.values, &self.data)
+        View::bound(self.graph, &self.dims, &self.values, &self.data)
     }
 
     /// §3 `backprop_all_dense`: the reference. `seeds` has one tensor per position (Γ ++ ss).

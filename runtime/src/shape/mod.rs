@@ -8,8 +8,14 @@
 
 mod dims;
 pub mod rules;
+mod run_time;
 mod type_ops;
 mod typed;
 
 pub use dims::{Dims, MAX_RANK};
+pub(crate) use run_time::binding_from;
+pub use run_time::{
+    fits_declared, named_dims, resolve_lead, run_time_index, run_time_stand_in, Binding, MAX_RUN_TIME_DIMS,
+    RUN_TIME_BASE,
+};
 pub use typed::{Nil, Position, RawPosition, Shape, ShapeList, Snoc};

@@ -163,7 +163,7 @@ impl<A: Scalar> ProgramState<A> {
             .zip(&self.dims)
             .map(|(s, &d)| core::mem::replace(s, Stored::Uniform(A::zero(), d)))
             .collect();
-        let gradients = View::new(graph, &self.values, data).inputs_from(slots, output)?;
+        let gradients = View::bound(graph, &self.dims, &self.values, data).inputs_from(slots, output)?;
         for (q, t) in gradients.into_vec().into_iter().enumerate().take(self.inputs) {
             self.input_gradients[q] = t;
             self.input_fills[q] = None;
