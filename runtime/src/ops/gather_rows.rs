@@ -77,8 +77,7 @@ impl<A: Scalar, D: 'static> CompactOp<A, D> for GatherRows<D> {
         let vocab = ctx[self.parents[0]].dims().as_slice()[0];
         let ids = (self.ids)(data);
         // A run-time dim among the leading dims takes its size from the ids (`resolve_lead`).
-        let rows = crate::shape::resolve_lead(self.lead.as_slice(), ids.len())
-            .and_then(|lead| lead.iter().try_fold(1usize, |p, &d| p.checked_mul(d)));
+        let rows = crate::shape::resolve_lead(self.lead, ids.len()).and_then(|lead| lead.checked_numel());
         if rows != Some(ids.len()) {
             return Err(match self.lead.as_slice().iter().any(|&d| crate::shape::run_time_index(d).is_some()) {
                 true => format!(
@@ -95,16 +94,15 @@ impl<A: Scalar, D: 'static> CompactOp<A, D> for GatherRows<D> {
         }
     }
     fn data_dims(&self, data: &D) -> Option<(Dims, Dims)> {
-        let lead = crate::shape::resolve_lead(self.lead.as_slice(), (self.ids)(data).len())?;
-        Some((self.lead, Dims::new(&lead)?))
+        Some((self.lead, crate::shape::resolve_lead(self.lead, (self.ids)(data).len())?))
     }
     fn forward(&self, ctx: &[RawTensor<A>], data: &D) -> RawTensor<A> {
         let dim = ctx[self.parents[0]].dims().as_slice()[1];
         let mut y = Vec::with_capacity((self.ids)(data).len().saturating_mul(dim));
         self.forward_into(ctx, data, &mut y);
         // The leading dims with a run-time dim's size taken from the ids (`validate` checked them).
-        let lead = crate::shape::resolve_lead(self.lead.as_slice(), (self.ids)(data).len()).unwrap_or_default();
-        let dims = match *lead {
+        let lead = crate::shape::resolve_lead(self.lead, (self.ids)(data).len()).unwrap_or(self.lead);
+        let dims = match *lead.as_slice() {
             [n] => Some(Dims::matrix(n, dim)),
             [b, t] => Dims::new(&[b, t, dim]),
             [b, t, u] => Dims::new(&[b, t, u, dim]),

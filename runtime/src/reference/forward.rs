@@ -394,7 +394,9 @@ pub(super) fn forward<A: Scalar, D>(op: &RefOp<A, D>, vals: &[RefTensor<A>], dat
             let (vocab, dim) = matrix(&t.dims)?;
             let ids = ids(data);
             // A run-time dim among the leading dims takes its size from the ids.
-            let lead = crate::shape::resolve_lead(lead, ids.len()).unwrap_or_else(|| lead.clone());
+            let lead = crate::shape::Dims::new(lead)
+                .and_then(|d| crate::shape::resolve_lead(d, ids.len()))
+                .map_or_else(|| lead.clone(), |d| d.as_slice().to_vec());
             let n = numel(&lead);
             if ids.len() != n || ids.iter().any(|&id| id >= vocab) {
                 return Err(format!("ids {ids:?} for {n} rows of a table of {vocab}"));

@@ -54,25 +54,28 @@ pub const fn run_time_index(d: usize) -> Option<usize> {
 ///
 /// ```
 /// use exactgrad_runtime::shape::{resolve_lead, run_time_stand_in};
+/// use exactgrad_runtime::Dims;
 /// let b = run_time_stand_in(0);
-/// assert_eq!(resolve_lead(&[b, 4], 12), Some(vec![3, 4]));
-/// assert_eq!(resolve_lead(&[b, 4], 13), None);
-/// assert_eq!(resolve_lead(&[2, 4], 13), Some(vec![2, 4])); // no stand-in: as declared
+/// assert_eq!(resolve_lead(Dims::matrix(b, 4), 12), Some(Dims::matrix(3, 4)));
+/// assert_eq!(resolve_lead(Dims::matrix(b, 4), 13), None);
+/// assert_eq!(resolve_lead(Dims::matrix(2, 4), 13), Some(Dims::matrix(2, 4))); // no stand-in: as declared
 /// ```
 #[must_use]
-pub fn resolve_lead(declared: &[usize], ids: usize) -> Option<Vec<usize>> {
-    let mut stand_ins = declared.iter().enumerate().filter(|(_, &d)| run_time_index(d).is_some());
-    let Some((axis, _)) = stand_ins.next() else { return Some(declared.to_vec()) };
+pub fn resolve_lead(declared: Dims, ids: usize) -> Option<Dims> {
+    let d = declared.as_slice();
+    let mut stand_ins = d.iter().enumerate().filter(|(_, &n)| run_time_index(n).is_some());
+    let Some((axis, _)) = stand_ins.next() else { return Some(declared) };
     if stand_ins.next().is_some() {
         return None;
     }
-    let others = declared.iter().enumerate().filter(|&(k, _)| k != axis).try_fold(1usize, |p, (_, &d)| p.checked_mul(d))?;
+    let others = d.iter().enumerate().filter(|&(k, _)| k != axis).try_fold(1usize, |p, (_, &n)| p.checked_mul(n))?;
     if others == 0 || !ids.is_multiple_of(others) {
         return None;
     }
-    let mut lead = declared.to_vec();
+    let mut lead = [0; super::MAX_RANK];
+    lead[..d.len()].copy_from_slice(d);
     lead[axis] = ids / others;
-    Some(lead)
+    Dims::new(&lead[..d.len()])
 }
 
 /// `true` when `actual` fits the `declared` dims: the same rank, and every axis equal except those
