@@ -2,6 +2,9 @@
 //! function is what `main` calls).
 #![allow(clippy::unwrap_used)] // a failure is a test failure
 
+#[path = "../examples/char_rnn.rs"]
+#[allow(dead_code)]
+mod char_rnn;
 #[path = "../examples/custom_ops.rs"]
 #[allow(dead_code)]
 mod custom_ops;
@@ -173,4 +176,27 @@ fn transformer_block_gradients_match_finite_differences() {
     assert_eq!(report.samples, 13);
     assert!(report.worst_relative_error < 1e-5, "{:.2e}", report.worst_relative_error);
     assert!(report.output.is_finite() && report.output != 0.0);
+}
+
+#[test]
+fn char_rnn_learns_and_samples_from_its_alphabet() {
+    let corpus = char_rnn::load().unwrap();
+    assert_eq!(corpus.chars.len(), 58);
+    let entropy = corpus.unigram_entropy();
+    // At most the entropy of 58 equally frequent characters; far below it for English text.
+    assert!(entropy > 2.0 && entropy < 58f64.ln(), "{entropy}");
+    let config = char_rnn::Config { iterations: 12, lr: 0.01, ..char_rnn::Config::default() };
+    let mut params = char_rnn::init(config.seed).unwrap();
+    let losses = char_rnn::train(&corpus, &mut params, config, |_, _| {}).unwrap();
+    // The first loss is about ln 58 (near-uniform predictions); 12 Adam steps lower it.
+    assert!((losses[0] - 58f64.ln()).abs() < 0.5, "{}", losses[0]);
+    let early: f64 = losses[..3].iter().sum::<f64>() / 3.0;
+    let late: f64 = losses[9..].iter().sum::<f64>() / 3.0;
+    assert!(late < early - 0.2, "{early} -> {late}");
+    // The same seed gives the same sample; every character of it is one of the text's.
+    let sample = |seed| char_rnn::sample(&corpus, &params, "All:\n", 40, &mut char_rnn::SplitMix64(seed)).unwrap();
+    let s = sample(5);
+    assert_eq!(s, sample(5));
+    assert_eq!(s.chars().count(), "All:\n".len() + 40);
+    assert!(s.chars().all(|c| corpus.chars.contains(&c)));
 }
