@@ -20,8 +20,12 @@ use std::error::Error;
 use std::path::Path;
 use std::time::Instant;
 
-use exactgrad::{graph, Adam, Dims, Init, Optimizer, Pack, RawTensor, Seeds, Tensor};
+use exactgrad::{graph, Adam, Init, Optimizer, Pack, Seeds, Tensor};
 use indicatif::{ProgressBar, ProgressStyle};
+
+#[path = "support/rng.rs"]
+mod rng;
+pub(crate) use rng::SplitMix64;
 
 graph! {
     // Distinct characters of the text, hidden units, time steps per window (the loop's length),
@@ -75,29 +79,6 @@ const LR: f32 = 0.005;
 /// The seed of the parameters, the batches and the samples.
 const SEED: u64 = 2026;
 
-/// `SplitMix64`: a small, fully specified generator (the same windows and samples everywhere).
-pub(crate) struct SplitMix64(pub(crate) u64);
-
-impl SplitMix64 {
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// A uniform index in `0..n` (`n > 0`).
-    fn below(&mut self, n: usize) -> usize {
-        ((u128::from(self.next_u64()) * n as u128) >> 64) as usize
-    }
-
-    /// A uniform number in `[0, 1)`.
-    fn unit(&mut self) -> f32 {
-        (self.next_u64() >> 40) as f32 / (1u64 << 24) as f32
-    }
-}
-
 /// The text as character ids, and the characters in id order (sorted).
 pub(crate) struct Corpus {
     pub(crate) chars: Vec<char>,
@@ -146,7 +127,8 @@ impl Corpus {
 /// The trained parameters: the inputs of `char_rnn`.
 pub(crate) type Params = Pack<f32, CharRnnInputs>;
 
-/// Samples `len` characters, starting from `prompt`, with the parameters `params`.
+/// Samples `len` characters after `prompt` (which is fed first; an empty prompt starts from the
+/// first character of the alphabet), with the parameters `params`.
 pub(crate) fn sample(
     corpus: &Corpus,
     params: &Params,
@@ -154,35 +136,38 @@ pub(crate) fn sample(
     len: usize,
     rng: &mut SplitMix64,
 ) -> Result<String, Box<dyn Error>> {
+    let prompt_ids = prompt
+        .chars()
+        .map(|c| corpus.chars.binary_search(&c).map_err(|_| format!("`{c}` is not in the text")))
+        .collect::<Result<Vec<usize>, String>>()?;
     let (g, h) = step::<f32>();
     let p = params.as_slice();
-    let param = |i: usize| p[i].clone();
-    let mut state = RawTensor::zeros(Dims::new(&[1, HIDDEN]).expect("rank 2"));
+    // The parameters are copied into the step's pack once: each step takes the pack back from
+    // the values (`into_inputs`) and overwrites only the hidden state.
+    let mut inputs = h.inputs(
+        Tensor::try_from_raw(p[0].clone())?,
+        Tensor::try_from_raw(p[1].clone())?,
+        Tensor::try_from_raw(p[2].clone())?,
+        Tensor::try_from_raw(p[3].clone())?,
+        Tensor::try_from_raw(p[4].clone())?,
+        Tensor::zeros(),
+    );
+    let mut state = vec![0.0f32; HIDDEN];
     let mut out = String::from(prompt);
-    let mut next_id = 0;
-    let feed = |id: usize, state: &RawTensor<f32>| -> Result<(RawTensor<f32>, Vec<f32>), Box<dyn Error>> {
-        let inputs = h.inputs(
-            Tensor::try_from_raw(param(0))?,
-            Tensor::try_from_raw(param(1))?,
-            Tensor::try_from_raw(param(2))?,
-            Tensor::try_from_raw(param(3))?,
-            Tensor::try_from_raw(param(4))?,
-            Tensor::try_from_raw(state.clone())?,
-        );
+    let mut next = 0;
+    for k in 0..prompt_ids.len() + len {
+        let id = match prompt_ids.get(k) {
+            Some(&id) => id,
+            None => {
+                out.push(corpus.chars[next]);
+                next
+            }
+        };
         let values = g.eval(inputs, StepData { id: vec![id] })?;
-        Ok((values.get(h.output0)?.clone(), values.get(h.output1)?.data().to_vec()))
-    };
-    for c in prompt.chars() {
-        let id = corpus.chars.binary_search(&c).map_err(|_| format!("`{c}` is not in the text"))?;
-        let (s, probs) = feed(id, &state)?;
-        state = s;
-        next_id = pick(&probs, rng);
-    }
-    for _ in 0..len {
-        out.push(corpus.chars[next_id]);
-        let (s, probs) = feed(next_id, &state)?;
-        state = s;
-        next_id = pick(&probs, rng);
+        next = pick(values.get(h.output1)?.data(), rng);
+        state.copy_from_slice(values.get(h.output0)?.data());
+        inputs = values.into_inputs();
+        inputs.data_mut(h.h.index()).ok_or("the state is an input")?.copy_from_slice(&state);
     }
     Ok(out)
 }

@@ -26,6 +26,9 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 #[path = "support/plot.rs"]
 mod plot;
+#[path = "support/rng.rs"]
+mod rng;
+use rng::SplitMix64;
 
 graph! {
     /// The CNN with a batch dim `B`: the mean cross-entropy against the labels and the class
@@ -137,27 +140,6 @@ pub(crate) fn parse(text: &str) -> Result<Digits, DataError> {
     Ok(digits)
 }
 
-/// `SplitMix64`: a small, fully specified generator for the shuffles.
-pub(crate) struct SplitMix64(pub(crate) u64);
-
-impl SplitMix64 {
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Fisher–Yates with Lemire's multiply-shift.
-    pub(crate) fn shuffle<T>(&mut self, v: &mut [T]) {
-        for i in (1..v.len()).rev() {
-            let j = ((u128::from(self.next_u64()) * (i as u128 + 1)) >> 64) as usize;
-            v.swap(i, j);
-        }
-    }
-}
-
 /// A train/test split: indices into the data set.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct Split {
@@ -213,13 +195,14 @@ fn batch<B: Unsigned + 'static>(digits: &Digits, indices: &[usize]) -> Result<Cn
     Ok(CnnData { x: Tensor::from_vec(x)?, labels: indices.iter().map(|&i| digits.labels[i]).collect() })
 }
 
-/// The loss and the class probabilities of the images `indices` under `params`.
+/// The loss and the class probabilities of the images `indices` under `params`, by the model
+/// `(g, h)` built for their count.
 pub(crate) fn evaluate<B: Unsigned + 'static>(
+    (g, h): &(CnnGraph<f32, B>, CnnHandles<B>),
     digits: &Digits,
     params: &Params,
     indices: &[usize],
 ) -> Result<(f64, RawTensor<f32>), Box<dyn Error>> {
-    let (g, h) = cnn::<f32, B>();
     let values = g.eval(params.clone(), batch::<B>(digits, indices)?)?;
     Ok((f64::from(values.get(h.output0)?.data()[0]), values.get(h.output1)?.clone()))
 }
@@ -238,17 +221,18 @@ pub(crate) fn accuracy(probs: &RawTensor<f32>, digits: &Digits, indices: &[usize
     correct as f64 / indices.len() as f64
 }
 
-/// One Adam step on the images `indices`; returns the batch loss before the step.
+/// One Adam step on the images `indices` through the model `(g, h)` built for their count;
+/// returns the batch loss before the step.
 fn step<B: Unsigned + 'static>(
+    (g, h): &(CnnGraph<f32, B>, CnnHandles<B>),
     digits: &Digits,
     params: &mut Params,
     adam: &mut Adam<f32>,
     indices: &[usize],
 ) -> Result<f64, Box<dyn Error>> {
-    let (g, h) = cnn::<f32, B>();
     let saved = g.compile(params.clone(), batch::<B>(digits, indices)?)?;
     let loss = f64::from(saved.value(h.output0)?.data()[0]);
-    let grads = saved.backprop_inputs_stored(Seeds::single(&g, h.output0, Tensor::full(1.0))?)?;
+    let grads = saved.backprop_inputs_stored(Seeds::single(g, h.output0, Tensor::full(1.0))?)?;
     adam.step(params, &grads)?;
     Ok(loss)
 }
@@ -284,20 +268,22 @@ pub(crate) fn train(
     let mut order = split.train.clone();
     let (mut train_losses, mut test_losses) = (Vec::new(), Vec::new());
     let batch_sizes: Vec<usize> = order.chunks(BATCH).map(<[usize]>::len).collect();
+    // The graphs of a full batch, of the partial last one and of the test split, built once.
+    let (full, last, test) = (cnn::<f32, U64>(), cnn::<f32, U29>(), cnn::<f32, U360>());
     let mut test_probs = None;
     for epoch in 0..config.epochs {
         rng.shuffle(&mut order);
         let mut total = 0.0;
         for chunk in order.chunks(BATCH) {
             let loss = if chunk.len() == BATCH {
-                step::<U64>(digits, &mut params, &mut adam, chunk)?
+                step(&full, digits, &mut params, &mut adam, chunk)?
             } else {
-                step::<U29>(digits, &mut params, &mut adam, chunk)?
+                step(&last, digits, &mut params, &mut adam, chunk)?
             };
             total += loss * chunk.len() as f64;
         }
         train_losses.push(total / order.len() as f64);
-        let (test_loss, probs) = evaluate::<U360>(digits, &params, &split.test)?;
+        let (test_loss, probs) = evaluate(&test, digits, &params, &split.test)?;
         test_losses.push(test_loss);
         test_probs = Some(probs);
         on_epoch(epoch, train_losses[epoch], test_loss);
@@ -342,11 +328,12 @@ fn main() -> Result<(), Box<dyn Error>> {
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target"), PathBuf::from);
     std::fs::create_dir_all(&target)?;
-    let (g, h) = cnn::<f32, U360>();
+    let model = cnn::<f32, U360>();
+    let (g, h) = &model;
     let file = target.join("digits_cnn.safetensors");
     report.params.save_safetensors_file(h.input_names(), &file)?;
     let reloaded = g.load_safetensors_file(h.input_names(), &file)?;
-    let (_, probs) = evaluate::<U360>(&digits, &reloaded, &split.test)?;
+    let (_, probs) = evaluate(&model, &digits, &reloaded, &split.test)?;
     let again = accuracy(&probs, &digits, &split.test);
     println!("saved {} and loaded it back: test accuracy {:.2} %", file.display(), 100.0 * again);
     if again != report.test_accuracy {

@@ -29,7 +29,10 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 #[path = "support/plot.rs"]
 mod plot;
+#[path = "support/rng.rs"]
+mod rng;
 pub(crate) use plot::plot_losses;
+use rng::SplitMix64;
 
 graph! {
     /// A 4-16-3 perceptron with a batch dim `B`: the mean softmax cross-entropy against the
@@ -179,32 +182,6 @@ pub(crate) fn parse(text: &str) -> Result<Dataset, DataError> {
         ));
     }
     Ok(data)
-}
-
-/// `SplitMix64`: a small, fully specified generator for the shuffles (the same sequence on every
-/// platform and every version).
-struct SplitMix64(u64);
-
-impl SplitMix64 {
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// A uniform index in `0..n` (`n > 0`; Lemire's multiply-shift, bias below 2^-50 here).
-    fn below(&mut self, n: usize) -> usize {
-        ((u128::from(self.next_u64()) * n as u128) >> 64) as usize
-    }
-
-    /// Fisher–Yates.
-    fn shuffle<T>(&mut self, v: &mut [T]) {
-        for i in (1..v.len()).rev() {
-            v.swap(i, self.below(i + 1));
-        }
-    }
 }
 
 /// A train/test split with standardised features.

@@ -1,6 +1,10 @@
 //! The examples' logic, run as tests (each example file is included as a module; its `run`
 //! function is what `main` calls).
-#![allow(clippy::unwrap_used)] // a failure is a test failure
+// A failure is a test failure.
+#![allow(clippy::unwrap_used)]
+// Each example is its own crate under `cargo run` and loads `examples/support/*` itself; included
+// here side by side, those support modules are loaded once per example.
+#![allow(clippy::duplicate_mod)]
 
 #[path = "../examples/char_rnn.rs"]
 #[allow(dead_code)]
