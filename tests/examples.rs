@@ -1,10 +1,20 @@
 //! The examples' logic, run as tests (each example file is included as a module; its `run`
 //! function is what `main` calls).
-#![allow(clippy::unwrap_used)] // a failure is a test failure
+// A failure is a test failure.
+#![allow(clippy::unwrap_used)]
+// Each example is its own crate under `cargo run` and loads `examples/support/*` itself; included
+// here side by side, those support modules are loaded once per example.
+#![allow(clippy::duplicate_mod)]
 
+#[path = "../examples/char_rnn.rs"]
+#[allow(dead_code)]
+mod char_rnn;
 #[path = "../examples/custom_ops.rs"]
 #[allow(dead_code)]
 mod custom_ops;
+#[path = "../examples/digits_cnn.rs"]
+#[allow(dead_code)]
+mod digits_cnn;
 #[path = "../examples/exact.rs"]
 #[allow(dead_code)]
 mod exact;
@@ -152,7 +162,7 @@ fn iris_trains_deterministically_at_small_size() {
     let dir = std::env::temp_dir().join(format!("exactgrad-iris-test-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let png = dir.join("loss.png");
-    iris::plot_losses(&png, &report.train_losses, &report.test_losses).unwrap();
+    iris::plot_losses(&png, "Iris MLP: training and test loss", &report.train_losses, &report.test_losses).unwrap();
     assert!(std::fs::read(&png).unwrap().starts_with(b"\x89PNG\r\n\x1a\n"));
     std::fs::remove_dir_all(&dir).unwrap();
 }
@@ -173,4 +183,80 @@ fn transformer_block_gradients_match_finite_differences() {
     assert_eq!(report.samples, 13);
     assert!(report.worst_relative_error < 1e-5, "{:.2e}", report.worst_relative_error);
     assert!(report.output.is_finite() && report.output != 0.0);
+}
+
+#[test]
+fn char_rnn_learns_and_samples_from_its_alphabet() {
+    let corpus = char_rnn::load().unwrap();
+    assert_eq!(corpus.chars.len(), 58);
+    let entropy = corpus.unigram_entropy();
+    // At most the entropy of 58 equally frequent characters; far below it for English text.
+    assert!(entropy > 2.0 && entropy < 58f64.ln(), "{entropy}");
+    let config = char_rnn::Config { iterations: 12, lr: 0.01, ..char_rnn::Config::default() };
+    let mut params = char_rnn::init(config.seed).unwrap();
+    let losses = char_rnn::train(&corpus, &mut params, config, |_, _| {}).unwrap();
+    // The first loss is about ln 58 (near-uniform predictions); 12 Adam steps lower it.
+    assert!((losses[0] - 58f64.ln()).abs() < 0.5, "{}", losses[0]);
+    let early: f64 = losses[..3].iter().sum::<f64>() / 3.0;
+    let late: f64 = losses[9..].iter().sum::<f64>() / 3.0;
+    assert!(late < early - 0.2, "{early} -> {late}");
+    // The same seed gives the same sample; every character of it is one of the text's.
+    let sample = |seed| char_rnn::sample(&corpus, &params, "All:\n", 40, &mut char_rnn::SplitMix64(seed)).unwrap();
+    let s = sample(5);
+    assert_eq!(s, sample(5));
+    assert_eq!(s.chars().count(), "All:\n".len() + 40);
+    assert!(s.chars().all(|c| corpus.chars.contains(&c)));
+}
+
+#[test]
+fn digits_cnn_reads_the_data_and_reports_bad_records_by_line() {
+    let digits = digits_cnn::load(&digits_cnn::data_path()).unwrap();
+    assert_eq!(digits.labels.len(), 1797);
+    // Every digit occurs (about 180 times each in this data set).
+    for d in 0..10 {
+        let n = digits.labels.iter().filter(|&&l| l == d).count();
+        assert!((170..=190).contains(&n), "digit {d}: {n}");
+    }
+    assert!(digits.images.iter().flatten().all(|&p| (0.0..=1.0).contains(&p)));
+    let row = |label: &str| format!("{}{label}\n", "0,".repeat(64));
+    let message = |text: &str| digits_cnn::parse(text).unwrap_err().to_string();
+    assert_eq!(message(&format!("{}{}", row("1"), row("12"))), "line 2: the label `12` is not a digit");
+    assert_eq!(message(&format!("{}1,2\n", row("3"))), "line 2: expected 65 fields, found 2");
+    let bright = format!("17,{}", &row("0")[2..]);
+    assert_eq!(message(&bright), "line 1: pixel 0 `17` is not a count in 0..=16");
+    let missing = digits_cnn::load(std::path::Path::new("/nonexistent/digits.csv.gz")).unwrap_err().to_string();
+    assert!(missing.starts_with("cannot read /nonexistent/digits.csv.gz"), "{missing}");
+}
+
+#[test]
+fn digits_cnn_splits_80_20_and_learns_in_one_epoch() {
+    let digits = digits_cnn::load(&digits_cnn::data_path()).unwrap();
+    let split = digits_cnn::split(digits.labels.len(), digits_cnn::SEED);
+    assert_eq!((split.train.len(), split.test.len()), (1437, 360));
+    let mut all: Vec<usize> = split.train.iter().chain(&split.test).copied().collect();
+    all.sort_unstable();
+    assert_eq!(all, (0..1797).collect::<Vec<_>>());
+    assert_eq!(digits_cnn::split(1797, digits_cnn::SEED), split);
+    assert_ne!(digits_cnn::split(1797, digits_cnn::SEED + 1).test, split.test);
+
+    let config = digits_cnn::Config { epochs: 1, ..digits_cnn::Config::default() };
+    let report = digits_cnn::train(&digits, &split, config, |_, _, _| {}).unwrap();
+    // 22 full batches and the partial rest, on one model.
+    assert_eq!(report.batch_sizes.len(), 23);
+    assert!(report.batch_sizes[..22].iter().all(|&b| b == 64));
+    assert_eq!(report.batch_sizes[22], 1437 - 22 * 64);
+    // Chance is 10 % (a loss of ln 10 ≈ 2.30); one epoch gets most test digits right.
+    assert!(report.test_accuracy > 0.7, "{}", report.test_accuracy);
+    assert!(report.test_losses[0] < 10f64.ln() - 1.0, "{}", report.test_losses[0]);
+    // Saved and loaded back, the parameters are the same bits.
+    let names = ["w1", "w2", "w3", "b3"];
+    let bytes = report.params.save_safetensors(&names).unwrap();
+    let (g, _) = digits_cnn::cnn::<f32, exactgrad::typenum::U1>();
+    let back = g.load_safetensors(&names, &bytes).unwrap();
+    for (a, b) in report.params.as_slice().iter().zip(back.as_slice()) {
+        assert_eq!(
+            a.data().iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+            b.data().iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+        );
+    }
 }
