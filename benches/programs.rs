@@ -7,7 +7,9 @@
 //!   `softmax(q·kᵀ/4)·v` (`/ 4` written `* 0.25`, the same rounding); `x1 = x + o·W_o + b_o`;
 //!   `out = x1 + gelu_tanh(LN2(x1)·W_1 + b_1)·W_2 + b_2`, MLP 64→256→64; loss `mean(out²)`; the
 //!   gradients of all 12 parameters. Target ≤ 0.15 ms per forward + backward. Also its 36 matrix
-//!   products alone (`gemm_only`, `benches/attention_gemms`): the floor of the step.
+//!   products alone (`gemm_only`, `benches/attention_gemms`): the floor of the step. The same
+//!   block with the heads as the batch axis of batched products (`benches/attention_block`, the
+//!   same gradients bit for bit) is `program_batched`.
 //! * **one head of 64**: `x [64, 1]` and 64 matrices `W_k [64, 64]`, all trainable,
 //!   `h_k = sum(tanh(W_k·x))` for every `k`, then the gradient of `h_0` only, w.r.t. `x` and `W_0`
 //!   (all 64 forwards included). Target ≤ 0.03 ms.
@@ -19,32 +21,14 @@
 
 use std::time::Duration;
 
+mod attention_block;
 mod attention_gemms;
 mod mlp_gemms;
 
+use attention_block::{attention, Attention, AttentionBatched, AttentionBatchedData, AttentionData};
 use criterion::{criterion_group, criterion_main, Criterion};
 use exactgrad::typenum::{U1, U32, U64, U784};
 use exactgrad::{graph, Init, Seeds, Tensor};
-
-graph! {
-    /// The attention block of issue 10.
-    fn attention(ln1_g: [64], ln1_b: [64], w_qkv: [64, 192], b_qkv: [192], w_o: [64, 64], b_o: [64],
-                 ln2_g: [64], ln2_b: [64], w_1: [64, 256], b_1: [256], w_2: [256, 64], b_2: [64];
-                 x: [32, 64]) -> [] {
-        let h = layer_norm(x, ln1_g, ln1_b);
-        let qkv = h.matmul(w_qkv) + b_qkv;
-        let (q, k, v) = split(qkv, 1, 3);
-        let a0 = softmax(slice(q, 1, 0, 16).matmul(slice(k, 1, 0, 16).t()) * 0.25).matmul(slice(v, 1, 0, 16));
-        let a1 = softmax(slice(q, 1, 16, 16).matmul(slice(k, 1, 16, 16).t()) * 0.25).matmul(slice(v, 1, 16, 16));
-        let a2 = softmax(slice(q, 1, 32, 16).matmul(slice(k, 1, 32, 16).t()) * 0.25).matmul(slice(v, 1, 32, 16));
-        let a3 = softmax(slice(q, 1, 48, 16).matmul(slice(k, 1, 48, 16).t()) * 0.25).matmul(slice(v, 1, 48, 16));
-        let o = concat([a0, a1, a2, a3], 1);
-        let x1 = x + o.matmul(w_o) + b_o;
-        let m = gelu(layer_norm(x1, ln2_g, ln2_b).matmul(w_1) + b_1).matmul(w_2) + b_2;
-        let out = x1 + m;
-        mean(square(out))
-    }
-}
 
 fn attention_bench(c: &mut Criterion) {
     let (g, h) = attention::<f32>();
@@ -88,6 +72,21 @@ fn attention_bench(c: &mut Criterion) {
             let saved = g.compile(params.clone(), AttentionData { x: x.clone() }).expect("compiles");
             saved.backprop_inputs_array(Seeds::single(&g, h.output, seed.clone()).expect("seed")).expect("array")
         });
+    });
+    // The same block, its heads the batch axis of batched products: the same gradients.
+    let mut batched = AttentionBatched::program::<f32>();
+    let batched_data = AttentionBatchedData { x: x.clone() };
+    {
+        let mut same = params.clone();
+        let want = prog.gradients(&mut params, &data, &seed).expect("program");
+        let got = batched.gradients(&mut same, &batched_data, &seed).expect("program");
+        assert!(
+            got.as_slice().iter().zip(want.as_slice()).all(|(a, b)| a.storage_eq(b)),
+            "the batched block differs from the unrolled one"
+        );
+    }
+    group.bench_function("program_batched", |b| {
+        b.iter(|| batched.gradients(&mut params, &batched_data, &seed).map(exactgrad::Pack::len))
     });
     // The products the step needs, alone (`benches/attention_gemms`).
     let mut gemms = attention_gemms::AttentionGemms::new();

@@ -39,8 +39,8 @@ graph! {
     /// The unrolled RNN over a batch of `B` windows of `T` characters: the mean cross-entropy of
     /// the next character. `ids` are the `T · B` input characters, time-major (step `t` of window
     /// `b` at `t · B + b`); `next` is the one-hot next character, in the same order.
-    fn char_rnn(embed: [V, H], wh: [H, H], bh: [H], wy: [H, V], by: [V]; ids: Vec<usize>, next: [768, 58]) -> [] {
-        let e: [768, H] = gather_rows(embed, ids);
+    fn char_rnn(embed: [V, H], wh: [H, H], bh: [H], wy: [H, V], by: [V]; ids: Vec<usize>, next: [T * B, V]) -> [] {
+        let e: [T * B, H] = gather_rows(embed, ids);
         let mut h = tanh(slice(e, 0, 0, B) + bh);
         let mut total = sum(log_softmax(h.matmul(wy) + by) * slice(next, 0, 0, B));
         for t in 1..T {

@@ -1,8 +1,9 @@
 //! A small convolutional network on scikit-learn's 8 × 8 handwritten digits
 //! (`examples/data/digits.csv.gz`: 1 797 images, CC BY 4.0; see `examples/data/README.md`):
 //! conv 3 × 3 (16 filters) → relu → 2 × 2 max pool → conv 3 × 3 (32) → relu → 2 × 2 max pool →
-//! linear, trained with
-//! Adam on mini-batches of 64 (the last batch of each epoch partial), on a seeded 80/20 split.
+//! linear (the two conv blocks one `conv_block` helper), trained with Adam on mini-batches of 64
+//! (the last batch of each epoch partial), on a seeded 80/20 split. The batch is a run-time dim:
+//! one compiled model serves the full batches, the partial last one and the test split.
 //!
 //! * `load` reads the gzip-compressed CSV with `flate2` and `csv` and reports a malformed record by
 //!   its line, never by a panic;
@@ -20,8 +21,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use exactgrad::typenum::Unsigned;
-use exactgrad::{graph, Adam, Init, Optimizer, Pack, RawTensor, Seeds, Tensor};
+use exactgrad::{graph, Adam, Dims, Init, Optimizer, Pack, RawTensor, Seeds, Tensor};
 use indicatif::{ProgressBar, ProgressStyle};
 
 #[path = "support/plot.rs"]
@@ -31,15 +31,20 @@ mod rng;
 use rng::SplitMix64;
 
 graph! {
-    /// The CNN with a batch dim `B`: the mean cross-entropy against the labels and the class
-    /// probabilities. The images `x` (`[B, 1, 8, 8]`, one channel) and the labels are data: only
-    /// the filters and the classifier get gradients. The classifier is a 2 × 2 convolution over
-    /// the 32 × 2 × 2 features left by the second pool (a linear layer over all 128 of them),
-    /// whose 1 × 1 output planes are summed away.
-    pub(crate) fn cnn<B>(w1: [16, 1, 3, 3], w2: [32, 16, 3, 3], w3: [10, 32, 2, 2], b3: [10]; x: [B, 1, 8, 8], labels: Vec<usize>) -> ([], [B, 10]) {
-        let h1 = max_pool2d(relu(conv2d(x, w1, padding = 1)), kernel = 2);
-        let h2 = max_pool2d(relu(conv2d(h1, w2, padding = 1)), kernel = 2);
-        let logits = sum_axis(sum_axis(conv2d(h2, w3), 3), 2) + b3;
+    /// A 3 × 3 convolution (padding 1, so the planes keep their size), relu, and a 2 × 2 max
+    /// pool (halving them).
+    fn conv_block(x, w) {
+        max_pool2d(relu(conv2d(x, w, padding = 1)), kernel = 2)
+    }
+
+    /// The CNN on a batch of `batch` images, a run-time dim: one compiled model serves the full
+    /// batches, the partial last one and the whole test split. Outputs the mean cross-entropy
+    /// against the labels and the class probabilities. The images `x` (`[batch, 1, 8, 8]`, one
+    /// channel) and the labels are data: only the filters and the classifier get gradients. The
+    /// classifier is a linear layer over the 32 × 2 × 2 = 128 features left by the second pool.
+    pub(crate) fn cnn<batch: dyn>(w1: [16, 1, 3, 3], w2: [32, 16, 3, 3], w3: [128, 10], b3: [10]; x: [batch, 1, 8, 8], labels: Vec<usize>) -> ([], [batch, 10]) {
+        let features: [batch, 128] = reshape(conv_block(conv_block(x, w1), w2));
+        let logits = features.matmul(w3) + b3;
         (cross_entropy(logits, labels), softmax(logits))
     }
 }
@@ -189,21 +194,21 @@ pub(crate) struct Report {
     pub(crate) params: Params,
 }
 
-/// The data of the images `indices`.
-fn batch<B: Unsigned + 'static>(digits: &Digits, indices: &[usize]) -> Result<CnnData<f32, B>, Box<dyn Error>> {
+/// The data of the images `indices`: `x` is `[indices.len(), 1, 8, 8]`.
+fn batch(digits: &Digits, indices: &[usize]) -> Result<CnnData<f32>, Box<dyn Error>> {
     let x: Vec<f32> = indices.iter().flat_map(|&i| digits.images[i]).collect();
-    Ok(CnnData { x: Tensor::from_vec(x)?, labels: indices.iter().map(|&i| digits.labels[i]).collect() })
+    let dims = Dims::new(&[indices.len(), 1, 8, 8]).ok_or("the batch has too many elements")?;
+    Ok(CnnData { x: RawTensor::from_vec(dims, x)?, labels: indices.iter().map(|&i| digits.labels[i]).collect() })
 }
 
-/// The loss and the class probabilities of the images `indices` under `params`, by the model
-/// `(g, h)` built for their count.
-pub(crate) fn evaluate<B: Unsigned + 'static>(
-    (g, h): &(CnnGraph<f32, B>, CnnHandles<B>),
+/// The loss and the class probabilities of the images `indices` under `params`.
+pub(crate) fn evaluate(
+    (g, h): &(CnnGraph<f32>, CnnHandles),
     digits: &Digits,
     params: &Params,
     indices: &[usize],
 ) -> Result<(f64, RawTensor<f32>), Box<dyn Error>> {
-    let values = g.eval(params.clone(), batch::<B>(digits, indices)?)?;
+    let values = g.eval(params.clone(), batch(digits, indices)?)?;
     Ok((f64::from(values.get(h.output0)?.data()[0]), values.get(h.output1)?.clone()))
 }
 
@@ -221,16 +226,15 @@ pub(crate) fn accuracy(probs: &RawTensor<f32>, digits: &Digits, indices: &[usize
     correct as f64 / indices.len() as f64
 }
 
-/// One Adam step on the images `indices` through the model `(g, h)` built for their count;
-/// returns the batch loss before the step.
-fn step<B: Unsigned + 'static>(
-    (g, h): &(CnnGraph<f32, B>, CnnHandles<B>),
+/// One Adam step on the images `indices`; returns the batch loss before the step.
+fn step(
+    (g, h): &(CnnGraph<f32>, CnnHandles),
     digits: &Digits,
     params: &mut Params,
     adam: &mut Adam<f32>,
     indices: &[usize],
 ) -> Result<f64, Box<dyn Error>> {
-    let saved = g.compile(params.clone(), batch::<B>(digits, indices)?)?;
+    let saved = g.compile(params.clone(), batch(digits, indices)?)?;
     let loss = f64::from(saved.value(h.output0)?.data()[0]);
     let grads = saved.backprop_inputs_stored(Seeds::single(g, h.output0, Tensor::full(1.0))?)?;
     adam.step(params, &grads)?;
@@ -239,7 +243,7 @@ fn step<B: Unsigned + 'static>(
 
 /// Fresh parameters drawn from `seed`.
 pub(crate) fn init(seed: u64) -> Result<Params, Box<dyn Error>> {
-    let (_, h) = cnn::<f32, exactgrad::typenum::U1>();
+    let (_, h) = cnn::<f32>();
     let mut init = Init::seeded(seed);
     // Kaiming-uniform bounds for the fan-in of each layer: 9, 144 and 128 taps.
     Ok(h.inputs(
@@ -258,32 +262,24 @@ pub(crate) fn train(
     config: Config,
     mut on_epoch: impl FnMut(usize, f64, f64),
 ) -> Result<Report, Box<dyn Error>> {
-    use exactgrad::typenum::{U29, U360, U64};
-    if split.train.len() % BATCH != 29 || split.test.len() != 360 {
-        return Err("the graphs are built for 1 437 training and 360 test images".into());
-    }
     let mut params = init(config.seed)?;
     let mut adam = Adam::with_lr(config.lr)?;
     let mut rng = SplitMix64(config.seed);
     let mut order = split.train.clone();
     let (mut train_losses, mut test_losses) = (Vec::new(), Vec::new());
     let batch_sizes: Vec<usize> = order.chunks(BATCH).map(<[usize]>::len).collect();
-    // The graphs of a full batch, of the partial last one and of the test split, built once.
-    let (full, last, test) = (cnn::<f32, U64>(), cnn::<f32, U29>(), cnn::<f32, U360>());
+    // One model for the full batches, the partial last one and the test split.
+    let model = cnn::<f32>();
     let mut test_probs = None;
     for epoch in 0..config.epochs {
         rng.shuffle(&mut order);
         let mut total = 0.0;
         for chunk in order.chunks(BATCH) {
-            let loss = if chunk.len() == BATCH {
-                step(&full, digits, &mut params, &mut adam, chunk)?
-            } else {
-                step(&last, digits, &mut params, &mut adam, chunk)?
-            };
+            let loss = step(&model, digits, &mut params, &mut adam, chunk)?;
             total += loss * chunk.len() as f64;
         }
         train_losses.push(total / order.len() as f64);
-        let (test_loss, probs) = evaluate(&test, digits, &params, &split.test)?;
+        let (test_loss, probs) = evaluate(&model, digits, &params, &split.test)?;
         test_losses.push(test_loss);
         test_probs = Some(probs);
         on_epoch(epoch, train_losses[epoch], test_loss);
@@ -293,7 +289,6 @@ pub(crate) fn train(
 }
 
 fn main() -> Result<(), Box<dyn Error>> {
-    use exactgrad::typenum::U360;
     let digits = load(&data_path())?;
     let split = split(digits.labels.len(), SEED);
     println!(
@@ -328,7 +323,7 @@ fn main() -> Result<(), Box<dyn Error>> {
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target"), PathBuf::from);
     std::fs::create_dir_all(&target)?;
-    let model = cnn::<f32, U360>();
+    let model = cnn::<f32>();
     let (g, h) = &model;
     let file = target.join("digits_cnn.safetensors");
     report.params.save_safetensors_file(h.input_names(), &file)?;

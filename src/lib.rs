@@ -103,8 +103,10 @@
 //!   Declare it inside the macro (`const D: usize = 16;`, before or after the graph's `fn`); a dim
 //!   that varies is a generic dim of the graph (`fn f<B>(x: [B, 4])`), sized when the graph is
 //!   instantiated. Any constant expression may combine the macro's constants
-//!   (`1.0 / (D as f64).sqrt()`); an integer `const` is a dim anywhere a shape is declared — inputs,
-//!   data tensors (`x: [N, 4]`), annotations, outputs. A float constant that does not fit the
+//!   (`1.0 / (D as f64).sqrt()`); an integer `const`, or an integer expression of literals and
+//!   `const`s (`[T * B, H]`, checked: no overflow, no negative size), is a dim anywhere a shape is
+//!   declared — inputs, data tensors (`x: [N, 4]`), annotations, outputs. A computed dim may not
+//!   use a generic or run-time dim (`[B * 2, 4]`), whose size the macro does not know. A float constant that does not fit the
 //!   scalar type (`x * 1e39` in an `f32` graph) is reported by `compile` as a node error naming the
 //!   node, its op and the constant (the macro does not know the scalar type; one that overflows `f64` is an error
 //!   when the macro expands).

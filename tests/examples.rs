@@ -251,7 +251,7 @@ fn digits_cnn_splits_80_20_and_learns_in_one_epoch() {
     // Saved and loaded back, the parameters are the same bits.
     let names = ["w1", "w2", "w3", "b3"];
     let bytes = report.params.save_safetensors(&names).unwrap();
-    let (g, _) = digits_cnn::cnn::<f32, exactgrad::typenum::U1>();
+    let (g, _) = digits_cnn::cnn::<f32>();
     let back = g.load_safetensors(&names, &bytes).unwrap();
     for (a, b) in report.params.as_slice().iter().zip(back.as_slice()) {
         assert_eq!(

@@ -107,6 +107,17 @@ graph! {
 }
 
 graph! {
+    const N: usize = 2 + 1;
+    const T: usize = 3;
+    const B: usize = N - 1;
+    /// Computed dims: constant expressions of literals and `const`s, in data and annotations.
+    fn computed_dims(w: [4, 1500]; x: [T * B - 4, (2 + 2)]) -> [T * B - 4, 3 * 500] {
+        let y: [2 * 1, 1500] = x.matmul(w);
+        y
+    }
+}
+
+graph! {
     fn with_data_by_hand(w: [4, 1500]; x: [2, 4]) -> [2, 1500] {
         x.matmul(w)
     }
@@ -121,6 +132,10 @@ fn const_dims_type_data_tensors() {
     let x: Tensor<f64, (U2, U4)> = adv(3, 0);
     let w = adv(3, 1);
     let values = g.compile(h.inputs(w.clone()), WithDataData { x: x.clone() }).unwrap().raw().values().to_vec();
-    let by_hand = ug.compile(uh.inputs(w), WithDataByHandData { x }).unwrap().raw().values().to_vec();
+    let by_hand = ug.compile(uh.inputs(w), WithDataByHandData { x: x.clone() }).unwrap().raw().values().to_vec();
+    assert_eq!(all_bits(&values), all_bits(&by_hand));
+    // Computed dims are the literal dims: the same data type, the same values.
+    let (g, h) = computed_dims::<f64>();
+    let values = g.compile(h.inputs(adv(3, 1)), ComputedDimsData { x }).unwrap().raw().values().to_vec();
     assert_eq!(all_bits(&values), all_bits(&by_hand));
 }

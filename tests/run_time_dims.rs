@@ -35,7 +35,17 @@ graph! {
     }
 }
 
-/// The three models with a literal batch `$b`, in module `$m`.
+graph! {
+    /// An embedding of `batch` windows of 3 ids (`[batch, 3, 4]`: the run-time dim in front of a
+    /// literal one, resolved from the id count), a batched product with a shared matrix.
+    pub fn seq_dyn<batch: dyn>(table: [5, 4], w: [4, 2]; ids: Vec<usize>) -> [] {
+        let e: [batch, 3, 4] = embedding(table, ids);
+        let s = softmax(e.matmul(w));
+        sum(s * s)
+    }
+}
+
+/// The four models with a literal batch `$b`, in module `$m`.
 macro_rules! literal_models {
     ($($m:ident: $b:tt),*) => {$(
         #[allow(dead_code, unreachable_pub)]
@@ -61,6 +71,13 @@ macro_rules! literal_models {
                     let back: [$b, 3] = reshape(r);
                     let y = tanh(back.matmul(w)) * m;
                     (y, sum(y * y))
+                }
+            }
+            graph! {
+                pub fn seq(table: [5, 4], w: [4, 2]; ids: Vec<usize>) -> [] {
+                    let e: [$b, 3, 4] = embedding(table, ids);
+                    let s = softmax(e.matmul(w));
+                    sum(s * s)
                 }
             }
         }
@@ -113,7 +130,7 @@ fn passes(saved: &exactgrad::RawSavedGraph<'_, f64, impl Sized + 'static>, loss:
     ]
 }
 
-/// Every value, pass and program of the three dyn models at batch `$b` against the literal
+/// Every value, pass and program of the four dyn models at batch `$b` against the literal
 /// models of module `$m`.
 macro_rules! compare {
     ($m:ident, $b:expr, $seed:expr) => {{
@@ -169,6 +186,23 @@ macro_rules! compare {
         let sl = gl.compile(hl.inputs(typed(&table), typed(&w)), $m::EmbedData { ids, m: typed(&m) }).unwrap();
         assert_eq!(passes(sd.raw(), hd.output1.index()), passes(sl.raw(), hl.output1.index()));
         assert_eq!(sd.value(hd.output0).unwrap().dims(), Dims::matrix(b, 2));
+
+        // An embedding whose leading dims `[batch, 3]` take the batch from the id count.
+        let (table, w) = (t(&[5, 4], seed), t(&[4, 2], seed + 1));
+        let ids = labels(3 * b, 5, seed);
+        let (gd, hd) = seq_dyn::<f64>();
+        let (gl, hl) = $m::seq::<f64>();
+        let sd = gd.compile(hd.inputs(typed(&table), typed(&w)), SeqDynData { ids: ids.clone() }).unwrap();
+        let sl = gl.compile(hl.inputs(typed(&table), typed(&w)), $m::SeqData { ids: ids.clone() }).unwrap();
+        assert_eq!(passes(sd.raw(), hd.output.index()), passes(sl.raw(), hl.output.index()));
+        assert_eq!(sd.raw().values()[2].dims(), Dims::new(&[b, 3, 4]).unwrap());
+        let mut pd = SeqDyn::program::<f64>();
+        let mut pl = $m::Seq::program::<f64>();
+        let mut id = hd.inputs(typed(&table), typed(&w));
+        let mut il = hl.inputs(typed(&table), typed(&w));
+        let (dd, dl) = (SeqDynData { ids: ids.clone() }, $m::SeqData { ids });
+        let got = bits(pd.gradients(&mut id, &dd, &Tensor::full(1.0)).unwrap().as_slice());
+        assert_eq!(got, bits(pl.gradients(&mut il, &dl, &Tensor::full(1.0)).unwrap().as_slice()));
     }};
 }
 
@@ -255,4 +289,10 @@ fn disagreeing_sizes_and_an_empty_batch_are_typed_errors() {
         e.err().unwrap().to_string(),
         "run-time dim `batch` is 3 in the data of node 0 (gather_rows) but 2 in the data of node 5 (data_tensor)"
     );
+
+    // 7 ids do not make whole windows of 3.
+    let (g, h) = seq_dyn::<f64>();
+    let e = g.compile(h.inputs(typed(&t(&[5, 4], 1)), typed(&t(&[4, 2], 2))), SeqDynData { ids: vec![0; 7] });
+    let Err(e) = e else { panic!("7 ids for windows of 3 must be an error") };
+    assert!(e.to_string().contains("7 ids are not a whole number of groups of 3 ids"), "{e}");
 }

@@ -66,10 +66,14 @@ pub trait CompactOp<A, D>: Send + Sync + 'static {
     /// For an op whose output size comes from the data (`data_tensor`, `gather_rows`): the dims it
     /// declares for that data (with the stand-ins of run-time dims, see [`crate::shape::Binding`])
     /// and the dims the data actually has. `compile` binds the run-time dims from them, as from
-    /// the inputs. Defaults to `None` (the op's output size comes from its parents).
-    fn data_dims(&self, data: &D) -> Option<(Dims, Dims)> {
+    /// the inputs. Defaults to `Ok(None)` (the op's output size comes from its parents).
+    ///
+    /// # Errors
+    /// A message saying why the data fits no size of the declared dims (a lookup whose id count
+    /// does not fill its leading dims); `compile` reports it at the node.
+    fn data_dims(&self, data: &D) -> Result<Option<(Dims, Dims)>, String> {
         let _ = data;
-        None
+        Ok(None)
     }
 
     /// The node's value.

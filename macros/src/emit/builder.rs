@@ -326,16 +326,22 @@ impl Cx<'_> {
         // Each constant with its message, which names the constant as written (names replaced by
         // their values).
         let written = |c: &syn::Expr| {
-            format!("the constant `{}` is not representable in the scalar type", c.to_token_stream().to_string().replace(' ', ""))
+            format!(
+                "the constant `{}` is not representable in the scalar type",
+                c.to_token_stream().to_string().replace(' ', "")
+            )
         };
         let fill = |f: &Fill| match f {
             Fill::Const(c) => (constant_tokens(c, s), written(c)),
-            Fill::Infinity(negative) => {
-                (quote!(#p::infinity::<#s>(#negative)), "the infinity is not representable in the scalar type".to_owned())
-            }
+            Fill::Infinity(negative) => (
+                quote!(#p::infinity::<#s>(#negative)),
+                "the infinity is not representable in the scalar type".to_owned(),
+            ),
         };
         let constant = match (op.args, extra) {
-            (Args::Factor, ExtraArg::Factor(c)) | (Args::Eps(_), ExtraArg::Eps(c)) => Some((constant_tokens(c, s), written(c))),
+            (Args::Factor, ExtraArg::Factor(c)) | (Args::Eps(_), ExtraArg::Eps(c)) => {
+                Some((constant_tokens(c, s), written(c)))
+            }
             (Args::Mask, ExtraArg::Mask(_, f)) | (Args::Fill, ExtraArg::Fill(f)) => Some(fill(f)),
             _ => None,
         };

@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use exactgrad_spec::{Bound, NODE_CHUNK};
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, ToTokens};
+use syn::spanned::Spanned;
 use syn::Ident;
 
 use super::private;
@@ -81,6 +82,7 @@ pub(super) fn decl_tokens(
             Some(k) => stand_in(k, i.span()),
             None => unsigned(sizes.get(&i.to_string()).copied().unwrap_or(0), i.span()),
         },
+        DimDecl::Expr(e) => unsigned(crate::lower::const_dim(sizes, e).unwrap_or(0), e.span()),
     });
     quote!((#(#ds,)*))
 }

@@ -12,6 +12,7 @@ mod stmts;
 
 use std::collections::HashMap;
 
+use quote::ToTokens;
 use syn::spanned::Spanned;
 use syn::{Expr, ExprCall, Ident};
 
@@ -88,6 +89,29 @@ pub(crate) fn const_sizes(def: &GraphDef) -> HashMap<String, u64> {
             Const::Float(_) => None,
         })
         .collect()
+}
+
+/// The size a constant dim expression (`[T * B, H]`) stands for, by the integer `const`s of
+/// `sizes` (`const_sizes`); `None` if it is none (its error is reported by [`lower`]).
+pub(crate) fn const_dim(sizes: &HashMap<String, u64>, e: &Expr) -> Option<u64> {
+    let consts = sizes.iter().map(|(k, &n)| (k.clone(), Const::Int(i128::from(n)))).collect();
+    dim_expr(&consts, e).ok()
+}
+
+/// A constant dim expression's size, or where and why it is none.
+fn dim_expr(consts: &HashMap<String, Const>, e: &Expr) -> Result<u64, (proc_macro2::Span, String)> {
+    match consts::int(consts, e) {
+        Ok(n) => u64::try_from(n)
+            .map_err(|_| (e.span(), format!("the dim `{}` is {n}, which is not a size", e.to_token_stream()))),
+        Err(NotConst::Error(span, m)) => Err((span, m)),
+        Err(NotConst::Value) => Err((
+            e.span(),
+            format!(
+                "the dim `{}` is not an integer constant expression: a computed dim uses integer literals and integer `const`s of this macro (`[T * B, H]`), not generic or run-time dims",
+                e.to_token_stream()
+            ),
+        )),
+    }
 }
 
 fn array_length(consts: &HashMap<String, Const>, errors: &mut Errors, count: &Expr) -> Option<usize> {
@@ -280,17 +304,14 @@ impl Lowering<'_> {
             decl.dims
                 .iter()
                 .map(|d| match d {
-                    DimDecl::Lit(n, span) => {
-                        let reserved = exactgrad_spec::RUN_TIME_BASE as u64
-                            ..(exactgrad_spec::RUN_TIME_BASE + exactgrad_spec::MAX_RUN_TIME_DIMS) as u64;
-                        if !self.run_time.is_empty() && reserved.contains(n) {
-                            self.errors.at(
-                                *span,
-                                format!("the size {n} stands in for run-time dims; a graph with run-time dims cannot use it as a literal dim"),
-                            );
+                    DimDecl::Expr(e) => match dim_expr(&self.consts, e) {
+                        Ok(n) => self.literal_dim(n, e.span()),
+                        Err((span, message)) => {
+                            self.errors.at(span, message);
+                            Dim::Lit(0)
                         }
-                        Dim::Lit(*n)
-                    }
+                    },
+                    DimDecl::Lit(n, span) => self.literal_dim(*n, *span),
                     DimDecl::Sym(i) if self.run_time.contains(i) => {
                         Dim::Dyn(i.clone(), self.run_time.iter().position(|r| r == i).unwrap_or(0))
                     }
@@ -321,6 +342,19 @@ impl Lowering<'_> {
                 })
                 .collect(),
         )
+    }
+
+    /// A literal (or computed) dim `n` written at `span`: not one of the run-time stand-ins.
+    fn literal_dim(&mut self, n: u64, span: proc_macro2::Span) -> Dim {
+        let reserved = exactgrad_spec::RUN_TIME_BASE as u64
+            ..(exactgrad_spec::RUN_TIME_BASE + exactgrad_spec::MAX_RUN_TIME_DIMS) as u64;
+        if !self.run_time.is_empty() && reserved.contains(&n) {
+            self.errors.at(
+                span,
+                format!("the size {n} stands in for run-time dims; a graph with run-time dims cannot use it as a literal dim"),
+            );
+        }
+        Dim::Lit(n)
     }
 
     /// Checks value `v` against a declared shape: a known difference is an error now; generic

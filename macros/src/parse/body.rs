@@ -14,7 +14,9 @@ const MAX_NESTING: usize = 16;
 impl Parse for ShapeDecl {
     fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
         if !input.peek(syn::token::Bracket) {
-            return Err(input.error("a shape is written `[d0, d1, …]` with integer or generic dims, e.g. `[B, 784]`"));
+            return Err(input.error(
+                "a shape is written `[d0, d1, …]` with integer, generic or constant dims, e.g. `[B, 784]` or `[T * B, H]`",
+            ));
         }
         let content;
         let bracket = bracketed!(content in input);
@@ -28,10 +30,13 @@ impl Parse for ShapeDecl {
                 Expr::Path(p) if p.path.get_ident().is_some() && p.qself.is_none() => {
                     DimDecl::Sym(p.path.get_ident().cloned().unwrap_or_else(|| Ident::new("_", p.span())))
                 }
+                Expr::Binary(_) | Expr::Paren(_) | Expr::Unary(_) | Expr::Cast(_) | Expr::Group(_) => {
+                    DimDecl::Expr(Box::new(item.clone()))
+                }
                 other => {
                     return Err(syn::Error::new(
                         other.span(),
-                        "a dim is an integer literal or a declared generic dim (e.g. `B`), not an expression",
+                        "a dim is an integer literal, a declared generic dim (e.g. `B`) or an integer constant expression (e.g. `T * B`)",
                     ))
                 }
             });

@@ -11,6 +11,8 @@ use syn::{bracketed, parenthesized, Attribute, Expr, Ident, Token, Type, Visibil
 pub(crate) enum DimDecl {
     Lit(u64, Span),
     Sym(Ident),
+    /// An integer constant expression of literals and `const`s, `T * B` (evaluated by lowering).
+    Expr(Box<Expr>),
 }
 
 /// A declared shape `[d0, d1, …]`.
@@ -182,11 +184,17 @@ impl Parse for GraphDef {
         let mut helpers = Vec::new();
         let mut graph: Option<(Vec<Attribute>, Visibility, Ident, GraphFn)> = None;
         while !input.is_empty() {
+            let attrs = input.call(Attribute::parse_outer)?;
             if input.peek(Token![const]) {
+                if let Some(a) = attrs.iter().find(|a| !a.path().is_ident("doc")) {
+                    return Err(syn::Error::new(
+                        a.span(),
+                        "a `const` of `graph!` takes no attributes (only doc comments, which document nothing generated)",
+                    ));
+                }
                 consts.push(input.parse::<ConstStmt>()?);
                 continue;
             }
-            let attrs = input.call(Attribute::parse_outer)?;
             let vis: Visibility = input.parse()?;
             input.parse::<Token![fn]>()?;
             let name: Ident = input.parse()?;

@@ -122,6 +122,7 @@ impl<A: 'static, D: 'static> RawGraph<A, D> {
         for (k, node) in self.nodes.iter().enumerate() {
             if let Program::Compact(op) = &node.program {
                 let found = crate::guard::guarded("its data", || op.data_dims(data))
+                    .and_then(|found| found)
                     .map_err(|m| crate::saved::node_error(self, k, m))?;
                 if let Some((declared, actual)) = found {
                     if declared.rank() == actual.rank() {

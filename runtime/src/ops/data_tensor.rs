@@ -70,8 +70,8 @@ impl<A: Scalar, D: 'static> CompactOp<A, D> for DataTensor<A, D> {
             Err(format!("data_tensor needs the data's tensor to have shape {}, got shape {dx}", self.dims))
         }
     }
-    fn data_dims(&self, data: &D) -> Option<(Dims, Dims)> {
-        Some((self.dims, (self.x)(data).dims()))
+    fn data_dims(&self, data: &D) -> Result<Option<(Dims, Dims)>, String> {
+        Ok(Some((self.dims, (self.x)(data).dims())))
     }
     fn forward(&self, _: &[RawTensor<A>], data: &D) -> RawTensor<A> {
         (self.x)(data).clone()

@@ -93,8 +93,24 @@ impl<A: Scalar, D: 'static> CompactOp<A, D> for GatherRows<D> {
             None => Ok(()),
         }
     }
-    fn data_dims(&self, data: &D) -> Option<(Dims, Dims)> {
-        Some((self.lead, crate::shape::resolve_lead(self.lead, (self.ids)(data).len())?))
+    fn data_dims(&self, data: &D) -> Result<Option<(Dims, Dims)>, String> {
+        let ids = (self.ids)(data).len();
+        match crate::shape::resolve_lead(self.lead, ids) {
+            Some(lead) => Ok(Some((self.lead, lead))),
+            None => {
+                let fixed: Vec<usize> = self
+                    .lead
+                    .as_slice()
+                    .iter()
+                    .copied()
+                    .filter(|&d| crate::shape::run_time_index(d).is_none())
+                    .collect();
+                let per = fixed.iter().try_fold(1usize, |p, &d| p.checked_mul(d)).unwrap_or(usize::MAX);
+                Err(format!(
+                    "gather_rows takes its run-time dim from its id count, one id per row of its leading dims: {ids} ids are not a whole number of groups of {per} ids (its fixed leading dims {fixed:?})"
+                ))
+            }
+        }
     }
     fn forward(&self, ctx: &[RawTensor<A>], data: &D) -> RawTensor<A> {
         let dim = ctx[self.parents[0]].dims().as_slice()[1];

@@ -88,10 +88,10 @@ impl<A: Scalar + Mul<Output = A>, D: 'static> CompactOp<A, D> for MatMulData<A, 
             _ => Err(format!("matmul_data needs the data operand to be a matrix (rank 2), got shape {dx}")),
         }
     }
-    fn data_dims(&self, data: &D) -> Option<(Dims, Dims)> {
+    fn data_dims(&self, data: &D) -> Result<Option<(Dims, Dims)>, String> {
         let dx = (self.x)(data).dims();
         let rows = dx.as_slice().first().copied().unwrap_or(0);
-        Some((Dims::vector(self.rows), Dims::vector(rows)))
+        Ok(Some((Dims::vector(self.rows), Dims::vector(rows))))
     }
     fn forward(&self, ctx: &[RawTensor<A>], data: &D) -> RawTensor<A> {
         // The same kernel call as `MatMul::forward` (`validate` checked `x` is `rows × k`).

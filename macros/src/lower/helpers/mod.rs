@@ -12,6 +12,7 @@
 use std::collections::HashMap;
 use std::mem::take;
 
+use quote::ToTokens;
 use syn::spanned::Spanned;
 use syn::{Expr, Ident};
 
@@ -64,6 +65,7 @@ fn written(ann: &crate::parse::ShapeDecl) -> String {
         .map(|d| match d {
             DimDecl::Lit(n, _) => n.to_string(),
             DimDecl::Sym(i) => i.to_string(),
+            DimDecl::Expr(e) => e.to_token_stream().to_string(),
         })
         .collect();
     format!("[{}]", dims.join(", "))
