@@ -26,9 +26,15 @@ fn a_definition_parses_into_its_parts() {
 fn malformed_definitions_say_what_is_expected() {
     let e = |s: &str| syn::parse_str::<GraphDef>(s).err().map(|e| e.to_string()).unwrap_or_default();
     assert!(e("fn f(x: 3) -> [] { x }").starts_with("a shape is written `[d0, d1, …]`"));
+    // A constant expression is a dim (lowering evaluates it); a float or a call is not.
+    assert_eq!(e("fn f(x: [2 + 1]) -> [] { x }"), "");
     assert_eq!(
-        e("fn f(x: [2 + 1]) -> [] { x }"),
-        "a dim is an integer literal or a declared generic dim (e.g. `B`), not an expression"
+        e("fn f(x: [2.5]) -> [] { x }"),
+        "a dim is an integer literal, a declared generic dim (e.g. `B`) or an integer constant expression (e.g. `T * B`)"
+    );
+    assert_eq!(
+        e("fn f(x: [g(2)]) -> [] { x }"),
+        "a dim is an integer literal, a declared generic dim (e.g. `B`) or an integer constant expression (e.g. `T * B`)"
     );
     assert_eq!(e("fn f(x: [1, 1, 1, 1, 1]) -> [] { x }"), "a shape has at most 4 dims");
     assert_eq!(e("fn f(x: [2]) -> [] { let y = x; }"), "the body must end with the graph's result expression");
