@@ -4,7 +4,8 @@
 //! thin shapes (`thin_*`: a vector–matrix product, 8 columns); and `gemm_onto` against `gemm`
 //! followed by a pass of `pinned_add` on W1's largest weight gradient (`onto`).
 //!
-//! `cargo bench --bench gemm` (`-- attn_` for the attention shapes alone). Throughput is in FLOP (`2·m·k·n`): criterion's "elem/s" is FLOP/s.
+//! `cargo bench --bench gemm` (`-- attn_` for the attention shapes alone; `-- threads` for the
+//! products on 1 and 2 threads). Throughput is in FLOP (`2·m·k·n`): criterion's "elem/s" is FLOP/s.
 //! The portable kernel is reached through [`P`], an `f32` newtype (any scalar other than
 //! `f32`/`f64` runs the portable loop); its products are the same IEEE operations.
 #![allow(missing_docs)] // criterion_group! generates undocumented items
@@ -226,5 +227,40 @@ fn onto(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench, onto);
+/// `gemm` (`f32`, row-major) on 1 and 2 threads, in one run: square products of 64 to 1024 (the
+/// size threshold of `parallel::min_work` comes from the small ones) and the MLP's largest
+/// weight-gradient product. `-- threads`.
+fn threads(c: &mut Criterion) {
+    let mut group = c.benchmark_group("threads");
+    group.sample_size(20);
+    for (m, k, n) in
+        [(64, 64, 64), (128, 128, 128), (256, 256, 256), (1024, 1024, 1024), (784, 64, 256), (64, 784, 256)]
+    {
+        let (a, b) = (values(m * k, 1), values(k * n, 2));
+        group.throughput(Throughput::Elements((2 * m * k * n) as u64));
+        for threads in [1, 2] {
+            let pool = exactgrad::parallel::pool(threads).expect("threads");
+            let mut out = Vec::with_capacity(m * n);
+            let id = BenchmarkId::new(format!("{m}x{k}x{n}"), format!("{threads}t"));
+            group.bench_function(id, |bench| {
+                bench.iter(|| {
+                    pool.install(|| {
+                        out.clear();
+                        gemm::<f32, false>(
+                            m,
+                            k,
+                            n,
+                            MatrixView::row_major(&a, k),
+                            MatrixView::row_major(&b, n),
+                            &mut out,
+                        );
+                    });
+                });
+            });
+        }
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench, onto, threads);
 criterion_main!(benches);

@@ -74,6 +74,7 @@ pub mod math;
 pub mod ops;
 pub mod optim;
 pub mod pack;
+pub mod parallel;
 pub mod program;
 pub mod reference;
 pub mod saved;

@@ -46,6 +46,8 @@ mod small_tests;
 mod thin;
 #[cfg(test)]
 mod thin_tests;
+#[cfg(test)]
+mod thread_tests;
 
 /// A strided view of a matrix: element `(r, c)` is `data[r * row_stride + c * col_stride]`.
 #[derive(Debug)]

@@ -40,7 +40,7 @@ const MIN_WORK: usize = 4 * 1024;
 const KC: usize = 256;
 
 /// The two lane types of the fast path.
-pub(super) trait Lane: Copy + Add<Output = Self> + Mul<Output = Self> + 'static {
+pub(super) trait Lane: Copy + Send + Sync + Add<Output = Self> + Mul<Output = Self> + 'static {
     const ZERO: Self;
     fn is_nan(self) -> bool;
     /// The NaN `self` with its quiet bit set (what IEEE operations return for a NaN operand).
@@ -429,9 +429,37 @@ fn run<
         }
         out.resize(start + rows * cols, T::ZERO);
         let out = &mut out[start..];
-        isa.run(Packed::<T, MR, NR, HALF, RHS_LEFT> { g, pa, pb, out, onto })
+        let panels = rows.div_ceil(MR);
+        match crate::parallel::parts(rows.saturating_mul(inner).saturating_mul(cols), panels) {
+            1 => isa.run(Packed::<T, MR, NR, HALF, RHS_LEFT> { g, pa, pb, out, onto }),
+            parts => split_rows::<T, MR, NR, HALF, RHS_LEFT>(g, pa, pb, out, onto, isa, panels.div_ceil(parts)),
+        }
     });
     Some(nan)
+}
+
+/// [`kernel`] on parts of `per` row panels each, on the current thread pool: every part writes
+/// its own rows of `out` from its own panels of `pa` and all of `pb`, each element by the same
+/// operations in the same order as in one part (the rows of a product are independent), so the
+/// result does not depend on the number of parts. Needs `inner > 0` and `cols > 0`.
+fn split_rows<T: Lane, const MR: usize, const NR: usize, const HALF: usize, const RHS_LEFT: bool>(
+    g: Geometry,
+    pa: &[T],
+    pb: &[T],
+    out: &mut [T],
+    onto: Option<T>,
+    isa: Isa,
+    per: usize,
+) -> bool {
+    use rayon::prelude::*;
+    let Geometry { inner, cols, .. } = g;
+    out.par_chunks_mut(per * MR * cols)
+        .zip(pa.par_chunks(per * MR * inner))
+        .map(|(out, pa)| {
+            let g = Geometry { rows: out.len() / cols, inner, cols };
+            isa.run(Packed::<T, MR, NR, HALF, RHS_LEFT> { g, pa, pb, out, onto })
+        })
+        .reduce(|| false, |a, b| a | b)
 }
 
 /// [`kernel`] on packed panels, as a [`Kernel`].

@@ -1,0 +1,83 @@
+//! Threads. Kernels run on the current [rayon] thread pool — the global one (sized by the
+//! `RAYON_NUM_THREADS` environment variable, else one thread per core), or the pool a caller
+//! runs them in with [`ThreadPool::install`] — and split work **only over independent outputs**
+//! (today: the row panels of a packed matrix product), never over a reduction: every output
+//! element is computed by the same operations in the same order whatever the number of threads,
+//! so every result is bit-identical for 1, 2, 3 or 4 threads (SEMANTICS §8.4).
+//!
+//! Small work stays on the calling thread: a product is split only when it has at least
+//! [`min_work`] multiply-adds (default [`DEFAULT_MIN_WORK`], measured: see its docs).
+//!
+//! ```
+//! use exactgrad_runtime::parallel;
+//! // A model run on a pool of two threads (`pool.install(|| …)` runs any pass on it).
+//! let pool = parallel::pool(2).unwrap();
+//! assert_eq!(pool.install(parallel::threads), 2);
+//! ```
+
+use core::sync::atomic::{AtomicUsize, Ordering};
+
+pub use rayon::{ThreadPool, ThreadPoolBuildError};
+
+/// The default of [`min_work`]: `2^18` multiply-adds (a 64 × 64 × 64 product). On the 2-core
+/// machine of `cargo bench --bench gemm -- threads` a product that size gains little from a
+/// second thread, and below it the hand-off costs more than it saves.
+pub const DEFAULT_MIN_WORK: usize = 1 << 18;
+
+static MIN_WORK: AtomicUsize = AtomicUsize::new(DEFAULT_MIN_WORK);
+
+/// The fewest multiply-adds (`rows · inner · cols`) a matrix product needs before it is split
+/// over threads.
+#[must_use]
+pub fn min_work() -> usize {
+    MIN_WORK.load(Ordering::Relaxed)
+}
+
+/// Sets [`min_work`] for the whole process (`0`: split every product that has two row panels).
+/// It changes only where work runs, never a result (tests set it to 0 to split small products).
+pub fn set_min_work(n: usize) {
+    MIN_WORK.store(n, Ordering::Relaxed);
+}
+
+/// The threads kernels may use here: those of the pool the caller runs in, else of the global
+/// pool.
+#[must_use]
+pub fn threads() -> usize {
+    rayon::current_num_threads()
+}
+
+/// A new pool of `n` threads (`n = 0`: one per core), to run models on with
+/// [`ThreadPool::install`].
+///
+/// # Errors
+/// rayon's error when the operating system refuses the threads.
+pub fn pool(n: usize) -> Result<ThreadPool, ThreadPoolBuildError> {
+    rayon::ThreadPoolBuilder::new().num_threads(n).build()
+}
+
+/// How many parts to split `panels` independent row panels of a product with `work`
+/// multiply-adds into: 1 (run here) for small work or one thread.
+pub(crate) fn parts(work: usize, panels: usize) -> usize {
+    let threads = threads();
+    if threads < 2 || panels < 2 || work < min_work() {
+        1
+    } else {
+        threads.min(panels)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn small_work_and_one_thread_stay_whole() {
+        let one = pool(1).unwrap();
+        assert_eq!(one.install(|| parts(usize::MAX, 100)), 1);
+        let two = pool(2).unwrap();
+        assert_eq!(two.install(|| parts(DEFAULT_MIN_WORK.max(min_work()), 100)), 2);
+        assert_eq!(two.install(|| parts(usize::MAX, 1)), 1);
+        let four = pool(4).unwrap();
+        assert_eq!(four.install(|| parts(usize::MAX, 3)), 3);
+    }
+}
