@@ -56,10 +56,10 @@ pub fn pool(n: usize) -> Result<ThreadPool, ThreadPoolBuildError> {
 }
 
 /// How many parts to split `panels` independent row panels of a product with `work`
-/// multiply-adds into: 1 (run here) for small work or one thread.
+/// multiply-adds into: 1 (run here) for no work, small work or one thread.
 pub(crate) fn parts(work: usize, panels: usize) -> usize {
     let threads = threads();
-    if threads < 2 || panels < 2 || work < min_work() {
+    if threads < 2 || panels < 2 || work == 0 || work < min_work() {
         1
     } else {
         threads.min(panels)
@@ -79,5 +79,7 @@ mod tests {
         assert_eq!(two.install(|| parts(usize::MAX, 1)), 1);
         let four = pool(4).unwrap();
         assert_eq!(four.install(|| parts(usize::MAX, 3)), 3);
+        // An empty product (an empty inner sum) is never split, whatever `min_work` is.
+        assert_eq!(four.install(|| parts(0, 3)), 1);
     }
 }

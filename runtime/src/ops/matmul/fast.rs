@@ -431,6 +431,7 @@ fn run<
         let out = &mut out[start..];
         let panels = rows.div_ceil(MR);
         match crate::parallel::parts(rows.saturating_mul(inner).saturating_mul(cols), panels) {
+            // `parts` is 1 for no work: `split_rows` has `inner > 0` and `cols > 0`.
             1 => isa.run(Packed::<T, MR, NR, HALF, RHS_LEFT> { g, pa, pb, out, onto }),
             parts => split_rows::<T, MR, NR, HALF, RHS_LEFT>(g, pa, pb, out, onto, isa, panels.div_ceil(parts)),
         }
