@@ -464,6 +464,41 @@
 //! assert_eq!(grads.get(h.x).unwrap().dims().as_slice(), &[3]);
 //! ```
 //!
+//! # Threads and data-parallel training
+//!
+//! Kernels run on the current rayon pool ([`parallel`]: `RAYON_NUM_THREADS`, or
+//! `parallel::pool(n)?.install(|| …)`) and split only over independent outputs, so every result
+//! is the same bits on any number of threads. For data parallelism, split a batch into
+//! micro-batches and let [`data_parallel::gradients`] compute them on a set of workers (threads,
+//! or processes with the `mpi` feature) and add them in a fixed tree over the micro-batch index:
+//!
+//! ```
+//! use exactgrad::data_parallel::{self, Threads};
+//! use exactgrad::{graph, Tensor};
+//!
+//! graph! {
+//!     fn affine(w: [3, 2]; x: [4, 3]) -> [] {
+//!         sum(x.matmul(w))
+//!     }
+//! }
+//!
+//! let (_, h) = affine::<f32>();
+//! let params = h.inputs(Tensor::full(0.5));
+//! let micro_batches: Vec<AffineData<f32>> =
+//!     (0..4).map(|i| AffineData { x: Tensor::from_fn(|k| (i * 12 + k) as f32) }).collect();
+//! // Each worker: its own generated program and parameter copy.
+//! let one = |n: usize| {
+//!     let workers = Threads::new(n).unwrap();
+//!     let mut states: Vec<_> = (0..n).map(|_| (Affine::program::<f32>(), params.clone())).collect();
+//!     data_parallel::gradients(&workers, &mut states, 4, |(program, copy), i| {
+//!         program.gradients(copy, &micro_batches[i], &Tensor::full(1.0)).cloned()
+//!     })
+//!     .unwrap()
+//! };
+//! let (sum1, sum2) = (one(1), one(2));
+//! assert!(sum1.as_slice()[0].storage_eq(&sum2.as_slice()[0])); // the same bits on 1 and 2
+//! ```
+//!
 //! # Saving and loading parameters
 //!
 //! A parameter pack is saved by name in the safetensors format (the format PyTorch, JAX and
@@ -493,8 +528,9 @@
 //!
 //! # Cargo features
 //!
-//! `safetensors` is on by default, the others are off; `cargo test --workspace --all-features`
-//! (the test command of the README and CI) builds and tests them all.
+//! `safetensors` is on by default, the others are off; `.ci/test` (the test command of the README
+//! and CI: `cargo test --workspace --all-features`, then the MPI test on two processes) builds and
+//! tests them all.
 //!
 //! * `safetensors` — parameter packs saved and loaded by name in the safetensors format
 //!   ([`io::safetensors`]): `Pack::save_safetensors`, `GraphData::load_safetensors` and their
@@ -505,6 +541,10 @@
 //!   equality and the NaN-pinned addition of `f32`/`f64`, so every pass, fast or dense, runs on
 //!   them. The `tanh`/`exp` of their ops is `num_traits::Float`'s, not this
 //!   crate's deterministic `f32`/`f64` kernels ([`math`]).
+//! * `mpi` — data-parallel workers on separate processes through MPI
+//!   (`data_parallel::mpi`): each process computes a block of micro-batches, every process
+//!   gathers all of them and adds them in the fixed tree, so the sum is the one-process bits.
+//!   Needs an MPI library (Open MPI) and libclang at build time (`.ci/install-mpi`).
 //! * `rational` — [`Storage`] for `num_rational::Ratio<T>`: exact rational scalars, for which
 //!   every gradient of the ops that stay rational (`matmul`, `+`, `-`, `*`, `relu`, `sum`, …) is
 //!   exact (`examples/exact.rs`).

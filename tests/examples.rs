@@ -12,6 +12,9 @@ mod char_rnn;
 #[path = "../examples/custom_ops.rs"]
 #[allow(dead_code)]
 mod custom_ops;
+#[path = "../examples/data_parallel.rs"]
+#[allow(dead_code)]
+mod data_parallel;
 #[path = "../examples/digits_cnn.rs"]
 #[allow(dead_code)]
 mod digits_cnn;
@@ -260,4 +263,13 @@ fn digits_cnn_splits_80_20_and_learns_in_one_epoch() {
             b.data().iter().map(|v| v.to_bits()).collect::<Vec<_>>()
         );
     }
+}
+
+#[test]
+fn data_parallel_gradients_agree_on_1_2_and_4_workers() {
+    // `run` fails if any step's summed gradient differs between worker counts.
+    let report = data_parallel::run(2).unwrap();
+    assert_eq!(report.identical_steps, 2);
+    // The first loss of a freshly initialised 10-class classifier is near chance, ln 10.
+    assert!((report.losses[0] - 10f32.ln()).abs() < 0.5, "first loss {}", report.losses[0]);
 }

@@ -159,6 +159,22 @@ pub enum Error {
         /// The I/O error's message.
         message: String,
     },
+    /// A micro-batch of a data-parallel step failed: its `compute` returned an error or
+    /// panicked (on this process or, through a transport such as MPI, on another).
+    #[error("micro-batch {index}: {message}")]
+    MicroBatch {
+        /// The micro-batch's index.
+        index: usize,
+        /// What went wrong, with the error's or the panic's message.
+        message: String,
+    },
+    /// A set of data-parallel workers could not combine its micro-batches: none to sum, gradients
+    /// of different shapes, no worker state, or a transport failure.
+    #[error("data-parallel workers: {message}")]
+    Workers {
+        /// What is wrong.
+        message: String,
+    },
 }
 
 /// Displays a list of dims as `[[2, 3], [3]]`.

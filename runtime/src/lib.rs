@@ -59,6 +59,7 @@
 )]
 
 pub mod contributions;
+pub mod data_parallel;
 pub mod deferred;
 pub mod dsl;
 pub mod error;
@@ -104,6 +105,8 @@ pub use tensor::{RawTensor, Tensor};
 #[cfg(feature = "half")]
 pub use half;
 /// Re-export of `ndarray` (`ndarray` feature), whose arrays tensors convert to and from.
+#[cfg(feature = "mpi")]
+pub use mpi;
 #[cfg(feature = "ndarray")]
 pub use ndarray;
 /// Re-export of `num-traits`, whose traits the ops' scalar bounds use.

@@ -1,0 +1,115 @@
+//! Data-parallel training step (issue 13): the MLP step 784-256-128-10 on a batch of 64, split
+//! into 2 micro-batches of 32 rows, each micro-batch's gradients by the generated program, summed
+//! in the fixed tree (`data_parallel::gradients`), `f32`. Run on 1 worker thread and on 2 (the
+//! same bits, checked before timing); each step copies the parameters into every worker's copy, as
+//! a training loop must. For context, the whole batch of 64 by one program on one thread
+//! (`whole_batch`, other bits: another order of the batch sum).
+//!
+//! `cargo bench --bench data_parallel -- --warm-up-time 2 --measurement-time 5`
+#![allow(missing_docs)] // criterion_group! generates undocumented items
+
+use std::time::Duration;
+
+use criterion::{criterion_group, criterion_main, Criterion};
+use exactgrad::data_parallel::{self, Threads};
+use exactgrad::typenum::{U32, U64, U784};
+use exactgrad::{graph, Init, Pack, Tensor};
+
+graph! {
+    /// One micro-batch of 32 rows.
+    fn micro(w1: [784, 256], b1: [256], w2: [256, 128], b2: [128], w3: [128, 10], b3: [10];
+             x: [32, 784], labels: Vec<usize>) -> [] {
+        let h1 = relu(x.matmul(w1) + b1);
+        let h2 = relu(h1.matmul(w2) + b2);
+        cross_entropy(h2.matmul(w3) + b3, labels)
+    }
+}
+
+graph! {
+    /// The whole batch of 64 rows.
+    fn whole(w1: [784, 256], b1: [256], w2: [256, 128], b2: [128], w3: [128, 10], b3: [10];
+             x: [64, 784], labels: Vec<usize>) -> [] {
+        let h1 = relu(x.matmul(w1) + b1);
+        let h2 = relu(h1.matmul(w2) + b2);
+        cross_entropy(h2.matmul(w3) + b3, labels)
+    }
+}
+
+/// Copies `from`'s elements into `to` (same shapes), without allocating.
+fn copy_into<L>(to: &mut Pack<f32, L>, from: &Pack<f32, L>) {
+    for (k, t) in from.as_slice().iter().enumerate() {
+        if let Some(d) = to.data_mut(k) {
+            d.copy_from_slice(t.data());
+        }
+    }
+}
+
+fn bench(c: &mut Criterion) {
+    let (_, h) = micro::<f32>();
+    let mut init = Init::seeded(4);
+    let params = h.inputs(
+        init.kaiming_uniform(),
+        init.uniform(-0.1, 0.1).expect("valid range"),
+        init.kaiming_uniform(),
+        init.uniform(-0.1, 0.1).expect("valid range"),
+        init.kaiming_uniform(),
+        init.uniform(-0.1, 0.1).expect("valid range"),
+    );
+    let x: Tensor<f32, (U64, U784)> = init.uniform(0.0, 1.0).expect("valid range");
+    let labels: Vec<usize> = (0..64).map(|i| (i * 7 + 3) % 10).collect();
+    let micro_batches: Vec<MicroData<f32>> = (0..2)
+        .map(|m| MicroData {
+            x: Tensor::<f32, (U32, U784)>::from_vec(x.data()[m * 32 * 784..(m + 1) * 32 * 784].to_vec())
+                .expect("32 rows"),
+            labels: labels[m * 32..(m + 1) * 32].to_vec(),
+        })
+        .collect();
+    let seed = Tensor::full(0.5);
+    let mut sets: Vec<(Threads, Vec<_>)> = [1, 2]
+        .into_iter()
+        .map(|n| {
+            let states: Vec<_> = (0..n).map(|_| (Micro::program::<f32>(), params.clone())).collect();
+            (Threads::new(n).expect("a pool"), states)
+        })
+        .collect();
+    let mut step = |set: usize| {
+        let (workers, states) = &mut sets[set];
+        for (_, copy) in states.iter_mut() {
+            copy_into(copy, &params);
+        }
+        data_parallel::gradients(workers, states, 2, |(program, copy), i| {
+            program.gradients(copy, &micro_batches[i], &seed).cloned()
+        })
+        .expect("a step")
+    };
+    let (one, two) = (step(0), step(1));
+    assert!(one.as_slice().iter().zip(two.as_slice()).all(|(a, b)| a.storage_eq(b)), "1 and 2 workers differ");
+    let mut group = c.benchmark_group("data_parallel_mlp_step");
+    group.sample_size(20);
+    group.bench_function("1_worker", |b| b.iter(|| step(0)));
+    group.bench_function("2_workers", |b| b.iter(|| step(1)));
+    let (_, hw) = whole::<f32>();
+    let mut whole_params = hw.inputs(
+        Tensor::try_from_raw(params.as_slice()[0].clone()).expect("w1"),
+        Tensor::try_from_raw(params.as_slice()[1].clone()).expect("b1"),
+        Tensor::try_from_raw(params.as_slice()[2].clone()).expect("w2"),
+        Tensor::try_from_raw(params.as_slice()[3].clone()).expect("b2"),
+        Tensor::try_from_raw(params.as_slice()[4].clone()).expect("w3"),
+        Tensor::try_from_raw(params.as_slice()[5].clone()).expect("b3"),
+    );
+    let data = WholeData { x, labels };
+    let mut program = Whole::program::<f32>();
+    let one_seed = Tensor::full(1.0);
+    let pool = exactgrad::parallel::pool(1).expect("a pool");
+    group.bench_function("whole_batch", |b| {
+        b.iter(|| pool.install(|| program.gradients(&mut whole_params, &data, &one_seed).map(Pack::len)));
+    });
+    group.finish();
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default().warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(3));
+    targets = bench
+}
+criterion_main!(benches);
