@@ -167,5 +167,49 @@ fn gelu(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, tanh, exp, gelu);
+/// The pointwise loops on threads (`parallel::min_pointwise_work`): every pointwise op's forward
+/// and derivative over `n` `f32`, timed inside a pool of 1 thread (`1`) and called from outside
+/// any pool on the global pool of 2 threads (`global`: what a plain `main` pays, the hand-off
+/// included), with the split forced on: `cargo bench --bench math -- threads`. Where `global`
+/// beats `1`, the split pays.
+fn threads(c: &mut Criterion) {
+    let one = exactgrad::parallel::pool(1).expect("a pool");
+    exactgrad::parallel::set_min_pointwise_work(0);
+    for n in [1usize << 14, 1 << 16, 1 << 18] {
+        let mut group = c.benchmark_group(format!("threads_{n}"));
+        group.throughput(Throughput::Elements(n as u64));
+        // Positive values, so that `log` and `sqrt` take their ordinary path.
+        let x32: Vec<f32> = values(n).iter().map(|&v| (v as f32).abs() + 0.5).collect();
+        let g32: Vec<f32> = x32.iter().rev().copied().collect();
+        let mut out = Vec::with_capacity(n);
+        macro_rules! loops {
+            ($($f:ident),*) => {$(
+                for (label, pool) in [("1", Some(&one)), ("global", None)] {
+                    let mut forward = || {
+                        out.clear();
+                        ops::pointwise::forward_into::<f32, ops::$f>(black_box(&x32), &mut out);
+                        black_box(&out);
+                    };
+                    group.bench_function(BenchmarkId::new(concat!(stringify!($f), "_forward"), label), |b| match pool {
+                        Some(p) => p.install(|| b.iter(&mut forward)),
+                        None => b.iter(&mut forward),
+                    });
+                    let mut derivative = || {
+                        out.clear();
+                        ops::pointwise::derivative_into::<f32, ops::$f>(black_box(&g32), &x32, &g32, &mut out);
+                        black_box(&out);
+                    };
+                    group.bench_function(BenchmarkId::new(concat!(stringify!($f), "_derivative"), label), |b| match pool {
+                        Some(p) => p.install(|| b.iter(&mut derivative)),
+                        None => b.iter(&mut derivative),
+                    });
+                }
+            )*};
+        }
+        loops!(ReluFn, NegFn, SqrtFn, LogFn, ExpFn, TanhFn, SigmoidFn, SoftplusFn, GeluFn);
+        group.finish();
+    }
+}
+
+criterion_group!(benches, tanh, exp, gelu, threads);
 criterion_main!(benches);

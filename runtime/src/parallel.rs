@@ -1,12 +1,14 @@
 //! Threads. Kernels run on the current [rayon] thread pool — the global one (sized by the
 //! `RAYON_NUM_THREADS` environment variable, else one thread per core), or the pool a caller
 //! runs them in with [`ThreadPool::install`] — and split work **only over independent outputs**
-//! (today: the row panels of a packed matrix product), never over a reduction: every output
+//! (today: the row panels of a packed matrix product, and contiguous chunks of the pointwise ops'
+//! loops), never over a reduction: every output
 //! element is computed by the same operations in the same order whatever the number of threads,
 //! so every result is bit-identical for 1, 2, 3 or 4 threads (SEMANTICS §8.4).
 //!
 //! Small work stays on the calling thread: a product is split only when it has at least
-//! [`min_work`] multiply-adds (default [`DEFAULT_MIN_WORK`], measured: see its docs).
+//! [`min_work`] multiply-adds (default [`DEFAULT_MIN_WORK`], measured: see its docs), a pointwise
+//! loop when its work reaches [`min_pointwise_work`] (default [`DEFAULT_MIN_POINTWISE_WORK`]).
 //!
 //! ```
 //! use exactgrad_runtime::parallel;
@@ -19,12 +21,46 @@ use core::sync::atomic::{AtomicUsize, Ordering};
 
 pub use rayon::{ThreadPool, ThreadPoolBuildError};
 
-/// The default of [`min_work`]: `2^18` multiply-adds (a 64 × 64 × 64 product). On the 2-core
-/// machine of `cargo bench --bench gemm -- threads` a product that size gains little from a
-/// second thread, and below it the hand-off costs more than it saves.
+/// The default of [`min_work`]: `2^18` multiply-adds (a 64 × 64 × 64 product). Measured with
+/// `cargo bench --bench gemm -- threads` on a 2-core machine: 256³ runs 1.32× faster on two
+/// threads, 784 × 64 × 256 1.55×, 1024³ 1.83×, while products whose operands hold at most 32 768
+/// elements (64³, 128³) take the unpacked small-product path, which is never split. Between
+/// those the threshold is a conservative choice, not a tuned one: a split costs one hand-off to
+/// the pool (a few microseconds), which the smallest packed products do not pay back.
 pub const DEFAULT_MIN_WORK: usize = 1 << 18;
 
 static MIN_WORK: AtomicUsize = AtomicUsize::new(DEFAULT_MIN_WORK);
+
+/// The default of [`min_pointwise_work`]: `2^19` units (see [`min_pointwise_work`]).
+pub const DEFAULT_MIN_POINTWISE_WORK: usize = 1 << 19;
+
+static MIN_POINTWISE_WORK: AtomicUsize = AtomicUsize::new(DEFAULT_MIN_POINTWISE_WORK);
+
+/// The least work a pointwise loop (the forward or the derivative of `relu`, `tanh`, `exp`,
+/// `gelu`, …) needs before it is split over threads in contiguous chunks: its length times the
+/// loop's work per element (`PointwiseFn::FORWARD_WORK`, `DERIVATIVE_WORK`; `0` for loops bound
+/// by memory, which are never split by default).
+#[must_use]
+pub fn min_pointwise_work() -> usize {
+    MIN_POINTWISE_WORK.load(Ordering::Relaxed)
+}
+
+/// Sets [`min_pointwise_work`] for the whole process (`0`: split every loop of two or more
+/// elements, memory-bound ones included). Like [`set_min_work`], it changes only where work runs.
+pub fn set_min_pointwise_work(n: usize) {
+    MIN_POINTWISE_WORK.store(n, Ordering::Relaxed);
+}
+
+/// How many contiguous chunks to split a pointwise loop of `len` elements, each costing
+/// `work_per_element`, into: 1 (run here) for short or cheap loops, or one thread.
+pub(crate) fn element_parts(len: usize, work_per_element: usize) -> usize {
+    let threads = threads();
+    if threads < 2 || len < 2 || len.saturating_mul(work_per_element) < min_pointwise_work() {
+        1
+    } else {
+        threads.min(len)
+    }
+}
 
 /// The fewest multiply-adds (`rows · inner · cols`) a matrix product needs before it is split
 /// over threads.

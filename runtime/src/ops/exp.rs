@@ -19,6 +19,7 @@ pub struct ExpFn;
 
 impl<A: Scalar + Float> PointwiseFn<A> for ExpFn {
     const NAME: &'static str = "exp";
+    const DERIVATIVE_WORK: usize = 0;
     type Consts = ();
     fn consts() {}
     #[inline]

@@ -21,6 +21,8 @@ pub struct LogFn;
 
 impl<A: Scalar + Float> PointwiseFn<A> for LogFn {
     const NAME: &'static str = "log";
+    const FORWARD_WORK: usize = 48;
+    const DERIVATIVE_WORK: usize = 0;
     type Consts = ();
     fn consts() {}
     #[inline]

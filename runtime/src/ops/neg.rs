@@ -16,6 +16,8 @@ pub struct NegFn;
 
 impl<A: Scalar + NegOp<Output = A> + SubOp<Output = A>> PointwiseFn<A> for NegFn {
     const NAME: &'static str = "neg";
+    const FORWARD_WORK: usize = 0;
+    const DERIVATIVE_WORK: usize = 0;
     type Consts = ();
     fn consts() {}
     #[inline]

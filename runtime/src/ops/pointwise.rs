@@ -9,8 +9,11 @@
 use core::fmt;
 use core::marker::PhantomData;
 
+use rayon::prelude::*;
+
 use crate::contributions::{Contrib, Contributions};
 use crate::graph::{Compact, CompactOp, SavedValues};
+use crate::parallel;
 use crate::scalar::Scalar;
 use crate::shape::{rules::UnaryShape, Dims, Position, Shape};
 use crate::tensor::RawTensor;
@@ -23,6 +26,17 @@ pub trait PointwiseFn<A>: 'static {
     /// not read is never touched (a generated program does not keep it): the cotangent stands in
     /// for it in [`derivative`](Self::derivative), which ignores it.
     const READS: exactgrad_spec::Reads = exactgrad_spec::ops::reads_of(Self::NAME);
+    /// The forward's work per element, for the thread split: a loop of `n` elements is split
+    /// when `n · FORWARD_WORK` reaches `parallel::min_pointwise_work()` (default `2^19`). About
+    /// 16 per nanosecond the loop takes per element on one thread: `16` (the default) for a
+    /// vectorised transcendental kernel such as `tanh` or `exp` (about 1 ns: split from 32 768
+    /// elements), more for slower ones (`log` 48, `softplus` 128), and `0` — never split by
+    /// default — for loops bound by memory bandwidth (`relu`, `neg`, `sqrt`, and most
+    /// derivatives: about 0.15 ns, which a second thread does not make faster). Measured with
+    /// `cargo bench --bench math -- threads`; it changes only where work runs.
+    const FORWARD_WORK: usize = 16;
+    /// The derivative's work per element, as [`FORWARD_WORK`](Self::FORWARD_WORK).
+    const DERIVATIVE_WORK: usize = 16;
     /// Constants computed once per loop (e.g. GELU's coefficients in the scalar type).
     type Consts;
     /// The constants.
@@ -67,19 +81,41 @@ impl<F> fmt::Debug for Pointwise<F> {
     }
 }
 
-/// `y[i] = f(x[i])` into a new tensor.
+/// `y[i] = f(x[i])` appended to `out`. Long loops are split over threads in contiguous chunks
+/// (`parallel::element_parts`, by [`PointwiseFn::FORWARD_WORK`]): every element is computed alone, so the split moves work only.
 pub fn forward_into<A: Scalar, F: PointwiseFn<A>>(x: &[A], out: &mut Vec<A>) {
     let start = out.len();
     out.resize(start + x.len(), A::zero());
-    super::elementwise(ForwardLoop::<A, F> { x, out: &mut out[start..], f: PhantomData });
+    let out = &mut out[start..];
+    let parts = parallel::element_parts(x.len(), F::FORWARD_WORK);
+    if parts < 2 {
+        super::elementwise(ForwardLoop::<A, F> { x, out, f: PhantomData });
+        return;
+    }
+    let chunk = x.len().div_ceil(parts);
+    out.par_chunks_mut(chunk)
+        .zip(x.par_chunks(chunk))
+        .for_each(|(out, x)| super::elementwise(ForwardLoop::<A, F> { x, out, f: PhantomData }));
 }
 
-/// `t[i] = derivative(g[i], x[i], y[i])` appended to `out`.
+/// `t[i] = derivative(g[i], x[i], y[i])` appended to `out`, split over threads as
+/// [`forward_into`].
 pub fn derivative_into<A: Scalar, F: PointwiseFn<A>>(g: &[A], x: &[A], y: &[A], out: &mut Vec<A>) {
     debug_assert!(x.len() == g.len() && y.len() == g.len(), "pointwise operands of one shape");
     let start = out.len();
     out.resize(start + g.len(), A::zero());
-    super::elementwise(DerivativeLoop::<A, F> { g, x, y, out: &mut out[start..], f: PhantomData });
+    let out = &mut out[start..];
+    let parts = parallel::element_parts(g.len(), F::DERIVATIVE_WORK);
+    if parts < 2 || x.len() != g.len() || y.len() != g.len() {
+        super::elementwise(DerivativeLoop::<A, F> { g, x, y, out, f: PhantomData });
+        return;
+    }
+    let chunk = g.len().div_ceil(parts);
+    out.par_chunks_mut(chunk)
+        .zip(g.par_chunks(chunk))
+        .zip(x.par_chunks(chunk))
+        .zip(y.par_chunks(chunk))
+        .for_each(|(((out, g), x), y)| super::elementwise(DerivativeLoop::<A, F> { g, x, y, out, f: PhantomData }));
 }
 
 // The two loops are plain loops over slices whose `run` is forced inline, so that they (with
@@ -166,3 +202,6 @@ pub fn node<A: Scalar, D: 'static, F: PointwiseFn<A>, S: UnaryShape<Output = O>,
 ) -> Compact<Pointwise<F>, A, D, O> {
     Compact::new(Pointwise::<F>::new(a.index()), &[&a])
 }
+
+#[cfg(test)]
+mod thread_tests;

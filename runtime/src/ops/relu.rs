@@ -15,6 +15,8 @@ pub struct ReluFn;
 
 impl<A: Scalar + PartialOrd> PointwiseFn<A> for ReluFn {
     const NAME: &'static str = "relu";
+    const FORWARD_WORK: usize = 0;
+    const DERIVATIVE_WORK: usize = 0;
     type Consts = ();
     fn consts() {}
     #[inline]

@@ -30,6 +30,7 @@ pub struct SigmoidFn;
 
 impl<A: Scalar + Float> PointwiseFn<A> for SigmoidFn {
     const NAME: &'static str = "sigmoid";
+    const DERIVATIVE_WORK: usize = 0;
     type Consts = ();
     fn consts() {}
     #[inline]

@@ -39,6 +39,7 @@ pub struct SoftplusFn;
 
 impl<A: Scalar + Float> PointwiseFn<A> for SoftplusFn {
     const NAME: &'static str = "softplus";
+    const FORWARD_WORK: usize = 128;
     type Consts = ();
     fn consts() {}
     #[inline]

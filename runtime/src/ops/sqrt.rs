@@ -22,6 +22,8 @@ pub struct SqrtFn;
 
 impl<A: Scalar + Float> PointwiseFn<A> for SqrtFn {
     const NAME: &'static str = "sqrt";
+    const FORWARD_WORK: usize = 0;
+    const DERIVATIVE_WORK: usize = 0;
     type Consts = ();
     fn consts() {}
     #[inline]

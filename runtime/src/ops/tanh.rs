@@ -19,6 +19,7 @@ pub struct TanhFn;
 
 impl<A: Scalar + Float> PointwiseFn<A> for TanhFn {
     const NAME: &'static str = "tanh";
+    const DERIVATIVE_WORK: usize = 0;
     type Consts = ();
     fn consts() {}
     #[inline]
