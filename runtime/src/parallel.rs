@@ -1,8 +1,8 @@
 //! Threads. Kernels run on the current [rayon] thread pool — the global one (sized by the
 //! `RAYON_NUM_THREADS` environment variable, else one thread per core), or the pool a caller
 //! runs them in with [`ThreadPool::install`] — and split work **only over independent outputs**
-//! (today: the row panels of a packed matrix product, and contiguous chunks of the pointwise ops'
-//! loops), never over a reduction: every output
+//! (today: the row panels of a packed matrix product, contiguous chunks of the pointwise ops'
+//! loops, and blocks of rows of `softmax` and `log_softmax`), never over a reduction: every output
 //! element is computed by the same operations in the same order whatever the number of threads,
 //! so every result is bit-identical for 1, 2, 3 or 4 threads (SEMANTICS §8.4).
 //!
@@ -60,6 +60,27 @@ pub(crate) fn element_parts(len: usize, work_per_element: usize) -> usize {
     } else {
         threads.min(len)
     }
+}
+
+/// Fills `out`, whole rows of `row_len` elements, by `f(first_row, block)` on contiguous blocks
+/// of rows: split over threads when the rows' work (`out.len() · work_per_element`) reaches
+/// [`min_pointwise_work`], else one call on all of `out`. For row-wise ops (softmax's rows):
+/// every row is computed by the same code whatever block it is in, its own sums inside it.
+pub(crate) fn rows<A: Send>(
+    out: &mut [A],
+    row_len: usize,
+    work_per_element: usize,
+    f: impl Fn(usize, &mut [A]) + Sync,
+) {
+    use rayon::prelude::*;
+    let rows = out.len().checked_div(row_len).unwrap_or(0);
+    let parts = element_parts(rows, row_len.saturating_mul(work_per_element));
+    if parts < 2 {
+        f(0, out);
+        return;
+    }
+    let per = rows.div_ceil(parts);
+    out.par_chunks_mut(per * row_len).enumerate().for_each(|(k, block)| f(k * per, block));
 }
 
 /// The fewest multiply-adds (`rows · inner · cols`) a matrix product needs before it is split

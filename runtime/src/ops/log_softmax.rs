@@ -62,17 +62,18 @@ impl<A: Scalar + Float, D> CompactOp<A, D> for LogSoftmax {
         let y = saved.output;
         let n = y.dims().as_slice().last().copied().unwrap_or(1);
         let mut r = c.buffer_for(y.numel());
-        for (yr, gr) in y.data().chunks_exact(n).zip(g.data().chunks_exact(n)) {
-            let t = gr.iter().fold(<A as Scalar>::zero(), |acc, &v| A::pinned_add(acc, v));
-            // exp(y[j]) for the row in place, then δ[j] − t * exp(y[j]).
-            let start = r.len();
-            r.extend_from_slice(yr);
-            let row = &mut r[start..];
-            crate::math::exp_in_place(row);
-            for (v, &gv) in row.iter_mut().zip(gr) {
-                *v = gv - A::pinned_mul(t, *v);
+        r.extend_from_slice(y.data());
+        // Rows in blocks, on threads for large inputs (`parallel::rows`): each row alone.
+        crate::parallel::rows(&mut r, n, super::softmax::ROW_WORK, |first, block| {
+            for (row, gr) in block.chunks_exact_mut(n).zip(g.data()[first * n..].chunks_exact(n)) {
+                let t = gr.iter().fold(<A as Scalar>::zero(), |acc, &v| A::pinned_add(acc, v));
+                // exp(y[j]) for the row in place, then δ[j] − t * exp(y[j]).
+                crate::math::exp_in_place(row);
+                for (v, &gv) in row.iter_mut().zip(gr) {
+                    *v = gv - A::pinned_mul(t, *v);
+                }
             }
-        }
+        });
         let r = RawTensor::from_parts(y.dims(), r);
         c.single(self.parents[0], r)
     }

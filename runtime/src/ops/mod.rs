@@ -159,6 +159,9 @@ pub(crate) fn same_dims(op: &str, prefix: &[Dims], a: usize, b: usize) -> Result
 }
 
 #[cfg(test)]
+mod rows_thread_tests;
+
+#[cfg(test)]
 pub(crate) mod testing {
     //! Helpers for op tests: run one node's forward and dense VJP, and a finite-difference check.
     use crate::contributions::Contributions;
