@@ -16,19 +16,9 @@ use exactgrad::typenum::{U32, U64, U784};
 use exactgrad::{graph, Init, Pack, Tensor};
 
 graph! {
-    /// One micro-batch of 32 rows.
-    fn micro(w1: [784, 256], b1: [256], w2: [256, 128], b2: [128], w3: [128, 10], b3: [10];
-             x: [32, 784], labels: Vec<usize>) -> [] {
-        let h1 = relu(x.matmul(w1) + b1);
-        let h2 = relu(h1.matmul(w2) + b2);
-        cross_entropy(h2.matmul(w3) + b3, labels)
-    }
-}
-
-graph! {
-    /// The whole batch of 64 rows.
-    fn whole(w1: [784, 256], b1: [256], w2: [256, 128], b2: [128], w3: [128, 10], b3: [10];
-             x: [64, 784], labels: Vec<usize>) -> [] {
+    /// The MLP on a batch of `B` rows: a micro-batch of 32, or the whole batch of 64.
+    fn mlp<B>(w1: [784, 256], b1: [256], w2: [256, 128], b2: [128], w3: [128, 10], b3: [10];
+              x: [B, 784], labels: Vec<usize>) -> [] {
         let h1 = relu(x.matmul(w1) + b1);
         let h2 = relu(h1.matmul(w2) + b2);
         cross_entropy(h2.matmul(w3) + b3, labels)
@@ -45,7 +35,7 @@ fn copy_into<L>(to: &mut Pack<f32, L>, from: &Pack<f32, L>) {
 }
 
 fn bench(c: &mut Criterion) {
-    let (_, h) = micro::<f32>();
+    let (_, h) = mlp::<f32, U32>();
     let mut init = Init::seeded(4);
     let params = h.inputs(
         init.kaiming_uniform(),
@@ -57,8 +47,8 @@ fn bench(c: &mut Criterion) {
     );
     let x: Tensor<f32, (U64, U784)> = init.uniform(0.0, 1.0).expect("valid range");
     let labels: Vec<usize> = (0..64).map(|i| (i * 7 + 3) % 10).collect();
-    let micro_batches: Vec<MicroData<f32>> = (0..2)
-        .map(|m| MicroData {
+    let micro_batches: Vec<MlpData<f32, U32>> = (0..2)
+        .map(|m| MlpData {
             x: Tensor::<f32, (U32, U784)>::from_vec(x.data()[m * 32 * 784..(m + 1) * 32 * 784].to_vec())
                 .expect("32 rows"),
             labels: labels[m * 32..(m + 1) * 32].to_vec(),
@@ -68,7 +58,7 @@ fn bench(c: &mut Criterion) {
     let mut sets: Vec<(Threads, Vec<_>)> = [1, 2]
         .into_iter()
         .map(|n| {
-            let states: Vec<_> = (0..n).map(|_| (Micro::program::<f32>(), params.clone())).collect();
+            let states: Vec<_> = (0..n).map(|_| (Mlp::program::<f32, U32>(), params.clone())).collect();
             (Threads::new(n).expect("a pool"), states)
         })
         .collect();
@@ -88,17 +78,10 @@ fn bench(c: &mut Criterion) {
     group.sample_size(20);
     group.bench_function("1_worker", |b| b.iter(|| step(0)));
     group.bench_function("2_workers", |b| b.iter(|| step(1)));
-    let (_, hw) = whole::<f32>();
-    let mut whole_params = hw.inputs(
-        Tensor::try_from_raw(params.as_slice()[0].clone()).expect("w1"),
-        Tensor::try_from_raw(params.as_slice()[1].clone()).expect("b1"),
-        Tensor::try_from_raw(params.as_slice()[2].clone()).expect("w2"),
-        Tensor::try_from_raw(params.as_slice()[3].clone()).expect("b2"),
-        Tensor::try_from_raw(params.as_slice()[4].clone()).expect("w3"),
-        Tensor::try_from_raw(params.as_slice()[5].clone()).expect("b3"),
-    );
-    let data = WholeData { x, labels };
-    let mut program = Whole::program::<f32>();
+    // The inputs do not mention the batch dim: the whole-batch graph takes the same pack.
+    let mut whole_params = params.clone();
+    let data = MlpData { x, labels };
+    let mut program = Mlp::program::<f32, U64>();
     let one_seed = Tensor::full(1.0);
     let pool = exactgrad::parallel::pool(1).expect("a pool");
     group.bench_function("whole_batch", |b| {
