@@ -96,7 +96,7 @@
 //!   others, is an error naming the chain. Nodes made in a call are labelled with the call path in
 //!   `describe_backward`: `block#2/h` (the second call of `block` in the graph, binding `h`),
 //!   `layer#1/attn#3/q@i=0`, and `block#2/result` for its result expression; an error inside a call
-//!   names it, `in call block#2 `block(h, w[1])`: …`, at the helper's token, and the call site gets
+//!   names it, ``in call block#2 `block(h, w[1])`: …``, at the helper's token, and the call site gets
 //!   one more error.
 //! * **Constants from outside the macro**: a procedural macro sees only its own tokens, so a
 //!   `const` declared outside `graph!` cannot be read (as a dim, a loop bound, an index or a factor).

@@ -28,7 +28,7 @@ mod bind;
 /// rely on it — they index `ctx` at their parents and read its shapes without checking again — so
 /// calling one of these methods directly, on a prefix its shape rule would refuse, may panic
 /// (an index out of bounds, a shape the kernel cannot take). The engine's own calls cannot reach
-/// that: the shape rule runs first and its refusal is an [`Error::Node`](crate::Error::Node); a
+/// that: the shape rule runs first and its refusal is an [`Error::Node`]; a
 /// user op that panics anyway is caught at the node and reported as an error
 /// (`tests/no_panic.rs`).
 ///

@@ -1,4 +1,4 @@
-//! The op table of the crate docs, generated from [`OPS`](crate::ops::OPS): the facade's docs
+//! The op table of the crate docs, generated from [`OPS`]: the facade's docs
 //! include `docs/ops.md`, and a test keeps that file equal to [`op_table`].
 
 use crate::ops::{Args, Arity, Form, OpSpec, OPS};

@@ -38,9 +38,9 @@ pub enum Rule {
     RowParams,
     /// [`logits`]: `[m, c] → []`.
     Logits,
-    /// [`concat`]: the sizes along the axis add.
+    /// [`concat()`]: the sizes along the axis add.
     Concat,
-    /// [`slice`]: the axis becomes `len`.
+    /// [`slice()`]: the axis becomes `len`.
     Slice,
     /// [`permute`]: output axis `k` is input axis `perm[k]`.
     Permute,

@@ -131,6 +131,8 @@ macro_rules! define_type_rule {
         #[derive(Clone, Copy, Debug, PartialEq, Eq)]
         pub enum TypeRule {
             $(
+                // The message is the compile error's text: its `[m, n]` are shapes, not links.
+                #[allow(rustdoc::broken_intra_doc_links)]
                 #[doc = concat!("`", stringify!($trait), "`: ", $message, ".")]
                 $variant,
             )*

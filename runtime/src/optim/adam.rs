@@ -142,10 +142,10 @@ impl<A: Float + Scalar> Adam<A> {
         self.moments.clear();
     }
 
-    /// [`Optimizer::step`] on untyped tensors; as [`Sgd::step_raw`].
+    /// [`Optimizer::step`] on untyped tensors; as [`Sgd::step_raw`](crate::optim::Sgd::step_raw).
     ///
     /// # Errors
-    /// As [`Sgd::step_raw`].
+    /// As [`Sgd::step_raw`](crate::optim::Sgd::step_raw).
     pub fn step_raw(
         &mut self,
         params: &mut [RawTensor<A>],

@@ -402,7 +402,7 @@ impl<'g, A: Scalar, D: 'static> RawSavedGraph<'g, A, D> {
     /// read from their declarations ([`RawNode::support`]) since no VJP runs here, while the
     /// pass follows the support of the contributions each visited VJP actually builds. For every
     /// built-in op the two are the same set, so the flags are exactly the pass's. For a user
-    /// [`CompactOp`](crate::CompactOp) they can differ, and the flags then say what the pass
+    /// [`CompactOp`] they can differ, and the flags then say what the pass
     /// *may* reach, not what it does:
     ///
     /// * a **narrow** user op — its contributions touch only part of its declared

@@ -15,7 +15,7 @@ macro_rules! axis_at {
         }
     )+};
 }
-/// The dim at axis `I` (a typenum index) of a shape: the building block of [`PermuteShape`].
+/// The dim at axis `I` (a typenum index) of a shape: the building block of [`PermuteShape`](crate::shape::rules::PermuteShape).
 pub trait AxisAt<I> {
     /// The dim.
     type Output: Unsigned + 'static;
@@ -50,7 +50,7 @@ axis_list!(P0, P1, P2);
 axis_list!(P0, P1, P2, P3);
 
 /// The element count of a shape as a typenum number (`Prod` of its dims, `U1` for `()`): the
-/// building block of [`ReshapeShape`].
+/// building block of [`ReshapeShape`](crate::shape::rules::ReshapeShape).
 pub trait Numel: Shape {
     /// The count.
     type Count: Unsigned;
