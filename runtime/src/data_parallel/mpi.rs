@@ -107,6 +107,7 @@ impl<A: WireScalar, C: CommunicatorCollectives> Workers<A> for Mpi<C> {
         let (rank, size) = (self.rank(), self.size());
         let payload = match run_local(states, block(0..count, size, rank), compute) {
             Ok(results) => encode(&results),
+            Err(Error::Workers { message }) => failure(&message),
             Err(e) => failure(&e.to_string()),
         };
         let len = u64::try_from(payload.len()).unwrap_or(u64::MAX);
