@@ -82,7 +82,8 @@ impl<F> fmt::Debug for Pointwise<F> {
 }
 
 /// `y[i] = f(x[i])` appended to `out`. Long loops are split over threads in contiguous chunks
-/// (`parallel::element_parts`, by [`PointwiseFn::FORWARD_WORK`]): every element is computed alone, so the split moves work only.
+/// (`parallel::element_parts`, by [`PointwiseFn::FORWARD_WORK`]): every element is computed
+/// alone, so the split moves work only.
 pub fn forward_into<A: Scalar, F: PointwiseFn<A>>(x: &[A], out: &mut Vec<A>) {
     let start = out.len();
     out.resize(start + x.len(), A::zero());
