@@ -10,20 +10,13 @@
 
 use std::time::Duration;
 
+mod mlp_model;
+
 use criterion::{criterion_group, criterion_main, Criterion};
 use exactgrad::data_parallel::{self, Threads};
 use exactgrad::typenum::{U32, U64, U784};
-use exactgrad::{graph, Init, Pack, Tensor};
-
-graph! {
-    /// The MLP on a batch of `B` rows: a micro-batch of 32, or the whole batch of 64.
-    fn mlp<B>(w1: [784, 256], b1: [256], w2: [256, 128], b2: [128], w3: [128, 10], b3: [10];
-              x: [B, 784], labels: Vec<usize>) -> [] {
-        let h1 = relu(x.matmul(w1) + b1);
-        let h2 = relu(h1.matmul(w2) + b2);
-        cross_entropy(h2.matmul(w3) + b3, labels)
-    }
-}
+use exactgrad::{Pack, Tensor};
+use mlp_model::{params_and_batch, Mlp, MlpData};
 
 /// Copies `from`'s elements into `to` (same shapes), without allocating.
 fn copy_into<L>(to: &mut Pack<f32, L>, from: &Pack<f32, L>) {
@@ -35,18 +28,7 @@ fn copy_into<L>(to: &mut Pack<f32, L>, from: &Pack<f32, L>) {
 }
 
 fn bench(c: &mut Criterion) {
-    let (_, h) = mlp::<f32, U32>();
-    let mut init = Init::seeded(4);
-    let params = h.inputs(
-        init.kaiming_uniform(),
-        init.uniform(-0.1, 0.1).expect("valid range"),
-        init.kaiming_uniform(),
-        init.uniform(-0.1, 0.1).expect("valid range"),
-        init.kaiming_uniform(),
-        init.uniform(-0.1, 0.1).expect("valid range"),
-    );
-    let x: Tensor<f32, (U64, U784)> = init.uniform(0.0, 1.0).expect("valid range");
-    let labels: Vec<usize> = (0..64).map(|i| (i * 7 + 3) % 10).collect();
+    let (params, x, labels) = params_and_batch();
     let micro_batches: Vec<MlpData<f32, U32>> = (0..2)
         .map(|m| MlpData {
             x: Tensor::<f32, (U32, U784)>::from_vec(x.data()[m * 32 * 784..(m + 1) * 32 * 784].to_vec())

@@ -24,11 +24,13 @@ use std::time::Duration;
 mod attention_block;
 mod attention_gemms;
 mod mlp_gemms;
+mod mlp_model;
 
 use attention_block::{attention, Attention, AttentionBatched, AttentionBatchedData, AttentionData};
 use criterion::{criterion_group, criterion_main, Criterion};
-use exactgrad::typenum::{U1, U32, U64, U784};
+use exactgrad::typenum::{U1, U32, U64};
 use exactgrad::{graph, Init, Seeds, Tensor};
+use mlp_model::{mlp, params_and_batch, Mlp, MlpData};
 
 fn attention_bench(c: &mut Criterion) {
     let (g, h) = attention::<f32>();
@@ -205,32 +207,12 @@ fn one_head_bench(c: &mut Criterion) {
     group.finish();
 }
 
-graph! {
-    /// The MLP of the step workload: the image batch `x` and the labels are data.
-    fn mlp(w1: [784, 256], b1: [256], w2: [256, 128], b2: [128], w3: [128, 10], b3: [10];
-           x: [64, 784], labels: Vec<usize>) -> [] {
-        let r1 = relu(x.matmul(w1) + b1);
-        let r2 = relu(r1.matmul(w2) + b2);
-        cross_entropy(r2.matmul(w3) + b3, labels)
-    }
-}
-
 fn mlp_bench(c: &mut Criterion) {
-    let (g, h) = mlp::<f32>();
-    let mut init = Init::seeded(4);
-    let mut params = h.inputs(
-        init.kaiming_uniform(),
-        init.uniform(-0.1, 0.1).expect("valid range"),
-        init.kaiming_uniform(),
-        init.uniform(-0.1, 0.1).expect("valid range"),
-        init.kaiming_uniform(),
-        init.uniform(-0.1, 0.1).expect("valid range"),
-    );
-    let x: Tensor<f32, (U64, U784)> = init.uniform(0.0, 1.0).expect("valid range");
-    let labels: Vec<usize> = (0..64).map(|i| (i * 7 + 3) % 10).collect();
+    let (g, h) = mlp::<f32, U64>();
+    let (mut params, x, labels) = params_and_batch();
     let data = MlpData { x: x.clone(), labels: labels.clone() };
     let seed = Tensor::full(1.0);
-    let mut prog = Mlp::program::<f32>();
+    let mut prog = Mlp::program::<f32, U64>();
     {
         let saved = g.compile(params.clone(), MlpData { x: x.clone(), labels: labels.clone() }).expect("compiles");
         let dense =

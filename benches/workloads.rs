@@ -25,42 +25,20 @@
 use std::time::{Duration, Instant};
 
 mod mlp_gemms;
+mod mlp_model;
 
 use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion, Throughput};
 use exactgrad::ops::{Add, MatMul, Mul, Sum, Tanh};
-use exactgrad::typenum::{U128, U16, U64, U784};
-use exactgrad::{graph, Dims, Init, RawGraph, RawNode, RawPosition, RawSavedGraph, RawSeeds, RawTensor, Seeds, Tensor};
+use exactgrad::typenum::{U128, U16, U64};
+use exactgrad::{Dims, Init, RawGraph, RawNode, RawPosition, RawSavedGraph, RawSeeds, RawTensor, Seeds, Tensor};
+use mlp_model::{mlp, params_and_batch, MlpData};
 
 // ---------------------------------------------------------------------------------------------
-// W1: MLP training step.
-
-const BATCH: usize = 64;
-const OUT: usize = 10;
-
-graph! {
-    /// W1's MLP, 784-256-128-10 at batch 64: the image batch `x` and the labels are data, so the
-    /// first layer is `matmul_data` (no gradient of `x`).
-    fn mlp(w1: [784, 256], b1: [256], w2: [256, 128], b2: [128], w3: [128, 10], b3: [10];
-           x: [64, 784], labels: Vec<usize>) -> [] {
-        let r1 = relu(x.matmul(w1) + b1);
-        let r2 = relu(r1.matmul(w2) + b2);
-        cross_entropy(r2.matmul(w3) + b3, labels)
-    }
-}
+// W1: MLP training step (the MLP and its batch: `mlp_model`).
 
 fn w1_mlp(c: &mut Criterion) {
-    let (g, h) = mlp::<f32>();
-    let mut init = Init::seeded(4);
-    let inputs = h.inputs(
-        init.kaiming_uniform(),
-        init.uniform(-0.1, 0.1).expect("valid range"),
-        init.kaiming_uniform(),
-        init.uniform(-0.1, 0.1).expect("valid range"),
-        init.kaiming_uniform(),
-        init.uniform(-0.1, 0.1).expect("valid range"),
-    );
-    let x: Tensor<f32, (U64, U784)> = init.uniform(0.0, 1.0).expect("valid range");
-    let labels: Vec<usize> = (0..BATCH).map(|i| (i * 7 + 3) % OUT).collect();
+    let (g, h) = mlp::<f32, U64>();
+    let (inputs, x, labels) = params_and_batch();
     // `compile` owns its data: the benchmarks build a copy in their (untimed) set-up.
     let data = || MlpData { x: x.clone(), labels: labels.clone() };
     let seeds = Seeds::single(&g, h.output, Tensor::full(1.0)).expect("seed of this graph");
