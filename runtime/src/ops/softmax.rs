@@ -51,15 +51,8 @@ pub(crate) fn row_max<A: Float>(row: &[A]) -> A {
     row[1..].iter().fold(row[0], |m, &v| if v > m { v } else { m })
 }
 
-/// Step 2 appended to `out`: `exp(x[j] − m)` for the row, the differences written first and
+/// Step 2 into `out` (a row's length): `exp(x[j] − m)`, the differences written first and
 /// exponentiated in place by the slice kernel (so the loop vectorises).
-pub(crate) fn extend_shifted_exps<A: Float + 'static>(row: &[A], m: A, out: &mut Vec<A>) {
-    let start = out.len();
-    out.extend(row.iter().map(|&v| v - m));
-    crate::math::exp_in_place(&mut out[start..]);
-}
-
-/// Step 2 into `out` (a row's length): `exp(x[j] − m)`, as [`extend_shifted_exps`].
 pub(crate) fn shifted_exps_into<A: Float + 'static>(row: &[A], m: A, out: &mut [A]) {
     for (o, &v) in out.iter_mut().zip(row) {
         *o = v - m;
@@ -67,15 +60,15 @@ pub(crate) fn shifted_exps_into<A: Float + 'static>(row: &[A], m: A, out: &mut [
     crate::math::exp_in_place(out);
 }
 
-/// The work per element of a row-wise loop around `exp` (`parallel::rows`): as
-/// `PointwiseFn::FORWARD_WORK` for `exp` (about 1 ns per element on one thread).
-pub(crate) const ROW_WORK: usize = 16;
+/// The work per element of a row-wise loop around `exp` (`parallel::rows`): `exp`'s own.
+pub(crate) const ROW_WORK: usize = <super::ExpFn as super::PointwiseFn<f32>>::FORWARD_WORK;
 
 /// Steps 1–3: `(m, e, s)` with `e` written into `e` (cleared first).
 pub(crate) fn shifted_exps<A: Scalar + Float>(row: &[A], e: &mut Vec<A>) -> (A, A) {
     let m = row_max(row);
     e.clear();
-    extend_shifted_exps(row, m, e);
+    e.resize(row.len(), <A as Scalar>::zero());
+    shifted_exps_into(row, m, e);
     let s = e.iter().fold(<A as Scalar>::zero(), |acc, &v| A::pinned_add(acc, v));
     (m, s)
 }
