@@ -118,7 +118,7 @@ where
 
 /// Runs every pass of `g` (seeding each of `outputs` in turn for the typed passes) and checks
 /// each fast pass against its dense reference on the way.
-fn outcome<A: TestFloat, D: 'static, G, Ss, Br, S: Shape>(
+fn outcome<A: TestFloat, D: Sync + 'static, G, Ss, Br, S: Shape>(
     g: &GraphData<A, D, G, Ss, Br>,
     inputs: Pack<A, G>,
     data: D,

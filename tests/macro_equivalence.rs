@@ -72,7 +72,7 @@ struct Outcome {
 }
 
 /// Runs every pass of `g` and checks each fast pass against its dense reference on the way.
-fn outcome<A: TestFloat, D: 'static, G, Ss, Br, S: Shape>(
+fn outcome<A: TestFloat, D: Sync + 'static, G, Ss, Br, S: Shape>(
     g: &GraphData<A, D, G, Ss, Br>,
     inputs: Pack<A, G>,
     data: D,
@@ -1011,7 +1011,7 @@ fn prop_eq<'t, A: TestFloat>(
 
 /// Every equality of the brief on one saved macro graph: seeds drawn from `draw`, positions whose
 /// bit in `mask` is clear left as buffer-free zeros in the sparse run.
-fn check_passes<A: TestFloat, D: 'static, G, Ss, Br>(
+fn check_passes<A: TestFloat, D: Sync + 'static, G, Ss, Br>(
     g: &GraphData<A, D, G, Ss, Br>,
     inputs: Pack<A, G>,
     data: D,

@@ -13,6 +13,9 @@ use crate::shape::{Dims, Nil, Position, RawPosition, Shape, Snoc};
 use crate::tensor::RawTensor;
 
 mod bind;
+mod levels;
+
+pub(crate) use levels::Levels;
 
 /// An op with a compact program: forward, shape rule, validation and contributions.
 ///
@@ -425,6 +428,8 @@ pub struct RawGraph<A, D> {
     run_time: Vec<String>,
     /// Names of the inputs, for messages (empty: `input {i}`).
     input_names: Vec<String>,
+    /// The forward's levels, computed on first use and dropped when a node or input is added.
+    levels: std::sync::OnceLock<Levels>,
 }
 
 fn next_graph_id() -> u64 {
@@ -443,6 +448,7 @@ impl<A: Scalar, D: 'static> RawGraph<A, D> {
             nodes: Vec::new(),
             run_time: Vec::new(),
             input_names: Vec::new(),
+            levels: std::sync::OnceLock::new(),
         }
     }
 
@@ -476,6 +482,7 @@ impl<A: Scalar, D: 'static> RawGraph<A, D> {
         }
         self.dims.push(node.dims);
         self.nodes.push(node);
+        self.levels = std::sync::OnceLock::new();
         Ok(RawPosition::new(self.id, p))
     }
 }
@@ -519,6 +526,11 @@ impl<A: 'static, D: 'static> RawGraph<A, D> {
     #[must_use]
     pub fn nodes(&self) -> &[RawNode<A, D>] {
         &self.nodes
+    }
+
+    /// The forward's levels ([`Levels`]), computed once.
+    pub(crate) fn levels(&self) -> &Levels {
+        self.levels.get_or_init(|| Levels::of(self))
     }
 
     /// Dims of every position (Γ ++ ss).
@@ -660,6 +672,7 @@ impl<A: Scalar, D: 'static, G, Ss, Br> GraphData<A, D, G, Ss, Br> {
         }
         self.raw.dims.push(S::dims());
         self.raw.inputs += 1;
+        self.raw.levels = std::sync::OnceLock::new();
         Position::new(self.raw.id, p)
     }
 
@@ -691,6 +704,7 @@ impl<A: Scalar, D: 'static, G, Ss, Br> GraphData<A, D, G, Ss, Br> {
                 // Parents at or above `p` are what made the push fail: keep only valid ones.
                 let parents = parents.into_iter().filter(|&q| q < p).collect();
                 self.raw.nodes.push(RawNode { program: failed_program(name, parents), dims: S::dims() });
+                self.raw.levels = std::sync::OnceLock::new();
             }
         }
         Position::new(self.raw.id, p)

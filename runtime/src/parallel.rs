@@ -83,6 +83,30 @@ pub(crate) fn rows<A: Send>(
     out.par_chunks_mut(per * row_len).enumerate().for_each(|(k, block)| f(k * per, block));
 }
 
+/// The default of [`min_node_work`]: `2^16` units (see [`min_node_work`]).
+pub const DEFAULT_MIN_NODE_WORK: usize = 1 << 16;
+
+static MIN_NODE_WORK: AtomicUsize = AtomicUsize::new(DEFAULT_MIN_NODE_WORK);
+
+/// The least work independent pieces of a pass need, together, before they run at the same time
+/// (inter-op parallelism): the nodes of one level of a forward (counted as the elements they read
+/// and write), or the two products of a matrix product's VJP (counted as multiply-adds).
+#[must_use]
+pub fn min_node_work() -> usize {
+    MIN_NODE_WORK.load(Ordering::Relaxed)
+}
+
+/// Sets [`min_node_work`] for the whole process (`0`: run every group of two or more
+/// independent pieces at the same time). Like [`set_min_work`], it changes only where work runs.
+pub fn set_min_node_work(n: usize) {
+    MIN_NODE_WORK.store(n, Ordering::Relaxed);
+}
+
+/// `true` when two or more independent pieces of `work` in all should run at the same time here.
+pub(crate) fn concurrent(pieces: usize, work: usize) -> bool {
+    pieces >= 2 && threads() >= 2 && work >= min_node_work()
+}
+
 /// The fewest multiply-adds (`rows · inner · cols`) a matrix product needs before it is split
 /// over threads.
 #[must_use]

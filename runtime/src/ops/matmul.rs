@@ -347,9 +347,17 @@ impl<A: Scalar + Mul<Output = A>, D> CompactOp<A, D> for MatMul {
         let [pa, pb] = self.parents;
         let (a, b) = (&saved.prefix[pa], &saved.prefix[pb]);
         let mut ga = c.buffer_for(a.numel());
-        left_gradient(a, g, b, &mut ga);
         let mut gb = c.buffer_for(b.numel());
-        right_gradient(a, g, b.dims(), &mut gb);
+        // The two products land in different positions: on threads at the same time when their
+        // multiply-adds (as many for each) reach `parallel::min_node_work` (the same bits).
+        let Batch { count, m, k, n, .. } = Batch::of(a.dims(), b.dims());
+        let work = count.saturating_mul(m).saturating_mul(k).saturating_mul(n).saturating_mul(2);
+        if crate::parallel::concurrent(2, work) {
+            rayon::join(|| left_gradient(a, g, b, &mut ga), || right_gradient(a, g, b.dims(), &mut gb));
+        } else {
+            left_gradient(a, g, b, &mut ga);
+            right_gradient(a, g, b.dims(), &mut gb);
+        }
         let ga = c.single(pa, RawTensor::from_parts(a.dims(), ga));
         let gb = c.single(pb, RawTensor::from_parts(b.dims(), gb));
         c.add(ga, gb)

@@ -304,7 +304,10 @@ impl<A: Scalar, D: 'static, G, Ss, Br> GraphData<A, D, G, Ss, Br> {
     ///
     /// # Errors
     /// As `compile` and `backprop_inputs_stored`.
-    pub fn backprop(&self, inputs: Pack<A, G>, data: D, seeds: Seeds<A, G, Ss, Br>) -> Result<Pack<A, G>, Error> {
+    pub fn backprop(&self, inputs: Pack<A, G>, data: D, seeds: Seeds<A, G, Ss, Br>) -> Result<Pack<A, G>, Error>
+    where
+        D: Sync,
+    {
         self.compile(inputs, data)?.backprop_inputs_stored(seeds)
     }
 }

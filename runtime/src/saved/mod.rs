@@ -25,6 +25,7 @@ use crate::scalar::Scalar;
 use crate::shape::{Dims, RawPosition};
 use crate::tensor::RawTensor;
 
+mod forward;
 mod loops;
 mod typed;
 
@@ -218,9 +219,11 @@ pub(crate) fn node_error_at<A: 'static, D: 'static>(
     }
 }
 
-impl<'g, A: Scalar, D: 'static> RawSavedGraph<'g, A, D> {
+impl<'g, A: Scalar, D: Sync + 'static> RawSavedGraph<'g, A, D> {
     /// Checked lowering: for each node in order, validate it against the values so far (the first
     /// failure aborts with the node index, op, parent shapes and message), then compute its value.
+    /// On two or more threads, independent nodes of a wide level are computed at the same time
+    /// (the same values; see `parallel::min_node_work`), hence `D: Sync`.
     ///
     /// # Errors
     /// [`Error::PackShapes`] for inputs of the wrong number or shapes, [`Error::Node`] for a node
@@ -231,35 +234,12 @@ impl<'g, A: Scalar, D: 'static> RawSavedGraph<'g, A, D> {
         // node's dims recomputed for them (else the declared dims, the inputs checked against them).
         let dims = graph.bound_dims(&inputs, &data)?;
         let mut values = inputs;
-        values.reserve(graph.nodes().len());
-        for (k, node) in graph.nodes().iter().enumerate() {
-            // A panic in the node's code (a user closure or compact op) is this node's error.
-            let fail = |m| node_error_at(graph, &dims, k, m);
-            let node_dims = dims[values.len()];
-            let value = match node.program() {
-                Program::Compact(op) => {
-                    // The values so far have exactly these dims: the inputs were checked by
-                    // `bound_dims` and every node's value is checked below.
-                    if graph.run_time_dims().is_empty() {
-                        match guarded("its shape rule", || op.output_dims(&dims[..values.len()])).map_err(fail)? {
-                            Ok(d) if d == node_dims => {}
-                            Ok(d) => return Err(fail(format!("shape rule gives {d}, node declares {node_dims}"))),
-                            Err(m) => return Err(fail(m)),
-                        }
-                    }
-                    guarded("its validation", || op.validate(&values, &data)).map_err(fail)?.map_err(fail)?;
-                    guarded("the forward", || op.forward(&values, &data)).map_err(fail)?
-                }
-                Program::Opaque { forward, .. } => guarded("the forward", || forward(&values, &data)).map_err(fail)?,
-            };
-            if value.dims() != node_dims {
-                return Err(fail(format!("forward returned shape {}, the node's shape is {node_dims}", value.dims())));
-            }
-            values.push(value);
-        }
+        forward::run(graph, &dims, &mut values, &data)?;
         Ok(RawSavedGraph { graph, dims, values, data })
     }
+}
 
+impl<'g, A: Scalar, D: 'static> RawSavedGraph<'g, A, D> {
     /// The graph.
     pub fn graph(&self) -> &'g RawGraph<A, D> {
         self.graph
@@ -431,3 +411,5 @@ impl<'g, A: Scalar, D: 'static> RawSavedGraph<'g, A, D> {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod thread_tests;

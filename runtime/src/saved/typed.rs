@@ -49,7 +49,7 @@ impl<A: core::fmt::Debug + 'static, D: core::fmt::Debug + 'static, G, Ss, Br> co
     }
 }
 
-impl<A: Scalar, D: 'static, G, Ss, Br> GraphData<A, D, G, Ss, Br> {
+impl<A: Scalar, D: Sync + 'static, G, Ss, Br> GraphData<A, D, G, Ss, Br> {
     /// Checked lowering of this graph on `inputs` and `data` (SEMANTICS §6 `compile`).
     ///
     /// # Errors

@@ -1,0 +1,112 @@
+//! The forward of checked lowering (SEMANTICS §6 `compile`, §8.4): node by node in index order,
+//! or, on two or more threads, level by level with the nodes of a wide level computed at the
+//! same time ([`Levels`]).
+//!
+//! Both give every value bit for bit: a node's value is computed by the same code from the same
+//! parent values whatever else runs beside it. Errors are the sequential order's: when a node
+//! fails on the level path, the forward is run again node by node, which stops at the first
+//! failing node in index order (the one the contract names).
+
+use rayon::prelude::*;
+
+use super::node_error_at;
+use crate::error::Error;
+use crate::graph::{Levels, Program, RawGraph};
+use crate::guard::guarded;
+use crate::parallel;
+use crate::scalar::Scalar;
+use crate::shape::Dims;
+use crate::tensor::RawTensor;
+
+/// Appends the value of every node of `graph` to `values` (the inputs, checked against `dims`).
+pub(super) fn run<A: Scalar, D: Sync + 'static>(
+    graph: &RawGraph<A, D>,
+    dims: &[Dims],
+    values: &mut Vec<RawTensor<A>>,
+    data: &D,
+) -> Result<(), Error> {
+    let levels = graph.levels();
+    if parallel::threads() >= 2 && levels.widest() >= 2 {
+        if by_levels(graph, levels, dims, values, data) {
+            return Ok(());
+        }
+        values.truncate(graph.num_inputs());
+    }
+    values.reserve(graph.nodes().len());
+    for k in 0..graph.nodes().len() {
+        let value = node_value(graph, dims, k, values, data)?;
+        values.push(value);
+    }
+    Ok(())
+}
+
+/// The level path: `false` (values partly filled) when a node fails.
+fn by_levels<A: Scalar, D: Sync + 'static>(
+    graph: &RawGraph<A, D>,
+    levels: &Levels,
+    dims: &[Dims],
+    values: &mut Vec<RawTensor<A>>,
+    data: &D,
+) -> bool {
+    let inputs = graph.num_inputs();
+    values.extend(dims[inputs..].iter().map(|&d| RawTensor::vacant(d)));
+    for level in levels.iter() {
+        // The elements the level reads and writes: what its nodes cost, roughly.
+        let work = level.iter().fold(0usize, |w, &k| {
+            let read = graph.nodes()[k].parents().iter().fold(0usize, |r, &q| r.saturating_add(dims[q].numel()));
+            w.saturating_add(read).saturating_add(dims[inputs + k].numel())
+        });
+        if parallel::concurrent(level.len(), work) {
+            let prefix = &values[..];
+            let computed: Vec<Option<RawTensor<A>>> =
+                level.par_iter().map(|&k| node_value(graph, dims, k, &prefix[..inputs + k], data).ok()).collect();
+            for (&k, value) in level.iter().zip(computed) {
+                let Some(value) = value else { return false };
+                values[inputs + k] = value;
+            }
+        } else {
+            for &k in level {
+                let Ok(value) = node_value(graph, dims, k, &values[..inputs + k], data) else { return false };
+                values[inputs + k] = value;
+            }
+        }
+    }
+    true
+}
+
+/// Node `k`'s value from `prefix` (the values of every position below it; on the level path,
+/// positions the node does not read may still be vacant — only nodes reading exactly their
+/// parents run before their whole prefix is computed): its shape rule, validation and forward,
+/// each failure or panic an error at the node.
+fn node_value<A: Scalar, D: 'static>(
+    graph: &RawGraph<A, D>,
+    dims: &[Dims],
+    k: usize,
+    prefix: &[RawTensor<A>],
+    data: &D,
+) -> Result<RawTensor<A>, Error> {
+    let node = &graph.nodes()[k];
+    let fail = |m| node_error_at(graph, dims, k, m);
+    let p = prefix.len();
+    let node_dims = dims[p];
+    let value = match node.program() {
+        Program::Compact(op) => {
+            // The values so far have exactly these dims: the inputs were checked by
+            // `bound_dims` and every node's value is checked below.
+            if graph.run_time_dims().is_empty() {
+                match guarded("its shape rule", || op.output_dims(&dims[..p])).map_err(fail)? {
+                    Ok(d) if d == node_dims => {}
+                    Ok(d) => return Err(fail(format!("shape rule gives {d}, node declares {node_dims}"))),
+                    Err(m) => return Err(fail(m)),
+                }
+            }
+            guarded("its validation", || op.validate(prefix, data)).map_err(fail)?.map_err(fail)?;
+            guarded("the forward", || op.forward(prefix, data)).map_err(fail)?
+        }
+        Program::Opaque { forward, .. } => guarded("the forward", || forward(prefix, data)).map_err(fail)?,
+    };
+    if value.dims() != node_dims {
+        return Err(fail(format!("forward returned shape {}, the node's shape is {node_dims}", value.dims())));
+    }
+    Ok(value)
+}
