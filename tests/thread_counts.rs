@@ -1,9 +1,10 @@
 //! A model's results do not depend on the number of threads its kernels run on: an MLP training
 //! step (values, every saved pass, the generated program's gradients) on pools of 1, 2, 3 and 4
 //! threads (`parallel::pool`), on ordinary and adversarial values, gives the same bits. Products
-//! and pointwise loops are split over threads even at these small sizes
-//! (`parallel::set_min_work(0)`, `parallel::set_min_pointwise_work(0)`; the split moves work,
-//! never a result).
+//! and pointwise loops are split over threads even at these small sizes, and independent work
+//! (a forward level's nodes, a product's two VJP products) runs at the same time
+//! (`parallel::set_min_work(0)`, `parallel::set_min_pointwise_work(0)`,
+//! `parallel::set_min_node_work(0)`; the splits move work, never a result).
 #![allow(clippy::unwrap_used)]
 
 mod floats;
@@ -54,6 +55,7 @@ fn check<A: TestFloat>(pools: &[parallel::ThreadPool]) {
 fn an_mlp_step_is_the_same_on_1_to_4_threads() {
     parallel::set_min_work(0);
     parallel::set_min_pointwise_work(0);
+    parallel::set_min_node_work(0);
     let pools: Vec<_> = (1..=4).map(|n| parallel::pool(n).unwrap()).collect();
     assert_eq!(pools[3].install(parallel::threads), 4);
     check::<f32>(&pools);

@@ -6,6 +6,10 @@
 //! element is computed by the same operations in the same order whatever the number of threads,
 //! so every result is bit-identical for 1, 2, 3 or 4 threads (SEMANTICS §8.4).
 //!
+//! Independent work also runs at the same time (inter-op parallelism): the nodes of one level of
+//! `compile`'s forward (nodes that read none of each other's values), and the two products of a
+//! matrix product's VJP, when their work reaches [`min_node_work`] (SEMANTICS §8.4).
+//!
 //! Small work stays on the calling thread: a product is split only when it has at least
 //! [`min_work`] multiply-adds (default [`DEFAULT_MIN_WORK`], measured: see its docs), a pointwise
 //! loop when its work reaches [`min_pointwise_work`] (default [`DEFAULT_MIN_POINTWISE_WORK`]).
