@@ -88,7 +88,7 @@ pub use layer_norm::{layer_norm, LayerNorm};
 pub use log::{log, Log, LogFn};
 pub use log_softmax::{log_softmax, LogSoftmax};
 pub use masked_fill::{masked_fill, MaskAccessor, MaskedFill};
-pub(crate) use matmul::{elementwise, WideLoop};
+pub(crate) use matmul::{elementwise, Batch, WideLoop};
 pub use matmul::{gemm, gemm_onto, matmul, MatMul, MatrixView};
 pub use matmul_data::{matmul_data, MatMulData, TensorAccessor};
 pub use max::{max, Max};

@@ -28,7 +28,7 @@ impl<A: Scalar> ProgramState<A> {
     /// [`Error::Vjp`] when a contribution does not fit its position or the op panics (caught at
     /// the node, as in [`vjp`](Self::vjp)).
     #[doc(hidden)]
-    pub fn vjp_product<D, Op: ProductVjp<A, D>>(
+    pub fn vjp_product<D: Sync, Op: ProductVjp<A, D>>(
         &mut self,
         visit: usize,
         k: usize,
@@ -39,6 +39,11 @@ impl<A: Scalar> ProgramState<A> {
     ) -> Result<(), Error> {
         let p = self.inputs + k;
         self.uniforms[visit] = op.product_uniform();
+        if let [(qa, pa), (qb, pb)] = writes {
+            if self.side_by_side(*qa, *qb) {
+                return self.product_pair(k, op, g, data, [(*qa, pa.clone()), (*qb, pb.clone())]);
+            }
+        }
         for (i, (q, pending)) in writes.iter().enumerate() {
             let (q, d) = (*q, self.dims[*q]);
             let Stored::Uniform(v, _) = &mut self.slots[q] else {
@@ -63,6 +68,61 @@ impl<A: Scalar> ProgramState<A> {
                 return Err(Error::Vjp { node: k, op: op.name().to_owned(), message });
             }
             self.slots[q] = Stored::Tensor(RawTensor::from_parts(d, out));
+        }
+        Ok(())
+    }
+
+    /// Whether a product's two contributions, at distinct positions `qa` and `qb` that both still
+    /// hold a uniform, are worth computing at the same time: their multiply-adds (as many for
+    /// each) reach `parallel::min_node_work` on two or more threads.
+    fn side_by_side(&self, qa: usize, qb: usize) -> bool {
+        let uniform = |q: usize| matches!(self.slots.get(q), Some(Stored::Uniform(..)));
+        if qa == qb || !uniform(qa) || !uniform(qb) {
+            return false;
+        }
+        let crate::ops::Batch { count, m, k, n, .. } = crate::ops::Batch::of(self.dims[qa], self.dims[qb]);
+        crate::parallel::concurrent(2, count.saturating_mul(m).saturating_mul(k).saturating_mul(n).saturating_mul(2))
+    }
+
+    /// [`vjp_product`](Self::vjp_product)'s fast path for both operands at once: each position's
+    /// pending uniforms applied, then the two products computed side by side, each straight into
+    /// its own position's buffer (the same additions as one after the other; a failure of the
+    /// first operand is reported before one of the second, as in order).
+    fn product_pair<D: Sync, Op: ProductVjp<A, D>>(
+        &mut self,
+        k: usize,
+        op: &Op,
+        g: &RawTensor<A>,
+        data: &D,
+        writes: [(usize, Range<usize>); 2],
+    ) -> Result<(), Error> {
+        let p = self.inputs + k;
+        let mut stored = Vec::with_capacity(2);
+        for (q, pending) in &writes {
+            let Stored::Uniform(v, _) = &mut self.slots[*q] else { unreachable!("checked by side_by_side") };
+            apply_pending_scalar(v, &self.uniforms[pending.clone()]);
+            stored.push(v.clone());
+        }
+        let [(qa, _), (qb, _)] = &writes;
+        let mut out_a = take_buffer(self.gradient_buffer, &mut self.gradient_pool, *qa);
+        let mut out_b = take_buffer(self.gradient_buffer, &mut self.gradient_pool, *qb);
+        let saved = SavedValues { prefix: &self.values[..p], output: &self.values[p], data };
+        let (ra, rb) = rayon::join(
+            || guarded("the VJP", || op.product_onto(&saved, g, 0, &stored[0], &mut out_a)),
+            || guarded("the VJP", || op.product_onto(&saved, g, 1, &stored[1], &mut out_b)),
+        );
+        for ((q, _), (result, out)) in writes.iter().zip([(ra, out_a), (rb, out_b)]) {
+            result.map_err(|m| super::sweep::vjp_error(k, op.name(), m))?;
+            let d = self.dims[*q];
+            if out.len() != d.numel() {
+                let message = format!(
+                    "its product at position {q} has {} elements, the position's shape {d} has {}",
+                    out.len(),
+                    d.numel()
+                );
+                return Err(Error::Vjp { node: k, op: op.name().to_owned(), message });
+            }
+            self.slots[*q] = Stored::Tensor(RawTensor::from_parts(d, out));
         }
         Ok(())
     }

@@ -1,0 +1,85 @@
+//! Inter-op parallelism (`parallel::min_node_work`), each case on one thread, and on two threads
+//! with the inter-op split off (`usize::MAX`) and forced (`0`), in one run:
+//!
+//! * `forward_levels/heads_NxW`: `compile` of `N` independent heads `sum(tanh(W_k · x))`
+//!   (`x [W, 1]`, `W_k [W, W]`; W4 of `benches/workloads.rs` is 64 × 64): the 64 products of
+//!   a level computed at the same time;
+//! * `product_vjp/MxKxN`: the array pass of one `a [M, K] · b [K, N]` (both inputs), whose two
+//!   products run side by side (below `parallel::min_work`, so neither is split by itself).
+//!
+//! `cargo bench --bench inter_op -- --warm-up-time 1 --measurement-time 3`
+#![allow(missing_docs)] // criterion_group! generates undocumented items
+
+use std::time::Duration;
+
+use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
+use exactgrad::ops::{MatMul, Sum, Tanh};
+use exactgrad::{parallel, Dims, RawGraph, RawNode, RawSavedGraph, RawSeeds, RawTensor};
+
+fn filled(d: Dims, salt: u32) -> RawTensor<f32> {
+    let n = d.numel();
+    RawTensor::from_vec(d, (0..n).map(|i| ((i as u32 * 2_654_435_761 ^ salt) % 1000) as f32 / 1000.0 - 0.5).collect())
+        .expect("sized")
+}
+
+/// The ways of running `f` on the inputs `setup` makes (untimed): one thread, then two threads
+/// with the inter-op split off, forced, and at its default.
+fn three_ways<I>(c: &mut Criterion, group: &str, name: &str, setup: &dyn Fn() -> I, f: &(dyn Fn(I) + Sync))
+where
+    I: Send,
+{
+    let one = parallel::pool(1).expect("threads");
+    let two = parallel::pool(2).expect("threads");
+    let mut group = c.benchmark_group(group);
+    let batched = BatchSize::LargeInput;
+    group.bench_function(format!("{name}/1_thread"), |b| b.iter_batched(setup, |i| one.install(|| f(i)), batched));
+    for (label, work) in [("off", usize::MAX), ("forced", 0), ("default", parallel::DEFAULT_MIN_NODE_WORK)] {
+        group.bench_function(format!("{name}/2_threads_inter_op_{label}"), |b| {
+            parallel::set_min_node_work(work);
+            b.iter_batched(setup, |i| two.install(|| f(i)), batched);
+        });
+    }
+    group.finish();
+    parallel::set_min_node_work(parallel::DEFAULT_MIN_NODE_WORK);
+}
+
+fn forward_levels(c: &mut Criterion) {
+    for (heads, width) in [(64, 64), (16, 128), (8, 256), (4, 512), (8, 512)] {
+        let (dx, dw) = (Dims::matrix(width, 1), Dims::matrix(width, width));
+        let mut dims = vec![dx];
+        dims.extend(std::iter::repeat_n(dw, heads));
+        let mut g = RawGraph::<f32, ()>::new(dims);
+        let inputs: Vec<RawTensor<f32>> = g.dims().iter().enumerate().map(|(k, &d)| filled(d, k as u32)).collect();
+        for k in 0..heads {
+            let h = g.push(RawNode::compact(MatMul::new(1 + k, 0))).expect("well-formed").index();
+            let t = g.push(RawNode::compact(Tanh::new(h))).expect("well-formed").index();
+            g.push(RawNode::compact(Sum::new(t))).expect("well-formed");
+        }
+        let run = |i: Vec<RawTensor<f32>>| {
+            std::hint::black_box(RawSavedGraph::compile(&g, i, ()).expect("compiles"));
+        };
+        three_ways(c, "forward_levels", &format!("heads_{heads}x{width}"), &|| inputs.clone(), &run);
+    }
+}
+
+fn product_vjp(c: &mut Criterion) {
+    for (m, k, n) in [(32, 64, 64), (64, 64, 64), (64, 128, 128)] {
+        let mut g = RawGraph::<f32, ()>::new(vec![Dims::matrix(m, k), Dims::matrix(k, n)]);
+        let inputs: Vec<RawTensor<f32>> = g.dims().iter().enumerate().map(|(q, &d)| filled(d, q as u32)).collect();
+        let p = g.push(RawNode::compact(MatMul::new(0, 1))).expect("well-formed");
+        let saved = RawSavedGraph::compile(&g, inputs, ()).expect("compiles");
+        let mut seeds = RawSeeds::zeros(g.dims());
+        seeds.set(p, filled(Dims::matrix(m, n), 9)).expect("fits");
+        let run = |s: RawSeeds<f32>| {
+            std::hint::black_box(saved.backprop_inputs_array(s).expect("runs"));
+        };
+        three_ways(c, "product_vjp", &format!("{m}x{k}x{n}"), &|| seeds.clone(), &run);
+    }
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default().warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(3));
+    targets = forward_levels, product_vjp
+}
+criterion_main!(benches);
