@@ -27,7 +27,8 @@ mod mlp_gemms;
 mod mlp_model;
 
 use attention_block::{attention, Attention, AttentionBatched, AttentionBatchedData, AttentionData};
-use criterion::{criterion_group, criterion_main, Criterion};
+use criterion::measurement::WallTime;
+use criterion::{criterion_group, criterion_main, BenchmarkGroup, Criterion};
 use exactgrad::typenum::{U1, U32, U64};
 use exactgrad::{graph, Init, Seeds, Tensor};
 use mlp_model::{mlp, params_and_batch, Mlp, MlpData};
@@ -69,6 +70,9 @@ fn attention_bench(c: &mut Criterion) {
     let mut group = c.benchmark_group("attention_block");
     group.sample_size(30);
     group.bench_function("program", |b| b.iter(|| prog.gradients(&mut params, &data, &seed).map(exactgrad::Pack::len)));
+    on_pools(&mut group, "program", &mut || {
+        prog.gradients(&mut params, &data, &seed).map(exactgrad::Pack::len).expect("program");
+    });
     group.bench_function("runtime_array", |b| {
         b.iter(|| {
             let saved = g.compile(params.clone(), AttentionData { x: x.clone() }).expect("compiles");
@@ -192,6 +196,9 @@ fn one_head_bench(c: &mut Criterion) {
     group.bench_function("program", |b| {
         b.iter(|| prog.gradients_from(h.output0, &mut params, &(), &seed).map(exactgrad::Pack::len));
     });
+    on_pools(&mut group, "program", &mut || {
+        prog.gradients_from(h.output0, &mut params, &(), &seed).map(exactgrad::Pack::len).expect("program");
+    });
     group.bench_function("runtime_from", |b| {
         b.iter(|| {
             let saved = g.compile(params.clone(), ()).expect("compiles");
@@ -226,6 +233,9 @@ fn mlp_bench(c: &mut Criterion) {
     let mut group = c.benchmark_group("mlp_step");
     group.sample_size(20);
     group.bench_function("program", |b| b.iter(|| prog.gradients(&mut params, &data, &seed).map(exactgrad::Pack::len)));
+    on_pools(&mut group, "program", &mut || {
+        prog.gradients(&mut params, &data, &seed).map(exactgrad::Pack::len).expect("program");
+    });
     // The runtime's step as a training loop runs it: parameters and batch moved into `compile`
     // and taken back (no copies).
     let mut state = Some((params.clone(), MlpData { x: x.clone(), labels: labels.clone() }));
@@ -243,6 +253,15 @@ fn mlp_bench(c: &mut Criterion) {
     let mut gemms = mlp_gemms::MlpGemms::new(x.data());
     group.bench_function("gemm_only", |b| b.iter(|| gemms.run()));
     group.finish();
+}
+
+/// `name/1_thread` and `name/2_threads`: `step` run inside pools of one and of two threads, in
+/// one run (the same bits either way: `tests/thread_counts.rs`), for the scaling table.
+fn on_pools(group: &mut BenchmarkGroup<'_, WallTime>, name: &str, step: &mut (dyn FnMut() + Send)) {
+    for (threads, label) in [(1, "1_thread"), (2, "2_threads")] {
+        let pool = exactgrad::parallel::pool(threads).expect("threads");
+        group.bench_function(format!("{name}/{label}"), |b| b.iter(|| pool.install(&mut *step)));
+    }
 }
 
 criterion_group! {

@@ -141,6 +141,22 @@ fn w2_chain(c: &mut Criterion) {
             BatchSize::LargeInput,
         );
     });
+    // The same step inside pools of one and of two threads (the scaling table; the same bits).
+    for (threads, label) in [(1, "compile+array/1_thread"), (2, "compile+array/2_threads")] {
+        let pool = exactgrad::parallel::pool(threads).expect("threads");
+        group.bench_with_input(BenchmarkId::new(label, nodes), &nodes, |b, _| {
+            b.iter_batched(
+                || (inputs.clone(), seeds.clone()),
+                |(i, s)| {
+                    pool.install(|| {
+                        let saved = RawSavedGraph::compile(&g, i, ()).expect("chain compiles");
+                        saved.backprop_all_array(s).expect("array pass")
+                    })
+                },
+                BatchSize::LargeInput,
+            );
+        });
+    }
     let saved = RawSavedGraph::compile(&g, inputs.clone(), ()).expect("chain compiles");
     group.bench_with_input(BenchmarkId::new("array", nodes), &nodes, |b, _| {
         b.iter_batched(|| seeds.clone(), |s| saved.backprop_all_array(s), BatchSize::LargeInput);
