@@ -83,6 +83,30 @@ pub(crate) fn rows<A: Send>(
     out.par_chunks_mut(per * row_len).enumerate().for_each(|(k, block)| f(k * per, block));
 }
 
+/// [`rows`] over two outputs of the same length, row by row: `f(first_row, a_block, b_block)` on
+/// the same rows of `a` and `b` (for a row-wise op that writes two values per element, such as
+/// `layer_norm`'s VJP with its normalised rows).
+pub(crate) fn rows_pair<A: Send, B: Send>(
+    a: &mut [A],
+    b: &mut [B],
+    row_len: usize,
+    work_per_element: usize,
+    f: impl Fn(usize, &mut [A], &mut [B]) + Sync,
+) {
+    use rayon::prelude::*;
+    let rows = a.len().min(b.len()).checked_div(row_len).unwrap_or(0);
+    let parts = element_parts(rows, row_len.saturating_mul(work_per_element));
+    if parts < 2 {
+        f(0, a, b);
+        return;
+    }
+    let per = rows.div_ceil(parts);
+    a.par_chunks_mut(per * row_len)
+        .zip(b.par_chunks_mut(per * row_len))
+        .enumerate()
+        .for_each(|(k, (a, b))| f(k * per, a, b));
+}
+
 /// The fewest multiply-adds (`rows · inner · cols`) a matrix product needs before it is split
 /// over threads.
 #[must_use]
