@@ -54,7 +54,7 @@ pub fn set_min_pointwise_work(n: usize) {
 /// How many contiguous chunks to split a pointwise loop of `len` elements, each costing
 /// `work_per_element`, into: 1 (run here) for short or cheap loops, or one thread.
 pub(crate) fn element_parts(len: usize, work_per_element: usize) -> usize {
-    let threads = threads();
+    let threads = split_threads();
     if threads < 2 || len < 2 || len.saturating_mul(work_per_element) < min_pointwise_work() {
         1
     } else {
@@ -81,6 +81,46 @@ pub(crate) fn rows<A: Send>(
     }
     let per = rows.div_ceil(parts);
     out.par_chunks_mut(per * row_len).enumerate().for_each(|(k, block)| f(k * per, block));
+}
+
+/// How many contiguous blocks to split `count` independent batch items into, each a product of
+/// `item_work` multiply-adds: 1 (run here) for one item, no work, total work (`count ·
+/// item_work`) under [`min_work`] or one thread, and also when the items are fewer than the
+/// threads while each is large enough for its own product to split its row panels (which then
+/// balances the threads better); else one block per thread. The blocks run under
+/// [`sequential`], so their products are never split again (no nested splits).
+pub(crate) fn item_parts(count: usize, item_work: usize) -> usize {
+    let threads = split_threads();
+    let total = count.saturating_mul(item_work);
+    if threads < 2 || count < 2 || total == 0 || total < min_work() || (count < threads && item_work >= min_work()) {
+        1
+    } else {
+        threads.min(count)
+    }
+}
+
+thread_local! {
+    /// Whether this thread runs inside [`sequential`].
+    static SEQUENTIAL: core::cell::Cell<bool> = const { core::cell::Cell::new(false) };
+}
+
+/// Runs `f` with every split of this thread's kernels off ([`parts`], [`element_parts`] and
+/// [`item_parts`] give 1): for work that is already one part of a split (a block of batch items).
+/// Where work runs only, never a result.
+pub(crate) fn sequential<R>(f: impl FnOnce() -> R) -> R {
+    let before = SEQUENTIAL.with(|s| s.replace(true));
+    let r = f();
+    SEQUENTIAL.with(|s| s.set(before));
+    r
+}
+
+/// The threads a split may use here: 1 inside [`sequential`], else [`threads`].
+fn split_threads() -> usize {
+    if SEQUENTIAL.with(core::cell::Cell::get) {
+        1
+    } else {
+        threads()
+    }
 }
 
 /// [`rows`] over two outputs of the same length, row by row: `f(first_row, a_block, b_block)` on
@@ -139,7 +179,7 @@ pub fn pool(n: usize) -> Result<ThreadPool, ThreadPoolBuildError> {
 /// How many parts to split `panels` independent row panels of a product with `work`
 /// multiply-adds into: 1 (run here) for no work, small work or one thread.
 pub(crate) fn parts(work: usize, panels: usize) -> usize {
-    let threads = threads();
+    let threads = split_threads();
     if threads < 2 || panels < 2 || work == 0 || work < min_work() {
         1
     } else {
