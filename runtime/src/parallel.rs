@@ -1,13 +1,20 @@
 //! Threads. Kernels run on the current [rayon] thread pool — the global one (sized by the
 //! `RAYON_NUM_THREADS` environment variable, else one thread per core), or the pool a caller
 //! runs them in with [`ThreadPool::install`] — and split work **only over independent outputs**
-//! (today: the row panels of a packed matrix product, contiguous chunks of the pointwise ops'
-//! loops, and blocks of rows of `softmax` and `log_softmax`), never over a reduction: every output
-//! element is computed by the same operations in the same order whatever the number of threads,
-//! so every result is bit-identical for 1, 2, 3 or 4 threads (SEMANTICS §8.4).
+//! (today: the row panels of a packed matrix product, the batch items of a batched product
+//! `[bt, m, k] · [bt, k, n]` and of its VJPs, contiguous chunks of the pointwise ops' loops,
+//! blocks of whole rows of `softmax`'s forward, `log_softmax`'s VJP, `layer_norm`'s forward and
+//! VJP (its `gx` and normalised rows) and `cross_entropy`'s VJP and per-row losses, and blocks of
+//! the output elements of `sum_axis` / `mean_axis`), never over a reduction: every output element
+//! is computed by the same operations in the same order whatever the number of threads, so every
+//! result is bit-identical for 1, 2, 3 or 4 threads (SEMANTICS §8.4). The sums across rows —
+//! `cross_entropy`'s sum of its losses, `layer_norm`'s gain and bias gradients — stay on the
+//! calling thread, in row order.
 //!
 //! Small work stays on the calling thread: a product is split only when it has at least
-//! [`min_work`] multiply-adds (default [`DEFAULT_MIN_WORK`], measured: see its docs), a pointwise
+//! [`min_work`] multiply-adds (default [`DEFAULT_MIN_WORK`], measured: see its docs), a batched
+//! product over its items when all of them together have (and, with fewer items than threads,
+//! only when the items are too small to split their own row panels), a pointwise or row-wise
 //! loop when its work reaches [`min_pointwise_work`] (default [`DEFAULT_MIN_POINTWISE_WORK`]).
 //!
 //! ```
@@ -202,5 +209,22 @@ mod tests {
         assert_eq!(four.install(|| parts(usize::MAX, 3)), 3);
         // An empty product (an empty inner sum) is never split, whatever `min_work` is.
         assert_eq!(four.install(|| parts(0, 3)), 1);
+    }
+
+    #[test]
+    fn batch_items_split_only_without_nesting() {
+        let (two, four) = (pool(2).unwrap(), pool(4).unwrap());
+        let big = DEFAULT_MIN_WORK.max(min_work());
+        // Small items with enough work together: one block per thread.
+        assert_eq!(two.install(|| item_parts(16, big / 4)), 2);
+        // Fewer items than threads, each large enough to split its own panels: not split here.
+        assert_eq!(four.install(|| item_parts(3, big)), 1);
+        assert_eq!(four.install(|| item_parts(4, big)), 4);
+        // One item, no work, one thread: never.
+        assert_eq!(four.install(|| item_parts(1, big)), 1);
+        assert_eq!(four.install(|| item_parts(8, 0)), 1);
+        assert_eq!(pool(1).unwrap().install(|| item_parts(8, big)), 1);
+        // Inside `sequential` nothing splits.
+        assert_eq!(four.install(|| sequential(|| (parts(usize::MAX, 8), element_parts(8, usize::MAX)))), (1, 1));
     }
 }

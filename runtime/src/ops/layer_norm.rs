@@ -14,6 +14,10 @@
 //! `gx[j] = ((q[j] − a) − b * h[j]) * r`. Over the rows `i` in ascending order from `0`:
 //! `gbias[j] = ((0 + δ[0, j]) + δ[1, j]) + …` and `ggain[j] = ((0 + δ[0, j] * h[0, j]) + …)`.
 //! The contributions are `add(add(single(x, gx), single(gain, ggain)), single(bias, gbias))`.
+//!
+//! Threads: the forward's rows and the VJP's `gx` (with `h`, kept for the sums over rows) are
+//! computed in blocks of whole rows (`parallel::rows`, `rows_pair`); `ggain` and `gbias` after
+//! them, on the calling thread, in the row order above.
 
 use crate::reference::{FloatKit, RefOp};
 use crate::shape::rules::RowParamsShape;
