@@ -3,8 +3,8 @@
 //! runs them in with [`ThreadPool::install`] — and split work **only over independent outputs**
 //! (today: the row panels of a packed matrix product, the batch items of a batched product
 //! `[bt, m, k] · [bt, k, n]` and of its VJPs, contiguous chunks of the pointwise ops' loops,
-//! blocks of whole rows of `softmax`'s forward, `log_softmax`'s VJP, `layer_norm`'s forward and
-//! VJP (its `gx` and normalised rows) and `cross_entropy`'s VJP and per-row losses, and blocks of
+//! blocks of whole rows of `softmax`'s and `log_softmax`'s forward and VJP, `layer_norm`'s forward
+//! and VJP (its `gx` and normalised rows) and `cross_entropy`'s VJP and per-row losses, and blocks of
 //! the output elements of `sum_axis` / `mean_axis`), never over a reduction: every output element
 //! is computed by the same operations in the same order whatever the number of threads, so every
 //! result is bit-identical for 1, 2, 3 or 4 threads (SEMANTICS §8.4). The sums across rows —

@@ -60,7 +60,7 @@ impl<D> CrossEntropy<D> {
 const EXP_CHUNK: usize = 64;
 
 /// Step 2 for one row with label `k`: `ln(s) − (x[k] − mx)`, the exponentials of step 1 computed
-/// a chunk at a time by the slice kernel (`shifted_exps` without keeping them: the same sum in the
+/// a chunk at a time by the slice kernel and not kept (softmax's steps 1–3: the same sum in the
 /// same order).
 fn row_loss<A: Scalar + Float>(row: &[A], k: usize) -> A {
     let mx = row_max(row);
@@ -149,7 +149,7 @@ impl<A: Scalar + Float + FromPrimitive, D: 'static> CompactOp<A, D> for CrossEnt
         t.resize(x.numel(), <A as Scalar>::zero());
         let xd = x.data();
         // Blocks of whole rows, on threads for large inputs (`parallel::rows`): each row alone,
-        // its exponentials (`shifted_exps`: the same operations) written straight into `t`.
+        // softmax's steps 1–3 with its exponentials written straight into `t`.
         crate::parallel::rows(&mut t, classes, ROW_WORK, |first, block| {
             for ((row, &k), o) in xd[first * classes..]
                 .chunks_exact(classes)

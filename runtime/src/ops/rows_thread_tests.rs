@@ -1,13 +1,13 @@
 //! Row-wise ops split over threads by blocks of whole rows (`parallel::rows`, `rows_pair`) or of
-//! independent output elements: `softmax`'s forward, `log_softmax`'s VJP, `layer_norm`'s forward
-//! and VJP, `cross_entropy`'s forward (its per-row losses) and VJP, and `sum_axis`'s and
+//! independent output elements: `softmax`'s and `log_softmax`'s forward and VJP, `layer_norm`'s
+//! forward and VJP, `cross_entropy`'s forward (its per-row losses) and VJP, and `sum_axis`'s and
 //! `mean_axis`'s forward and VJP give the one-thread bits on 1, 2, 3 and 4 threads, on any `f64`
 //! bits and any shape (rows that do not divide evenly among the threads included). The split is
 //! forced with `parallel::set_min_pointwise_work(0)` (it moves work only).
 
 use proptest::prelude::*;
 
-use super::testing::{bits, forward, vjp};
+use super::testing::bits;
 use super::{CrossEntropy, LayerNorm, LogSoftmax, MeanAxis, Softmax, SumAxis};
 use crate::contributions::Contributions;
 use crate::graph::{CompactOp, RawGraph, RawNode};
@@ -96,8 +96,8 @@ proptest! {
     ) {
         let (x, g) = (tensor(&[rows, n], &x), tensor(&[rows, n], &g));
         same_on_1_to_4_threads(|| {
-            let mut out = vec![bits(&forward(Softmax::new(0), std::slice::from_ref(&x)))];
-            out.extend(vjp(LogSoftmax::new(0), std::slice::from_ref(&x), &g).iter().map(bits));
+            let mut out = node_bits(Softmax::new(0), std::slice::from_ref(&x), (), &g);
+            out.extend(node_bits(LogSoftmax::new(0), std::slice::from_ref(&x), (), &g));
             out
         })?;
     }
