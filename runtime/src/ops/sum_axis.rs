@@ -44,7 +44,7 @@ pub(crate) fn reduced_dims(op: &str, d: Dims, axis: usize) -> Result<Dims, Strin
 
 /// The work per summed element of [`sums_along`] for the thread split (`parallel::rows`, units
 /// of `PointwiseFn::FORWARD_WORK`, about 16 per nanosecond): one add on the sum's dependency chain
-/// and a load, about 1 ns.
+/// and a load, about 1 ns (an estimate from the add's latency, not measured).
 const SUM_WORK: usize = 16;
 
 /// Sums along `axis` of `x` (dims `d`) in ascending order from `0`: `outer * inner` values. The
