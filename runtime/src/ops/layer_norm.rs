@@ -15,9 +15,11 @@
 //! `gbias[j] = ((0 + δ[0, j]) + δ[1, j]) + …` and `ggain[j] = ((0 + δ[0, j] * h[0, j]) + …)`.
 //! The contributions are `add(add(single(x, gx), single(gain, ggain)), single(bias, gbias))`.
 //!
-//! Threads: the forward's rows and the VJP's `gx` (with `h`, kept for the sums over rows) are
-//! computed in blocks of whole rows (`parallel::rows`, `rows_pair`); `ggain` and `gbias` after
-//! them, on the calling thread, in the row order above.
+//! Threads: the forward's rows and, for large inputs, the VJP's `gx` (with every `h`, kept for
+//! the sums over rows) are computed in blocks of whole rows (`parallel::rows`, `rows_pair`);
+//! `ggain` and `gbias` after them, on the calling thread, in the row order above. A VJP that is
+//! not split runs in one pass with one row's scratch (no buffer of every `h`: a program's runs
+//! after its first allocate nothing).
 
 use crate::reference::{FloatKit, RefOp};
 use crate::shape::rules::RowParamsShape;
@@ -145,6 +147,35 @@ fn vjp_rows<A: Scalar + Float, const P: bool>(
     }
 }
 
+/// The VJP of every row in one pass on this thread (when the rows are not split): `gx` appended,
+/// `ggain` and `gbias` (zeros, `n` each) accumulated row after row, `h` and `q` one row's scratch
+/// (`n` each). The same operations in the same order as [`vjp_rows`] then [`param_sums`], without
+/// keeping every normalised row.
+#[allow(clippy::type_complexity)]
+fn vjp_rows_fused<A: Scalar + Float, const P: bool>(
+    (x, g, gain): (&[A], &[A], &[A]),
+    nf: A,
+    eps: A,
+    (h, q): (&mut [A], &mut [A]),
+    (gx, ggain, gbias): (&mut Vec<A>, &mut [A], &mut [A]),
+) {
+    let n = gain.len().max(1);
+    let zero = <A as Scalar>::zero();
+    for (row, dr) in x.chunks_exact(n).zip(g.chunks_exact(n)) {
+        let r = normalise::<A, P>(row, nf, eps, h);
+        for ((qv, &dv), &gv) in q.iter_mut().zip(dr).zip(gain) {
+            *qv = mul::<A, P>(dv, gv);
+        }
+        let a = q.iter().fold(zero, |acc, &v| add::<A, P>(acc, v)) / nf;
+        let b = q.iter().zip(h.iter()).fold(zero, |acc, (&qv, &hv)| add::<A, P>(acc, mul::<A, P>(qv, hv))) / nf;
+        gx.extend(q.iter().zip(h.iter()).map(|(&qv, &hv)| mul::<A, P>((qv - a) - mul::<A, P>(b, hv), r)));
+        for (((gg, gb), &dv), &hv) in ggain.iter_mut().zip(gbias.iter_mut()).zip(dr).zip(h.iter()) {
+            *gg = add::<A, P>(*gg, mul::<A, P>(dv, hv));
+            *gb = add::<A, P>(*gb, dv);
+        }
+    }
+}
+
 /// `ggain` and `gbias` (zeros, `n` each) accumulated over the rows of `g` and of the normalised
 /// rows `h`, in ascending row order.
 fn param_sums<A: Scalar + Float, const P: bool>(g: &[A], h: &[A], ggain: &mut [A], gbias: &mut [A]) {
@@ -206,32 +237,66 @@ impl<A: Scalar + Float + FromPrimitive, D> CompactOp<A, D> for LayerNorm<A> {
         let nf = A::from_usize(n).expect("output_dims checked that the element count is a scalar of A");
         let zero = <A as Scalar>::zero();
         let (xd, gd, eps) = (x.data(), g.data(), self.eps);
-        // `gx` and the normalised rows `h` (a buffer from the arena's recycled ones, given back
-        // below): blocks of whole rows, on threads for large inputs (`parallel::rows_pair`).
-        let mut gx = c.buffer_for(x.numel());
-        gx.resize(x.numel(), zero);
-        let mut h = c.buffer_for(x.numel());
-        h.resize(x.numel(), zero);
-        crate::parallel::rows_pair(&mut gx, &mut h, n, VJP_ROW_WORK, |first, gx, h| {
-            let rows = (&xd[first * n..][..gx.len()], &gd[first * n..][..gx.len()], gain);
-            vjp_rows::<A, false>(rows, nf, eps, gx, h);
-            // As `pinned_if_nan`, over the block's two results.
-            if gx.iter().chain(h.iter()).any(Storage::is_nan) {
-                vjp_rows::<A, true>(rows, nf, eps, gx, h);
+        let rows = x.numel() / n.max(1);
+        let (gx, ggain, gbias) = if crate::parallel::element_parts(rows, n.saturating_mul(VJP_ROW_WORK)) < 2 {
+            // One pass on this thread, with one row's scratch (buffers from the arena's recycled
+            // ones, given back below: no allocation once warm).
+            let (mut h, mut q) = (c.buffer_for(n), c.buffer_for(n));
+            h.resize(n, zero);
+            q.resize(n, zero);
+            let mut gx = c.buffer_for(x.numel());
+            let mut ggain = c.buffer_for(n);
+            ggain.resize(n, zero);
+            let mut gbias = c.buffer_for(n);
+            gbias.resize(n, zero);
+            let mut pass = |pinned: bool, gx: &mut Vec<A>, ggain: &mut [A], gbias: &mut [A]| {
+                let scratch = (&mut h[..], &mut q[..]);
+                if pinned {
+                    vjp_rows_fused::<A, true>((xd, gd, gain), nf, eps, scratch, (gx, ggain, gbias));
+                } else {
+                    vjp_rows_fused::<A, false>((xd, gd, gain), nf, eps, scratch, (gx, ggain, gbias));
+                }
+            };
+            // As `pinned_if_nan`, over the three results.
+            pass(false, &mut gx, &mut ggain, &mut gbias);
+            if gx.iter().chain(&ggain).chain(&gbias).any(Storage::is_nan) {
+                gx.clear();
+                ggain.fill(zero);
+                gbias.fill(zero);
+                pass(true, &mut gx, &mut ggain, &mut gbias);
             }
-        });
-        // The sums over rows, in row order on this thread (never split: a reduction).
-        let mut ggain = c.buffer_for(n);
-        ggain.resize(n, zero);
-        let mut gbias = c.buffer_for(n);
-        gbias.resize(n, zero);
-        param_sums::<A, false>(gd, &h, &mut ggain, &mut gbias);
-        if ggain.iter().chain(&gbias).any(Storage::is_nan) {
-            ggain.fill(zero);
-            gbias.fill(zero);
-            param_sums::<A, true>(gd, &h, &mut ggain, &mut gbias);
-        }
-        c.recycle(h);
+            c.recycle(h);
+            c.recycle(q);
+            (gx, ggain, gbias)
+        } else {
+            // `gx` and the normalised rows `h` (a buffer from the arena's recycled ones, given back
+            // below): blocks of whole rows, on threads for large inputs (`parallel::rows_pair`).
+            let mut gx = c.buffer_for(x.numel());
+            gx.resize(x.numel(), zero);
+            let mut h = c.buffer_for(x.numel());
+            h.resize(x.numel(), zero);
+            crate::parallel::rows_pair(&mut gx, &mut h, n, VJP_ROW_WORK, |first, gx, h| {
+                let rows = (&xd[first * n..][..gx.len()], &gd[first * n..][..gx.len()], gain);
+                vjp_rows::<A, false>(rows, nf, eps, gx, h);
+                // As `pinned_if_nan`, over the block's two results.
+                if gx.iter().chain(h.iter()).any(Storage::is_nan) {
+                    vjp_rows::<A, true>(rows, nf, eps, gx, h);
+                }
+            });
+            // The sums over rows, in row order on this thread (never split: a reduction).
+            let mut ggain = c.buffer_for(n);
+            ggain.resize(n, zero);
+            let mut gbias = c.buffer_for(n);
+            gbias.resize(n, zero);
+            param_sums::<A, false>(gd, &h, &mut ggain, &mut gbias);
+            if ggain.iter().chain(&gbias).any(Storage::is_nan) {
+                ggain.fill(zero);
+                gbias.fill(zero);
+                param_sums::<A, true>(gd, &h, &mut ggain, &mut gbias);
+            }
+            c.recycle(h);
+            (gx, ggain, gbias)
+        };
         let gx = RawTensor::from_parts(x.dims(), gx);
         let ggain = RawTensor::from_parts(tg.dims(), ggain);
         let gbias = RawTensor::from_parts(tb.dims(), gbias);
