@@ -5,7 +5,7 @@
 //! followed by a pass of `pinned_add` on W1's largest weight gradient (`onto`).
 //!
 //! `cargo bench --bench gemm` (`-- attn_` for the attention shapes alone; `-- threads` for the
-//! products on 1 and 2 threads). Throughput is in FLOP (`2·m·k·n`): criterion's "elem/s" is FLOP/s.
+//! products on 1 and 2 threads, batched products included). Throughput is in FLOP (`2·m·k·n`): criterion's "elem/s" is FLOP/s.
 //! The portable kernel is reached through [`P`], an `f32` newtype (any scalar other than
 //! `f32`/`f64` runs the portable loop); its products are the same IEEE operations.
 #![allow(missing_docs)] // criterion_group! generates undocumented items
@@ -254,6 +254,31 @@ fn threads(c: &mut Criterion) {
                             MatrixView::row_major(&b, n),
                             &mut out,
                         );
+                    });
+                });
+            });
+        }
+    }
+    // Batched products `[bt, m, k] · [bt, k, n]` (the `matmul` op's forward): split over blocks
+    // of batch items (`each_item`), items too small to split their own row panels (`16×32³`:
+    // 2^15 multiply-adds each) or as large as `min_work` (`16×64³`).
+    for (bt, m, k, n) in [(16usize, 32usize, 32usize, 32usize), (16, 64, 64, 64), (64, 64, 64, 64)] {
+        let tensor = |d: &[usize], seed| {
+            let d = exactgrad::Dims::new(d).expect("dims");
+            exactgrad::RawTensor::from_vec(d, values(d.numel(), seed)).expect("a tensor")
+        };
+        let ab = [tensor(&[bt, m, k], 1), tensor(&[bt, k, n], 2)];
+        let op = exactgrad::ops::MatMul::new(0, 1);
+        group.throughput(Throughput::Elements((2 * bt * m * k * n) as u64));
+        for threads in [1, 2] {
+            let pool = exactgrad::parallel::pool(threads).expect("threads");
+            let mut out = Vec::with_capacity(bt * m * n);
+            let id = BenchmarkId::new(format!("batched_{bt}x{m}x{k}x{n}"), format!("{threads}t"));
+            group.bench_function(id, |bench| {
+                bench.iter(|| {
+                    pool.install(|| {
+                        out.clear();
+                        exactgrad::CompactOp::<f32, ()>::forward_into(&op, &ab, &(), &mut out);
                     });
                 });
             });

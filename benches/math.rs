@@ -3,7 +3,8 @@
 //! `tanh` and `exp` ops' forward loops (`ops::Tanh`, `ops::Exp`, which call `math::tanh` and
 //! `math::exp`); and the softmax of 64 rows of 64 (`ops::Softmax`) against the same rows computed
 //! with libm's `exp` per element (the op's loop before `math::exp`); the GELU op's forward and
-//! derivative loops.
+//! derivative loops; the pointwise loops and the row-wise ops (`layer_norm`, `cross_entropy`) on
+//! 1 thread and on the global pool (`threads`).
 //!
 //! `cargo bench --bench math`. Throughput is in elements: criterion's "elem/s".
 #![allow(missing_docs)] // criterion_group! generates undocumented items
@@ -207,6 +208,73 @@ fn threads(c: &mut Criterion) {
             )*};
         }
         loops!(ReluFn, NegFn, SqrtFn, LogFn, ExpFn, TanhFn, SigmoidFn, SoftplusFn, GeluFn);
+        group.finish();
+    }
+    rows_threads(c, &one);
+}
+
+/// The labels of the `cross_entropy` cases: the graph data.
+fn labels(d: &Vec<usize>) -> &[usize] {
+    d
+}
+
+/// The row-wise ops split by blocks of rows (`parallel::rows`): `layer_norm`'s and
+/// `cross_entropy`'s forward and VJP on `rows × n` `f32`, on 1 thread and on the global pool, the
+/// split forced on (part of `threads`).
+fn rows_threads(c: &mut Criterion, one: &exactgrad::parallel::ThreadPool) {
+    for (rows, n) in [(64usize, 256usize), (512, 512)] {
+        let mut group = c.benchmark_group(format!("threads_rows_{rows}x{n}"));
+        group.throughput(Throughput::Elements((rows * n) as u64));
+        let tensor = |d: &[usize], seed: usize| {
+            let d = Dims::new(d).expect("dims");
+            let v = values(d.numel() + seed)[seed..].iter().map(|&v| v as f32).collect();
+            RawTensor::from_vec(d, v).expect("a tensor")
+        };
+        let ln = [tensor(&[rows, n], 0), tensor(&[n], 1), tensor(&[n], 2)];
+        let layer_norm = ops::LayerNorm::new(0, 1, 2, 1e-5f32);
+        let ln_y = CompactOp::<f32, ()>::forward(&layer_norm, &ln, &());
+        let g = tensor(&[rows, n], 3);
+        let ks: Vec<usize> = (0..rows).map(|i| (i * 7) % n).collect();
+        let ce = ops::CrossEntropy::new(0, labels);
+        let logits = [tensor(&[rows, n], 4)];
+        let ce_y = CompactOp::<f32, Vec<usize>>::forward(&ce, &logits, &ks);
+        let ce_g = RawTensor::from_vec(Dims::scalar(), vec![1.0f32]).expect("a scalar");
+        let mut out = Vec::with_capacity(rows * n);
+        let mut arena = exactgrad::Contributions::new();
+        for (label, pool) in [("1", Some(one)), ("global", None)] {
+            let run = |b: &mut criterion::Bencher<'_>, f: &mut (dyn FnMut() + Send)| match pool {
+                Some(p) => p.install(|| b.iter(&mut *f)),
+                None => b.iter(&mut *f),
+            };
+            group.bench_function(BenchmarkId::new("layer_norm_forward", label), |b| {
+                run(b, &mut || {
+                    out.clear();
+                    CompactOp::<f32, ()>::forward_into(&layer_norm, black_box(&ln), &(), &mut out);
+                    black_box(&out);
+                });
+            });
+            group.bench_function(BenchmarkId::new("layer_norm_vjp", label), |b| {
+                let saved = exactgrad::SavedValues { prefix: &ln, output: &ln_y, data: &() };
+                run(b, &mut || {
+                    arena.clear();
+                    black_box(CompactOp::<f32, ()>::contributions(&layer_norm, &saved, black_box(&g), &mut arena));
+                });
+            });
+            group.bench_function(BenchmarkId::new("cross_entropy_forward", label), |b| {
+                run(b, &mut || {
+                    out.clear();
+                    CompactOp::<f32, Vec<usize>>::forward_into(&ce, black_box(&logits), &ks, &mut out);
+                    black_box(&out);
+                });
+            });
+            group.bench_function(BenchmarkId::new("cross_entropy_vjp", label), |b| {
+                let saved = exactgrad::SavedValues { prefix: &logits, output: &ce_y, data: &ks };
+                run(b, &mut || {
+                    arena.clear();
+                    black_box(CompactOp::<f32, Vec<usize>>::contributions(&ce, &saved, black_box(&ce_g), &mut arena));
+                });
+            });
+        }
         group.finish();
     }
 }

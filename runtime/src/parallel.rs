@@ -1,17 +1,24 @@
 //! Threads. Kernels run on the current [rayon] thread pool — the global one (sized by the
 //! `RAYON_NUM_THREADS` environment variable, else one thread per core), or the pool a caller
 //! runs them in with [`ThreadPool::install`] — and split work **only over independent outputs**
-//! (today: the row panels of a packed matrix product, contiguous chunks of the pointwise ops'
-//! loops, and blocks of rows of `softmax` and `log_softmax`), never over a reduction: every output
-//! element is computed by the same operations in the same order whatever the number of threads,
-//! so every result is bit-identical for 1, 2, 3 or 4 threads (SEMANTICS §8.4).
+//! (today: the row panels of a packed matrix product, the batch items of a batched product
+//! `[bt, m, k] · [bt, k, n]` and of its VJPs, contiguous chunks of the pointwise ops' loops,
+//! blocks of whole rows of `softmax`'s and `log_softmax`'s forward and VJP, `layer_norm`'s forward
+//! and VJP (its `gx` and normalised rows) and `cross_entropy`'s VJP and per-row losses, and blocks of
+//! the output elements of `sum_axis` / `mean_axis`), never over a reduction: every output element
+//! is computed by the same operations in the same order whatever the number of threads, so every
+//! result is bit-identical for 1, 2, 3 or 4 threads (SEMANTICS §8.4). The sums across rows —
+//! `cross_entropy`'s sum of its losses, `layer_norm`'s gain and bias gradients — stay on the
+//! calling thread, in row order.
 //!
 //! Independent work also runs at the same time (inter-op parallelism): the nodes of one level of
 //! `compile`'s forward (nodes that read none of each other's values), and the two products of a
 //! matrix product's VJP, when their work reaches [`min_node_work`] (SEMANTICS §8.4).
 //!
 //! Small work stays on the calling thread: a product is split only when it has at least
-//! [`min_work`] multiply-adds (default [`DEFAULT_MIN_WORK`], measured: see its docs), a pointwise
+//! [`min_work`] multiply-adds (default [`DEFAULT_MIN_WORK`], measured: see its docs), a batched
+//! product over its items when all of them together have (and, with fewer items than threads,
+//! only when the items are too small to split their own row panels), a pointwise or row-wise
 //! loop when its work reaches [`min_pointwise_work`] (default [`DEFAULT_MIN_POINTWISE_WORK`]).
 //!
 //! ```
@@ -58,7 +65,7 @@ pub fn set_min_pointwise_work(n: usize) {
 /// How many contiguous chunks to split a pointwise loop of `len` elements, each costing
 /// `work_per_element`, into: 1 (run here) for short or cheap loops, or one thread.
 pub(crate) fn element_parts(len: usize, work_per_element: usize) -> usize {
-    let threads = threads();
+    let threads = split_threads();
     if threads < 2 || len < 2 || len.saturating_mul(work_per_element) < min_pointwise_work() {
         1
     } else {
@@ -108,7 +115,80 @@ pub fn set_min_node_work(n: usize) {
 
 /// `true` when two or more independent pieces of `work` in all should run at the same time here.
 pub(crate) fn concurrent(pieces: usize, work: usize) -> bool {
-    pieces >= 2 && threads() >= 2 && work >= min_node_work()
+    pieces >= 2 && split_threads() >= 2 && work >= min_node_work()
+}
+
+/// How many contiguous blocks to split `count` independent batch items into, each a product of
+/// `item_work` multiply-adds: 1 (run here) for one item, no work, total work (`count ·
+/// item_work`) under [`min_work`] or one thread, and also when the items are fewer than the
+/// threads while each is large enough for its own product to split its row panels (which then
+/// balances the threads better); else one block per thread. The blocks run under
+/// [`sequential`], so their products are never split again (no nested splits). Measured with
+/// `cargo bench --bench gemm -- threads/batched` on a 2-core machine: 16 items of 32³ (2^19
+/// multiply-adds in all, each item too small to split) and 16 of 64³ run 2.0× faster on two
+/// threads, 64 of 64³ 1.5× (a 256³ product's row-panel split: 1.4×).
+pub(crate) fn item_parts(count: usize, item_work: usize) -> usize {
+    let threads = split_threads();
+    let total = count.saturating_mul(item_work);
+    if threads < 2 || count < 2 || total == 0 || total < min_work() || (count < threads && item_work >= min_work()) {
+        1
+    } else {
+        threads.min(count)
+    }
+}
+
+thread_local! {
+    /// Whether this thread runs inside [`sequential`].
+    static SEQUENTIAL: core::cell::Cell<bool> = const { core::cell::Cell::new(false) };
+}
+
+/// Runs `f` with every split of this thread's kernels off ([`parts`], [`element_parts`] and
+/// [`item_parts`] give 1): for work that is already one part of a split (a block of batch items).
+/// Where work runs only, never a result.
+pub(crate) fn sequential<R>(f: impl FnOnce() -> R) -> R {
+    /// Puts the flag back when `f` returns or unwinds (a panic caught at a node must not leave
+    /// the thread's later kernels unsplit).
+    struct Restore(bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            SEQUENTIAL.with(|s| s.set(self.0));
+        }
+    }
+    let _restore = Restore(SEQUENTIAL.with(|s| s.replace(true)));
+    f()
+}
+
+/// The threads a split may use here: 1 inside [`sequential`], else [`threads`].
+fn split_threads() -> usize {
+    if SEQUENTIAL.with(core::cell::Cell::get) {
+        1
+    } else {
+        threads()
+    }
+}
+
+/// [`rows`] over two outputs of the same length, row by row: `f(first_row, a_block, b_block)` on
+/// the same rows of `a` and `b` (for a row-wise op that writes two values per element, such as
+/// `layer_norm`'s VJP with its normalised rows).
+pub(crate) fn rows_pair<A: Send, B: Send>(
+    a: &mut [A],
+    b: &mut [B],
+    row_len: usize,
+    work_per_element: usize,
+    f: impl Fn(usize, &mut [A], &mut [B]) + Sync,
+) {
+    use rayon::prelude::*;
+    let rows = a.len().min(b.len()).checked_div(row_len).unwrap_or(0);
+    let parts = element_parts(rows, row_len.saturating_mul(work_per_element));
+    if parts < 2 {
+        f(0, a, b);
+        return;
+    }
+    let per = rows.div_ceil(parts);
+    a.par_chunks_mut(per * row_len)
+        .zip(b.par_chunks_mut(per * row_len))
+        .enumerate()
+        .for_each(|(k, (a, b))| f(k * per, a, b));
 }
 
 /// The fewest multiply-adds (`rows · inner · cols`) a matrix product needs before it is split
@@ -143,7 +223,7 @@ pub fn pool(n: usize) -> Result<ThreadPool, ThreadPoolBuildError> {
 /// How many parts to split `panels` independent row panels of a product with `work`
 /// multiply-adds into: 1 (run here) for no work, small work or one thread.
 pub(crate) fn parts(work: usize, panels: usize) -> usize {
-    let threads = threads();
+    let threads = split_threads();
     if threads < 2 || panels < 2 || work == 0 || work < min_work() {
         1
     } else {
@@ -166,5 +246,22 @@ mod tests {
         assert_eq!(four.install(|| parts(usize::MAX, 3)), 3);
         // An empty product (an empty inner sum) is never split, whatever `min_work` is.
         assert_eq!(four.install(|| parts(0, 3)), 1);
+    }
+
+    #[test]
+    fn batch_items_split_only_without_nesting() {
+        let (two, four) = (pool(2).unwrap(), pool(4).unwrap());
+        let big = DEFAULT_MIN_WORK.max(min_work());
+        // Small items with enough work together: one block per thread.
+        assert_eq!(two.install(|| item_parts(16, big / 4)), 2);
+        // Fewer items than threads, each large enough to split its own panels: not split here.
+        assert_eq!(four.install(|| item_parts(3, big)), 1);
+        assert_eq!(four.install(|| item_parts(4, big)), 4);
+        // One item, no work, one thread: never.
+        assert_eq!(four.install(|| item_parts(1, big)), 1);
+        assert_eq!(four.install(|| item_parts(8, 0)), 1);
+        assert_eq!(pool(1).unwrap().install(|| item_parts(8, big)), 1);
+        // Inside `sequential` nothing splits.
+        assert_eq!(four.install(|| sequential(|| (parts(usize::MAX, 8), element_parts(8, usize::MAX)))), (1, 1));
     }
 }

@@ -15,7 +15,7 @@ use crate::reference::{FloatKit, RefOp};
 use crate::shape::rules::LastAxisShape;
 use num_traits::Float;
 
-use super::softmax::{rows_dims, shifted_exps};
+use super::softmax::{row_max, rows_dims, shifted_exps_into, ROW_WORK};
 use crate::contributions::{Contrib, Contributions};
 use crate::graph::{Compact, CompactOp, SavedValues};
 use crate::scalar::Scalar;
@@ -46,17 +46,27 @@ impl<A: Scalar + Float, D> CompactOp<A, D> for LogSoftmax {
     fn output_dims(&self, prefix: &[Dims]) -> Result<Dims, String> {
         rows_dims("log_softmax", prefix, self.parents[0]).map(|(d, _)| d)
     }
-    fn forward(&self, ctx: &[RawTensor<A>], _: &D) -> RawTensor<A> {
+    fn forward(&self, ctx: &[RawTensor<A>], data: &D) -> RawTensor<A> {
+        super::forward_like(self, ctx, data, self.parents[0])
+    }
+    fn forward_into(&self, ctx: &[RawTensor<A>], _: &D, out: &mut Vec<A>) {
         let x = &ctx[self.parents[0]];
         let n = x.dims().as_slice().last().copied().unwrap_or(1);
-        // The row buffer holds at most the elements there are: `[0, 2^32]` has no row.
-        let (mut e, mut out) = (Vec::with_capacity(n.min(x.numel())), Vec::with_capacity(x.numel()));
-        for row in x.data().chunks_exact(n) {
-            let (m, s) = shifted_exps(row, &mut e);
-            let l = s.ln();
-            out.extend(row.iter().map(|&v| (v - m) - l));
-        }
-        RawTensor::from_parts(x.dims(), out)
+        let start = out.len();
+        out.resize(start + x.numel(), <A as Scalar>::zero());
+        // Rows in blocks, on threads for large inputs (`parallel::rows`): each row alone.
+        crate::parallel::rows(&mut out[start..], n, ROW_WORK, |first, block| {
+            for (row, o) in x.data()[first * n..].chunks_exact(n).zip(block.chunks_exact_mut(n)) {
+                // Step 1, the exponentials written into `out`'s row, then steps 2–3 over them.
+                let m = row_max(row);
+                shifted_exps_into(row, m, o);
+                let s = o.iter().fold(<A as Scalar>::zero(), |acc, &v| A::pinned_add(acc, v));
+                let l = s.ln();
+                for (v, &xv) in o.iter_mut().zip(row) {
+                    *v = (xv - m) - l;
+                }
+            }
+        });
     }
     fn contributions(&self, saved: &SavedValues<'_, A, D>, g: &RawTensor<A>, c: &mut Contributions<A>) -> Contrib {
         let y = saved.output;
@@ -64,7 +74,7 @@ impl<A: Scalar + Float, D> CompactOp<A, D> for LogSoftmax {
         let mut r = c.buffer_for(y.numel());
         r.extend_from_slice(y.data());
         // Rows in blocks, on threads for large inputs (`parallel::rows`): each row alone.
-        crate::parallel::rows(&mut r, n, super::softmax::ROW_WORK, |first, block| {
+        crate::parallel::rows(&mut r, n, ROW_WORK, |first, block| {
             for (row, gr) in block.chunks_exact_mut(n).zip(g.data()[first * n..].chunks_exact(n)) {
                 let t = gr.iter().fold(<A as Scalar>::zero(), |acc, &v| A::pinned_add(acc, v));
                 // exp(y[j]) for the row in place, then δ[j] − t * exp(y[j]).

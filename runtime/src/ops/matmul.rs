@@ -14,7 +14,8 @@
 //!   order (`p` outer, `i` inner), from `0` — one GEMM, no per-item partial sums.
 //!
 //! Every batch item runs the same [`gemm`] as a rank-2 product, appended in batch order to one
-//! buffer (reserved once for all items: nothing is allocated per item).
+//! buffer (reserved once for all items: nothing is allocated per item). The items are
+//! independent outputs: for enough work, blocks of items run on threads ([`each_item`]).
 
 use crate::reference::RefOp;
 use crate::shape::rules::MatMulShape;
@@ -280,15 +281,52 @@ pub(crate) fn product<A: Scalar + Mul<Output = A>>(a: &RawTensor<A>, b: &RawTens
     RawTensor::from_parts(d, out)
 }
 
-/// [`product`] appended to `out`: one [`gemm`] per batch item, in batch order.
+/// Appends `count` batch items of `size` elements each to `out`, in batch order, item `p` by
+/// `item(p, v)` appending its `size` elements to `v`; `item_work` is one item's multiply-adds.
+///
+/// The items are independent outputs: when `parallel::item_parts` splits them (enough total work,
+/// items not large enough to be split themselves), contiguous blocks of items run on threads,
+/// each block appending its items to a buffer of its own (under `parallel::sequential`: no
+/// nested split) and copying it into its part of `out`. Every item runs the same `item(p, …)`
+/// either way, so the bits do not depend on the split.
+pub(crate) fn each_item<A: Scalar>(
+    count: usize,
+    size: usize,
+    item_work: usize,
+    out: &mut Vec<A>,
+    item: impl Fn(usize, &mut Vec<A>) + Sync,
+) {
+    let parts = if size == 0 { 1 } else { crate::parallel::item_parts(count, item_work) };
+    if parts < 2 {
+        out.reserve(count * size);
+        for p in 0..count {
+            item(p, out);
+        }
+        return;
+    }
+    use rayon::prelude::*;
+    let start = out.len();
+    out.resize(start + count * size, A::zero());
+    let per = count.div_ceil(parts);
+    out[start..].par_chunks_mut(per * size).enumerate().for_each(|(b, chunk)| {
+        crate::parallel::sequential(|| {
+            let mut v = Vec::with_capacity(chunk.len());
+            for p in b * per..b * per + chunk.len() / size {
+                item(p, &mut v);
+            }
+            chunk.clone_from_slice(&v);
+        });
+    });
+}
+
+/// [`product`] appended to `out`: one [`gemm`] per batch item, in batch order ([`each_item`]).
 pub(crate) fn product_into<A: Scalar + Mul<Output = A>>(a: &RawTensor<A>, b: &RawTensor<A>, out: &mut Vec<A>) {
     let bt = Batch::of(a.dims(), b.dims());
     let Batch { count, m, k, n, .. } = bt;
-    out.reserve(count * m * n);
-    for p in 0..count {
+    each_item(count, m * n, m.saturating_mul(k).saturating_mul(n), out, |p, out| {
         let (ap, bp) = (Batch::item(a.data(), p, m * k), bt.right(b.data(), p));
         gemm::<A, false>(m, k, n, MatrixView::row_major(ap, k), MatrixView::row_major(bp, n), out);
-    }
+    });
 }
 
 /// The left operand's gradient `δ · bᵀ` (`(m×n)(n×k)` per batch item, products
@@ -301,11 +339,10 @@ pub(crate) fn left_gradient<A: Scalar + Mul<Output = A>>(
 ) {
     let bt = Batch::of(a.dims(), b.dims());
     let Batch { count, m, k, n, .. } = bt;
-    out.reserve(count * m * k);
-    for p in 0..count {
+    each_item(count, m * k, m.saturating_mul(k).saturating_mul(n), out, |p, out| {
         let (gp, bp) = (Batch::item(g.data(), p, m * n), bt.right(b.data(), p));
         gemm::<A, false>(m, n, k, MatrixView::row_major(gp, n), MatrixView::transposed(bp, n), out);
-    }
+    });
 }
 
 /// The right operand's gradient `aᵀ · δ` (`(k×m)(m×n)` per batch item — for a shared `b` one
@@ -318,11 +355,10 @@ pub(crate) fn right_gradient<A: Scalar + Mul<Output = A>>(
     out: &mut Vec<A>,
 ) {
     let Batch { count, m, k, n, .. } = Batch::of(a.dims(), b);
-    out.reserve(count * k * n);
-    for p in 0..count {
+    each_item(count, k * n, m.saturating_mul(k).saturating_mul(n), out, |p, out| {
         let (ap, gp) = (Batch::item(a.data(), p, m * k), Batch::item(g.data(), p, m * n));
         gemm::<A, true>(k, m, n, MatrixView::transposed(ap, k), MatrixView::row_major(gp, n), out);
-    }
+    });
 }
 
 impl<A: Scalar + Mul<Output = A>, D> CompactOp<A, D> for MatMul {

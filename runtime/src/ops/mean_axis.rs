@@ -13,7 +13,7 @@ use core::ops::Div;
 
 use num_traits::FromPrimitive;
 
-use super::sum_axis::{reduced_dims, split, sums_along};
+use super::sum_axis::{broadcast_along, reduced_dims, split, sums_along};
 use crate::contributions::{Contrib, Contributions};
 use crate::graph::{Compact, CompactOp, SavedValues};
 use crate::scalar::Scalar;
@@ -63,10 +63,8 @@ impl<A: Scalar + Div<Output = A> + FromPrimitive, D> CompactOp<A, D> for MeanAxi
     }
     fn contributions(&self, saved: &SavedValues<'_, A, D>, g: &RawTensor<A>, c: &mut Contributions<A>) -> Contrib {
         let d = saved.prefix[self.parents[0]].dims();
-        let (_, n, inner) = split(d, self.axis);
-        let count: A = count(n);
-        let gd = g.data();
-        let t = c.tensor(d, |k| gd[(k / (n * inner)) * inner + k % inner].clone() / count.clone());
+        let count: A = count(split(d, self.axis).1);
+        let t = broadcast_along(d, self.axis, g.data(), c, |v| v.clone() / count.clone());
         c.single(self.parents[0], t)
     }
     fn reference(&self) -> Option<RefOp<A, D>> {

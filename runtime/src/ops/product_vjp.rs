@@ -26,7 +26,7 @@
 use core::any::Any;
 use core::ops::Mul;
 
-use super::matmul::{gemm, gemm_onto, Batch, MatMul, MatrixView};
+use super::matmul::{each_item, gemm, gemm_onto, Batch, MatMul, MatrixView};
 use super::matmul_data::MatMulData;
 use crate::graph::{CompactOp, SavedValues};
 use crate::scalar::Scalar;
@@ -118,23 +118,22 @@ impl<A: Scalar + Mul<Output = A>, D> ProductVjp<A, D> for MatMul {
         let bt = Batch::of(a.dims(), b.dims());
         let Batch { count, m, k, n, .. } = bt;
         let item = |p: usize, size: usize| p * size..(p + 1) * size;
+        // The items in blocks on threads as in those two (`each_item`).
         if operand == 0 {
-            out.reserve(count * m * k);
-            for p in 0..count {
+            each_item(count, m * k, m.saturating_mul(k).saturating_mul(n), out, |p, out| {
                 // δ · bᵀ, the arguments of `left_gradient`.
                 let bp = if bt.batched { &b.data()[item(p, k * n)] } else { b.data() };
                 let lhs = MatrixView::row_major(&g.data()[item(p, m * n)], n);
                 let rhs = MatrixView::transposed(bp, n);
                 gemm_onto_plus_zero::<A, false>((m, n, k), lhs, rhs, stored, false, out);
-            }
+            });
         } else {
-            out.reserve(count * k * n);
-            for p in 0..count {
+            each_item(count, k * n, m.saturating_mul(k).saturating_mul(n), out, |p, out| {
                 // aᵀ · δ, the arguments of `right_gradient`.
                 let lhs = MatrixView::transposed(&a.data()[item(p, m * k)], k);
                 let rhs = MatrixView::row_major(&g.data()[item(p, m * n)], n);
                 gemm_onto_plus_zero::<A, true>((k, m, n), lhs, rhs, stored, true, out);
-            }
+            });
         }
     }
 }

@@ -42,20 +42,49 @@ pub(crate) fn reduced_dims(op: &str, d: Dims, axis: usize) -> Result<Dims, Strin
     super::ruled(exactgrad_spec::rules::axis_reduce(op, d.as_slice(), axis, op == "mean_axis"))
 }
 
-/// Sums along `axis` of `x` (dims `d`) in ascending order from `0`: `outer * inner` values.
+/// The work per summed element of [`sums_along`] for the thread split (`parallel::rows`, units
+/// of `PointwiseFn::FORWARD_WORK`, about 16 per nanosecond): one add on the sum's dependency chain
+/// and a load, about 1 ns (an estimate from the add's latency, not measured).
+const SUM_WORK: usize = 16;
+
+/// Sums along `axis` of `x` (dims `d`) in ascending order from `0`: `outer * inner` values. The
+/// output elements are computed in contiguous blocks, on threads for large inputs
+/// (`parallel::rows`, one element per "row"): each element's sum whole, in its order.
 pub(crate) fn sums_along<A: Scalar>(x: &[A], d: Dims, axis: usize) -> Vec<A> {
     let (outer, n, inner) = split(d, axis);
     if outer == 0 || inner == 0 {
         // No output element; `outer` alone may be 2^32 (`[2^32, 3, 0]` along axis 1).
         return Vec::new();
     }
-    let mut out = Vec::with_capacity(outer * inner);
-    for o in 0..outer {
-        for i in 0..inner {
-            out.push(super::sum::pinned_sum((0..n).map(|j| x[(o * n + j) * inner + i].clone())));
+    let mut out = vec![A::zero(); outer * inner];
+    crate::parallel::rows(&mut out, 1, n.saturating_mul(SUM_WORK), |first, block| {
+        for (e, o) in (first..).zip(block) {
+            let (oi, i) = (e / inner, e % inner);
+            *o = super::sum::pinned_sum((0..n).map(|j| x[(oi * n + j) * inner + i].clone()));
         }
-    }
+    });
     out
+}
+
+/// The VJP's broadcast back along the axis: a tensor of dims `d` with `t[o, j, i] = f(δ[o, i])`,
+/// in contiguous blocks (`parallel::rows` with no work per element: a loop bound by memory,
+/// split only when `parallel::min_pointwise_work()` is 0).
+pub(crate) fn broadcast_along<A: Scalar>(
+    d: Dims,
+    axis: usize,
+    gd: &[A],
+    c: &mut Contributions<A>,
+    f: impl Fn(&A) -> A + Sync,
+) -> RawTensor<A> {
+    let (_, n, inner) = split(d, axis);
+    let mut t = c.buffer_for(d.numel());
+    t.resize(d.numel(), A::zero());
+    crate::parallel::rows(&mut t, 1, 0, |first, block| {
+        for (k, v) in (first..).zip(block) {
+            *v = f(&gd[(k / (n * inner)) * inner + k % inner]);
+        }
+    });
+    RawTensor::from_parts(d, t)
 }
 
 impl<A: Scalar, D> CompactOp<A, D> for SumAxis {
@@ -75,9 +104,7 @@ impl<A: Scalar, D> CompactOp<A, D> for SumAxis {
     }
     fn contributions(&self, saved: &SavedValues<'_, A, D>, g: &RawTensor<A>, c: &mut Contributions<A>) -> Contrib {
         let d = saved.prefix[self.parents[0]].dims();
-        let (_, n, inner) = split(d, self.axis);
-        let gd = g.data();
-        let t = c.tensor(d, |k| gd[(k / (n * inner)) * inner + k % inner].clone());
+        let t = broadcast_along(d, self.axis, g.data(), c, A::clone);
         c.single(self.parents[0], t)
     }
     fn reference(&self) -> Option<RefOp<A, D>> {
