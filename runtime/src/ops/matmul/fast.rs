@@ -340,35 +340,53 @@ pub(super) fn cast<T: 'static>(v: &mut dyn Any) -> Option<&mut Vec<T>> {
 /// Packs `lhs` (`rows × inner`) into `v` as panels of `MR` rows: panel `p` holds, for each inner
 /// index `t`, the `MR` values `lhs[p·MR + i, t]` (zero past the last row). Reads follow the
 /// view's unit stride. The reused buffer is not zero-filled first: every lane is written, the
-/// padding lanes of the last panel with zeros.
-fn pack_lhs<A: Scalar, const MR: usize>(rows: usize, inner: usize, lhs: MatrixView<'_, A>, v: &mut Vec<A>) {
+/// padding lanes of the last panel with zeros. With `split`, the panels are filled on the
+/// current thread pool (each panel is its own copy: the same buffer either way).
+fn pack_lhs<A: Scalar, const MR: usize>(
+    rows: usize,
+    inner: usize,
+    lhs: MatrixView<'_, A>,
+    v: &mut Vec<A>,
+    split: bool,
+) {
+    use rayon::prelude::*;
     let panel_len = MR * inner;
     let len = rows.div_ceil(MR) * panel_len;
     if v.len() < len {
         v.resize(len, A::zero());
     }
     v.truncate(len);
+    let fill = |(p, panel): (usize, &mut [A])| pack_panel::<A, MR>(rows, lhs, p, panel);
+    if split && len > panel_len {
+        v.par_chunks_exact_mut(panel_len.max(1)).enumerate().for_each(fill);
+    } else {
+        v.chunks_exact_mut(panel_len.max(1)).enumerate().for_each(fill);
+    }
+}
+
+/// Panel `p` of [`pack_lhs`].
+#[inline]
+fn pack_panel<A: Scalar, const MR: usize>(rows: usize, lhs: MatrixView<'_, A>, p: usize, panel: &mut [A]) {
     let (rs, cs) = (lhs.row_stride, lhs.col_stride);
-    for (p, panel) in v.chunks_exact_mut(panel_len.max(1)).enumerate() {
-        let r0 = p * MR;
-        let live = MR.min(rows - r0);
-        if live < MR {
-            for lanes in panel.chunks_exact_mut(MR) {
-                lanes[live..].fill(A::zero());
-            }
+    let inner = panel.len() / MR;
+    let r0 = p * MR;
+    let live = MR.min(rows - r0);
+    if live < MR {
+        for lanes in panel.chunks_exact_mut(MR) {
+            lanes[live..].fill(A::zero());
         }
-        if rs == 1 {
-            // A transposed view: the panel's `live` values at each `t` are contiguous.
-            for (t, lanes) in panel.chunks_exact_mut(MR).enumerate() {
-                let base = r0 + t * cs;
-                lanes[..live].clone_from_slice(&lhs.data[base..base + live]);
-            }
-        } else {
-            for i in 0..live {
-                let base = (r0 + i) * rs;
-                for (t, x) in (0..inner).map(|t| &lhs.data[base + t * cs]).enumerate() {
-                    panel[t * MR + i] = x.clone();
-                }
+    }
+    if rs == 1 {
+        // A transposed view: the panel's `live` values at each `t` are contiguous.
+        for (t, lanes) in panel.chunks_exact_mut(MR).enumerate() {
+            let base = r0 + t * cs;
+            lanes[..live].clone_from_slice(&lhs.data[base..base + live]);
+        }
+    } else {
+        for i in 0..live {
+            let base = (r0 + i) * rs;
+            for (t, x) in (0..inner).map(|t| &lhs.data[base + t * cs]).enumerate() {
+                panel[t * MR + i] = x.clone();
             }
         }
     }
@@ -377,9 +395,15 @@ fn pack_lhs<A: Scalar, const MR: usize>(rows: usize, inner: usize, lhs: MatrixVi
 /// Packs `rhs` (`inner × cols`) into `v` as panels of `NR` columns: panel `q` holds, for each
 /// inner index `t`, the `NR` values `rhs[t, q·NR + j]` (zero past the last column) — exactly the
 /// row panels of `rhsᵀ`.
-fn pack_rhs<A: Scalar, const NR: usize>(inner: usize, cols: usize, rhs: MatrixView<'_, A>, v: &mut Vec<A>) {
+fn pack_rhs<A: Scalar, const NR: usize>(
+    inner: usize,
+    cols: usize,
+    rhs: MatrixView<'_, A>,
+    v: &mut Vec<A>,
+    split: bool,
+) {
     let transposed = MatrixView { data: rhs.data, row_stride: rhs.col_stride, col_stride: rhs.row_stride };
-    pack_lhs::<A, NR>(cols, inner, transposed, v);
+    pack_lhs::<A, NR>(cols, inner, transposed, v, split);
 }
 
 /// The packing buffers of the running thread, reused from product to product (a W1 step packs
@@ -417,11 +441,14 @@ fn run<
     }
     let out = cast::<T>(out)?;
     let Geometry { rows, inner, cols } = g;
+    let panels = rows.div_ceil(MR);
+    let parts = crate::parallel::parts(rows.saturating_mul(inner).saturating_mul(cols), panels);
     let nan = with_packs::<T, _>(|pa, pb| {
         // `A` is `T` (checked above), so the buffers are `Vec<A>` too: pack with `A`'s own clone.
+        // A product split over threads packs on them too (the packing is copies only).
         let (Some(pa_a), Some(pb_a)) = (cast::<A>(pa), cast::<A>(pb)) else { unreachable!("A is T") };
-        pack_lhs::<A, MR>(rows, inner, lhs, pa_a);
-        pack_rhs::<A, NR>(inner, cols, rhs, pb_a);
+        pack_lhs::<A, MR>(rows, inner, lhs, pa_a, parts > 1);
+        pack_rhs::<A, NR>(inner, cols, rhs, pb_a, parts > 1);
         let start = out.len();
         if start == 0 && out.capacity() < rows * cols {
             // A fresh buffer rather than growing a recycled one (growing copies its old capacity).
@@ -429,8 +456,7 @@ fn run<
         }
         out.resize(start + rows * cols, T::ZERO);
         let out = &mut out[start..];
-        let panels = rows.div_ceil(MR);
-        match crate::parallel::parts(rows.saturating_mul(inner).saturating_mul(cols), panels) {
+        match parts {
             // `parts` is 1 for no work: `split_rows` has `inner > 0` and `cols > 0`.
             1 => isa.run(Packed::<T, MR, NR, HALF, RHS_LEFT> { g, pa, pb, out, onto }),
             parts => split_rows::<T, MR, NR, HALF, RHS_LEFT>(g, pa, pb, out, onto, isa, panels.div_ceil(parts)),
