@@ -18,8 +18,11 @@ use exactgrad::{parallel, Dims, RawGraph, RawNode, RawSavedGraph, RawSeeds, RawT
 
 fn filled(d: Dims, salt: u32) -> RawTensor<f32> {
     let n = d.numel();
-    RawTensor::from_vec(d, (0..n).map(|i| ((i as u32 * 2_654_435_761 ^ salt) % 1000) as f32 / 1000.0 - 0.5).collect())
-        .expect("sized")
+    RawTensor::from_vec(
+        d,
+        (0..n).map(|i| (((i as u32).wrapping_mul(2_654_435_761) ^ salt) % 1000) as f32 / 1000.0 - 0.5).collect(),
+    )
+    .expect("sized")
 }
 
 /// The ways of running `f` on the inputs `setup` makes (untimed): one thread, then two threads
