@@ -15,7 +15,7 @@ use crate::reference::{FloatKit, RefOp};
 use crate::shape::rules::LastAxisShape;
 use num_traits::Float;
 
-use super::softmax::{row_max, rows_dims, shifted_exps_into, ROW_WORK};
+use super::softmax::{exp_rows, rows_dims, ROW_WORK};
 use crate::contributions::{Contrib, Contributions};
 use crate::graph::{Compact, CompactOp, SavedValues};
 use crate::scalar::Scalar;
@@ -50,21 +50,12 @@ impl<A: Scalar + Float, D> CompactOp<A, D> for LogSoftmax {
         super::forward_like(self, ctx, data, self.parents[0])
     }
     fn forward_into(&self, ctx: &[RawTensor<A>], _: &D, out: &mut Vec<A>) {
-        let x = &ctx[self.parents[0]];
-        let n = x.dims().as_slice().last().copied().unwrap_or(1);
-        let start = out.len();
-        out.resize(start + x.numel(), <A as Scalar>::zero());
-        // Rows in blocks, on threads for large inputs (`parallel::rows`): each row alone.
-        crate::parallel::rows(&mut out[start..], n, ROW_WORK, |first, block| {
-            for (row, o) in x.data()[first * n..].chunks_exact(n).zip(block.chunks_exact_mut(n)) {
-                // Step 1, the exponentials written into `out`'s row, then steps 2–3 over them.
-                let m = row_max(row);
-                shifted_exps_into(row, m, o);
-                let s = o.iter().fold(<A as Scalar>::zero(), |acc, &v| A::pinned_add(acc, v));
-                let l = s.ln();
-                for (v, &xv) in o.iter_mut().zip(row) {
-                    *v = (xv - m) - l;
-                }
+        // Steps 1–3 (`exp_rows`: the exponentials in `out`'s row, only for their sum), then
+        // `(x − m) − ln s`.
+        exp_rows(&ctx[self.parents[0]], out, |o, row, m, s| {
+            let l = s.ln();
+            for (v, &xv) in o.iter_mut().zip(row) {
+                *v = (xv - m) - l;
             }
         });
     }

@@ -60,6 +60,28 @@ pub(crate) fn shifted_exps_into<A: Float + 'static>(row: &[A], m: A, out: &mut [
     crate::math::exp_in_place(out);
 }
 
+/// Steps 1–3 of the module docs for every row of `x` (its last axis), appended to `out`: each
+/// row's exponentials `exp(x[j] − m)` written into its output row, summed first to last (pinned),
+/// then `finish(out_row, x_row, m, s)`. Rows in blocks, on threads for large inputs
+/// (`parallel::rows`): each row alone, so the bits do not depend on the threads.
+pub(crate) fn exp_rows<A: Scalar + Float>(
+    x: &RawTensor<A>,
+    out: &mut Vec<A>,
+    finish: impl Fn(&mut [A], &[A], A, A) + Sync,
+) {
+    let n = x.dims().as_slice().last().copied().unwrap_or(1);
+    let start = out.len();
+    out.resize(start + x.numel(), <A as Scalar>::zero());
+    crate::parallel::rows(&mut out[start..], n, ROW_WORK, |first, block| {
+        for (row, o) in x.data()[first * n..].chunks_exact(n).zip(block.chunks_exact_mut(n)) {
+            let m = row_max(row);
+            shifted_exps_into(row, m, o);
+            let s = o.iter().fold(<A as Scalar>::zero(), |acc, &v| A::pinned_add(acc, v));
+            finish(o, row, m, s);
+        }
+    });
+}
+
 /// The work per element of a row-wise loop around `exp` (`parallel::rows`): `exp`'s own.
 pub(crate) const ROW_WORK: usize = <super::ExpFn as super::PointwiseFn<f32>>::FORWARD_WORK;
 
@@ -81,20 +103,10 @@ impl<A: Scalar + Float, D> CompactOp<A, D> for Softmax {
         super::forward_like(self, ctx, data, self.parents[0])
     }
     fn forward_into(&self, ctx: &[RawTensor<A>], _: &D, out: &mut Vec<A>) {
-        let x = &ctx[self.parents[0]];
-        let n = x.dims().as_slice().last().copied().unwrap_or(1);
-        let start = out.len();
-        out.resize(start + x.numel(), <A as Scalar>::zero());
-        // Rows in blocks, on threads for large inputs (`parallel::rows`): each row alone.
-        crate::parallel::rows(&mut out[start..], n, ROW_WORK, |first, block| {
-            for (row, o) in x.data()[first * n..].chunks_exact(n).zip(block.chunks_exact_mut(n)) {
-                // Steps 1–3, the exponentials written straight into `out`, then `e / s`.
-                let m = row_max(row);
-                shifted_exps_into(row, m, o);
-                let s = o.iter().fold(<A as Scalar>::zero(), |acc, &v| A::pinned_add(acc, v));
-                for v in o.iter_mut() {
-                    *v = *v / s;
-                }
+        // Steps 1–3 (`exp_rows`), then `e / s`.
+        exp_rows(&ctx[self.parents[0]], out, |o, _, _, s| {
+            for v in o.iter_mut() {
+                *v = *v / s;
             }
         });
     }

@@ -45,7 +45,7 @@ impl<A: Scalar> ProgramState<A> {
             }
         }
         for (i, (q, pending)) in writes.iter().enumerate() {
-            let (q, d) = (*q, self.dims[*q]);
+            let q = *q;
             let Stored::Uniform(v, _) = &mut self.slots[q] else {
                 // A position already written: the contributions, built once, for the rest.
                 let root = self.vjp(visit, k, op, g, data)?;
@@ -59,16 +59,24 @@ impl<A: Scalar> ProgramState<A> {
             let saved = SavedValues { prefix: &self.values[..p], output: &self.values[p], data };
             guarded("the VJP", || op.product_onto(&saved, g, i, v, &mut out))
                 .map_err(|m| super::sweep::vjp_error(k, op.name(), m))?;
-            if out.len() != d.numel() {
-                let message = format!(
-                    "its product at position {q} has {} elements, the position's shape {d} has {}",
-                    out.len(),
-                    d.numel()
-                );
-                return Err(Error::Vjp { node: k, op: op.name().to_owned(), message });
-            }
-            self.slots[q] = Stored::Tensor(RawTensor::from_parts(d, out));
+            self.store_product(k, op.name(), q, out)?;
         }
+        Ok(())
+    }
+
+    /// Position `q`'s gradient becomes the product `out` node `k` computed onto its uniform;
+    /// [`Error::Vjp`] when `out` does not have the position's element count.
+    fn store_product(&mut self, k: usize, op: &str, q: usize, out: Vec<A>) -> Result<(), Error> {
+        let d = self.dims[q];
+        if out.len() != d.numel() {
+            let message = format!(
+                "its product at position {q} has {} elements, the position's shape {d} has {}",
+                out.len(),
+                d.numel()
+            );
+            return Err(Error::Vjp { node: k, op: op.to_owned(), message });
+        }
+        self.slots[q] = Stored::Tensor(RawTensor::from_parts(d, out));
         Ok(())
     }
 
@@ -113,16 +121,7 @@ impl<A: Scalar> ProgramState<A> {
         );
         for ((q, _), (result, out)) in writes.iter().zip([(ra, out_a), (rb, out_b)]) {
             result.map_err(|m| super::sweep::vjp_error(k, op.name(), m))?;
-            let d = self.dims[*q];
-            if out.len() != d.numel() {
-                let message = format!(
-                    "its product at position {q} has {} elements, the position's shape {d} has {}",
-                    out.len(),
-                    d.numel()
-                );
-                return Err(Error::Vjp { node: k, op: op.name().to_owned(), message });
-            }
-            self.slots[*q] = Stored::Tensor(RawTensor::from_parts(d, out));
+            self.store_product(k, op.name(), *q, out)?;
         }
         Ok(())
     }
