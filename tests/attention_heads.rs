@@ -1,7 +1,8 @@
 //! The attention block of the benchmarks written two ways (`benches/attention_block`): heads
 //! written out, and the heads as the batch axis of batched products. They are one model: the same loss and the same parameter gradients bit for bit —
 //! from every runtime pass and from the generated programs — in `f32` and `f64`, on ordinary and
-//! on adversarial values (signed zeros, NaN payloads, infinities, subnormals).
+//! on adversarial values (signed zeros, NaN payloads, infinities, subnormals) — and on 1, 2, 3 and
+//! 4 threads with every split forced.
 #![allow(clippy::unwrap_used)]
 
 #[path = "../benches/attention_block/mod.rs"]
@@ -41,7 +42,9 @@ macro_rules! outcome {
 
 type Outcome = (Vec<Bits>, Vec<Vec<Bits>>, Vec<Vec<Bits>>);
 
-fn check<A: TestFloat>(salt: u64) {
+/// Checks both variants at `salt` against each other and their dense references; returns the
+/// unrolled variant's outcome.
+fn check<A: TestFloat>(salt: u64) -> Outcome {
     let (_, h) = attention::<A>();
     let k = |i: u64| salt + MODES * 31 * i;
     let params = h.inputs(
@@ -72,19 +75,41 @@ fn check<A: TestFloat>(salt: u64) {
         let finite = unrolled.1[0].iter().flat_map(|(_, b)| b).all(|&b| A::from_raw_bits(b).is_finite());
         assert!(finite, "salt {salt}: ordinary inputs give finite gradients");
     }
+    unrolled
 }
 
 // One test per scalar, so the two run side by side.
 #[test]
 fn the_batched_block_is_the_unrolled_block_bit_for_bit_f32() {
     for salt in 0..MODES {
-        check::<f32>(salt);
+        let _ = check::<f32>(salt);
     }
 }
 
 #[test]
 fn the_batched_block_is_the_unrolled_block_bit_for_bit_f64() {
     for salt in 0..MODES {
-        check::<f64>(salt);
+        let _ = check::<f64>(salt);
+    }
+}
+
+/// The block — `layer_norm`, batched products, `softmax`, `gelu`, four independent heads — gives
+/// the same loss and gradients (every pass, both programs, both variants) on pools of 1, 2, 3
+/// and 4 threads, with every split forced on: products by row panels and batch items, row-wise
+/// and pointwise loops, forward levels and a product's two VJP products (the splits move work,
+/// never a result). Ordinary and adversarial values, `f32` and `f64`.
+#[test]
+fn the_block_is_the_same_on_1_to_4_threads() {
+    use exactgrad::parallel;
+    parallel::set_min_work(0);
+    parallel::set_min_pointwise_work(0);
+    parallel::set_min_node_work(0);
+    let pools: Vec<parallel::ThreadPool> = (1..=4).map(|n| parallel::pool(n).unwrap()).collect();
+    for salt in [0, 1] {
+        let runs: Vec<(Outcome, Outcome)> =
+            pools.iter().map(|pool| pool.install(|| (check::<f32>(salt), check::<f64>(salt)))).collect();
+        for (threads, run) in runs.iter().enumerate().skip(1) {
+            assert!(run == &runs[0], "salt {salt}: {} threads differ from one", threads + 1);
+        }
     }
 }
