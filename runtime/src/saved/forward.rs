@@ -25,9 +25,9 @@ pub(super) fn run<A: Scalar, D: Sync + 'static>(
     values: &mut Vec<RawTensor<A>>,
     data: &D,
 ) -> Result<(), Error> {
-    let levels = graph.levels();
-    if parallel::threads() >= 2 && levels.widest() >= 2 {
-        if by_levels(graph, levels, dims, values, data) {
+    // On one thread the levels are never computed (nor cached).
+    if parallel::threads() >= 2 && graph.levels().widest() >= 2 {
+        if by_levels(graph, graph.levels(), dims, values, data) {
             return Ok(());
         }
         values.truncate(graph.num_inputs());

@@ -223,7 +223,9 @@ impl<'g, A: Scalar, D: Sync + 'static> RawSavedGraph<'g, A, D> {
     /// Checked lowering: for each node in order, validate it against the values so far (the first
     /// failure aborts with the node index, op, parent shapes and message), then compute its value.
     /// On two or more threads, independent nodes of a wide level are computed at the same time
-    /// (the same values; see `parallel::min_node_work`), hence `D: Sync`.
+    /// (the same values; see `parallel::min_node_work`), hence `D: Sync`; when a node fails
+    /// there, the forward runs again in order to name the first failing node, so an opaque
+    /// node's closure may run twice.
     ///
     /// # Errors
     /// [`Error::PackShapes`] for inputs of the wrong number or shapes, [`Error::Node`] for a node
