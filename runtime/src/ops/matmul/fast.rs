@@ -415,7 +415,8 @@ pub(super) fn with_packs<T: Lane, R>(f: impl FnOnce(&mut Vec<T>, &mut Vec<T>) ->
             let (pa, pb) = &mut *packs;
             f(pa, pb)
         }
-        // Another product of this thread holds them (not reachable today): fresh buffers.
+        // Another product of this thread holds them (this thread, waiting for a split product,
+        // took a product of other work — inter-op or data-parallel — off the pool): fresh buffers.
         Err(_) => f(&mut Vec::new(), &mut Vec::new()),
     })
 }
