@@ -84,14 +84,19 @@ pub(crate) fn rows<A: Send>(
     f: impl Fn(usize, &mut [A]) + Sync,
 ) {
     use rayon::prelude::*;
-    let rows = out.len().checked_div(row_len).unwrap_or(0);
-    let parts = element_parts(rows, row_len.saturating_mul(work_per_element));
-    if parts < 2 {
+    let Some(per) = rows_per_block(out.len(), row_len, work_per_element) else {
         f(0, out);
         return;
-    }
-    let per = rows.div_ceil(parts);
+    };
     out.par_chunks_mut(per * row_len).enumerate().for_each(|(k, block)| f(k * per, block));
+}
+
+/// The rows per block of [`rows`] and [`rows_pair`] for `len` elements in rows of `row_len`:
+/// `None` when they stay one block on the calling thread.
+fn rows_per_block(len: usize, row_len: usize, work_per_element: usize) -> Option<usize> {
+    let rows = len.checked_div(row_len).unwrap_or(0);
+    let parts = element_parts(rows, row_len.saturating_mul(work_per_element));
+    (parts >= 2).then(|| rows.div_ceil(parts))
 }
 
 /// The default of [`min_node_work`]: `2^16` units (see [`min_node_work`]). Measured with
@@ -183,13 +188,10 @@ pub(crate) fn rows_pair<A: Send, B: Send>(
     f: impl Fn(usize, &mut [A], &mut [B]) + Sync,
 ) {
     use rayon::prelude::*;
-    let rows = a.len().min(b.len()).checked_div(row_len).unwrap_or(0);
-    let parts = element_parts(rows, row_len.saturating_mul(work_per_element));
-    if parts < 2 {
+    let Some(per) = rows_per_block(a.len().min(b.len()), row_len, work_per_element) else {
         f(0, a, b);
         return;
-    }
-    let per = rows.div_ceil(parts);
+    };
     a.par_chunks_mut(per * row_len)
         .zip(b.par_chunks_mut(per * row_len))
         .enumerate()

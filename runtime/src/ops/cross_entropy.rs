@@ -21,7 +21,7 @@ use crate::reference::{FloatKit, RefOp};
 use crate::shape::rules::LogitsShape;
 use num_traits::{Float, FromPrimitive};
 
-use super::softmax::{row_max, shifted_exps_into};
+use super::softmax::{exp_rows, row_max};
 use crate::contributions::{Contrib, Contributions};
 use crate::graph::{Compact, CompactOp, SavedValues};
 use crate::scalar::Scalar;
@@ -148,27 +148,16 @@ impl<A: Scalar + Float + FromPrimitive, D: 'static> CompactOp<A, D> for CrossEnt
     }
     fn contributions(&self, saved: &SavedValues<'_, A, D>, g: &RawTensor<A>, c: &mut Contributions<A>) -> Contrib {
         let x = &saved.prefix[self.parents[0]];
-        let classes = x.dims().as_slice()[1];
         let labels = (self.labels)(saved.data);
         let w = g.data()[0] / rows::<A>(labels.len());
         let mut t = c.buffer_for(x.numel());
-        t.resize(x.numel(), <A as Scalar>::zero());
-        let xd = x.data();
-        // Blocks of whole rows, on threads for large inputs (`parallel::rows`): each row alone,
-        // softmax's steps 1–3 with its exponentials written straight into `t`.
-        crate::parallel::rows(&mut t, classes, ROW_WORK, |first, block| {
-            for ((row, &k), o) in xd[first * classes..]
-                .chunks_exact(classes)
-                .zip(labels.get(first..).unwrap_or_default())
-                .zip(block.chunks_exact_mut(classes))
-            {
-                let mx = row_max(row);
-                shifted_exps_into(row, mx, o);
-                let s = o.iter().fold(<A as Scalar>::zero(), |acc, &v| A::pinned_add(acc, v));
-                for (j, v) in o.iter_mut().enumerate() {
-                    let onehot = if j == k { A::one() } else { <A as Scalar>::zero() };
-                    *v = A::pinned_mul(w, *v / s - onehot);
-                }
+        // Softmax's steps 1–3 with its exponentials written straight into `t` (`exp_rows`: blocks
+        // of whole rows, on threads for large inputs), then `w · (e / s − onehot)`.
+        exp_rows(x, ROW_WORK, &mut t, |i, o, _, _, s| {
+            let k = labels.get(i).copied();
+            for (j, v) in o.iter_mut().enumerate() {
+                let onehot = if Some(j) == k { A::one() } else { <A as Scalar>::zero() };
+                *v = A::pinned_mul(w, *v / s - onehot);
             }
         });
         let t = RawTensor::from_parts(x.dims(), t);

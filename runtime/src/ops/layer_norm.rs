@@ -122,8 +122,37 @@ fn forward_rows<A: Scalar + Float, const P: bool>(x: &[A], gain: &[A], bias: &[A
     }
 }
 
-/// The VJP's rows: `gx` and the normalised rows `h` written (each as long as `x`), `q` kept in
-/// `gx`'s row until `gx` overwrites it.
+/// The VJP of one row `row` at cotangent `dr`: its normalised row written into `h` and its `gx`
+/// into `q` (each the row's length; `q` holds `δ * g` until `gx` overwrites it).
+fn vjp_row<A: Scalar + Float, const P: bool>(
+    (row, dr, gain): (&[A], &[A], &[A]),
+    nf: A,
+    eps: A,
+    q: &mut [A],
+    h: &mut [A],
+) {
+    let zero = <A as Scalar>::zero();
+    let r = normalise::<A, P>(row, nf, eps, h);
+    for ((qv, &dv), &gv) in q.iter_mut().zip(dr).zip(gain) {
+        *qv = mul::<A, P>(dv, gv);
+    }
+    let a = q.iter().fold(zero, |acc, &v| add::<A, P>(acc, v)) / nf;
+    let b = q.iter().zip(h.iter()).fold(zero, |acc, (&qv, &hv)| add::<A, P>(acc, mul::<A, P>(qv, hv))) / nf;
+    for (qv, &hv) in q.iter_mut().zip(h.iter()) {
+        *qv = mul::<A, P>((*qv - a) - mul::<A, P>(b, hv), r);
+    }
+}
+
+/// One row's terms of `ggain` and `gbias`, added onto them: `ggain[j] + δ[j] * h[j]` and
+/// `gbias[j] + δ[j]`.
+fn param_row<A: Scalar + Float, const P: bool>(dr: &[A], h: &[A], ggain: &mut [A], gbias: &mut [A]) {
+    for (((gg, gb), &dv), &hv) in ggain.iter_mut().zip(gbias.iter_mut()).zip(dr).zip(h) {
+        *gg = add::<A, P>(*gg, mul::<A, P>(dv, hv));
+        *gb = add::<A, P>(*gb, dv);
+    }
+}
+
+/// The VJP's rows: `gx` and the normalised rows `h` written (each as long as `x`).
 fn vjp_rows<A: Scalar + Float, const P: bool>(
     (x, g, gain): (&[A], &[A], &[A]),
     nf: A,
@@ -132,18 +161,9 @@ fn vjp_rows<A: Scalar + Float, const P: bool>(
     h: &mut [A],
 ) {
     let n = gain.len().max(1);
-    let zero = <A as Scalar>::zero();
     let rows = x.chunks_exact(n).zip(g.chunks_exact(n)).zip(gx.chunks_exact_mut(n).zip(h.chunks_exact_mut(n)));
     for ((row, dr), (q, h)) in rows {
-        let r = normalise::<A, P>(row, nf, eps, h);
-        for ((qv, &dv), &gv) in q.iter_mut().zip(dr).zip(gain) {
-            *qv = mul::<A, P>(dv, gv);
-        }
-        let a = q.iter().fold(zero, |acc, &v| add::<A, P>(acc, v)) / nf;
-        let b = q.iter().zip(h.iter()).fold(zero, |acc, (&qv, &hv)| add::<A, P>(acc, mul::<A, P>(qv, hv))) / nf;
-        for (qv, &hv) in q.iter_mut().zip(h.iter()) {
-            *qv = mul::<A, P>((*qv - a) - mul::<A, P>(b, hv), r);
-        }
+        vjp_row::<A, P>((row, dr, gain), nf, eps, q, h);
     }
 }
 
@@ -160,19 +180,10 @@ fn vjp_rows_fused<A: Scalar + Float, const P: bool>(
     (gx, ggain, gbias): (&mut Vec<A>, &mut [A], &mut [A]),
 ) {
     let n = gain.len().max(1);
-    let zero = <A as Scalar>::zero();
     for (row, dr) in x.chunks_exact(n).zip(g.chunks_exact(n)) {
-        let r = normalise::<A, P>(row, nf, eps, h);
-        for ((qv, &dv), &gv) in q.iter_mut().zip(dr).zip(gain) {
-            *qv = mul::<A, P>(dv, gv);
-        }
-        let a = q.iter().fold(zero, |acc, &v| add::<A, P>(acc, v)) / nf;
-        let b = q.iter().zip(h.iter()).fold(zero, |acc, (&qv, &hv)| add::<A, P>(acc, mul::<A, P>(qv, hv))) / nf;
-        gx.extend(q.iter().zip(h.iter()).map(|(&qv, &hv)| mul::<A, P>((qv - a) - mul::<A, P>(b, hv), r)));
-        for (((gg, gb), &dv), &hv) in ggain.iter_mut().zip(gbias.iter_mut()).zip(dr).zip(h.iter()) {
-            *gg = add::<A, P>(*gg, mul::<A, P>(dv, hv));
-            *gb = add::<A, P>(*gb, dv);
-        }
+        vjp_row::<A, P>((row, dr, gain), nf, eps, q, h);
+        gx.extend_from_slice(q);
+        param_row::<A, P>(dr, h, ggain, gbias);
     }
 }
 
@@ -181,10 +192,7 @@ fn vjp_rows_fused<A: Scalar + Float, const P: bool>(
 fn param_sums<A: Scalar + Float, const P: bool>(g: &[A], h: &[A], ggain: &mut [A], gbias: &mut [A]) {
     let n = ggain.len().max(1);
     for (dr, hr) in g.chunks_exact(n).zip(h.chunks_exact(n)) {
-        for (((gg, gb), &dv), &hv) in ggain.iter_mut().zip(gbias.iter_mut()).zip(dr).zip(hr) {
-            *gg = add::<A, P>(*gg, mul::<A, P>(dv, hv));
-            *gb = add::<A, P>(*gb, dv);
-        }
+        param_row::<A, P>(dr, hr, ggain, gbias);
     }
 }
 

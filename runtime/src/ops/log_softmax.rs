@@ -52,7 +52,7 @@ impl<A: Scalar + Float, D> CompactOp<A, D> for LogSoftmax {
     fn forward_into(&self, ctx: &[RawTensor<A>], _: &D, out: &mut Vec<A>) {
         // Steps 1–3 (`exp_rows`: the exponentials in `out`'s row, only for their sum), then
         // `(x − m) − ln s`.
-        exp_rows(&ctx[self.parents[0]], out, |o, row, m, s| {
+        exp_rows(&ctx[self.parents[0]], ROW_WORK, out, |_, o, row, m, s| {
             let l = s.ln();
             for (v, &xv) in o.iter_mut().zip(row) {
                 *v = (xv - m) - l;

@@ -62,22 +62,25 @@ pub(crate) fn shifted_exps_into<A: Float + 'static>(row: &[A], m: A, out: &mut [
 
 /// Steps 1–3 of the module docs for every row of `x` (its last axis), appended to `out`: each
 /// row's exponentials `exp(x[j] − m)` written into its output row, summed first to last (pinned),
-/// then `finish(out_row, x_row, m, s)`. Rows in blocks, on threads for large inputs
-/// (`parallel::rows`): each row alone, so the bits do not depend on the threads.
+/// then `finish(i, out_row, x_row, m, s)` for row `i`. Rows in blocks, on threads when their work
+/// (`work_per_element` per element, `parallel::rows`) is large: each row alone, so the bits do not
+/// depend on the threads.
 pub(crate) fn exp_rows<A: Scalar + Float>(
     x: &RawTensor<A>,
+    work_per_element: usize,
     out: &mut Vec<A>,
-    finish: impl Fn(&mut [A], &[A], A, A) + Sync,
+    finish: impl Fn(usize, &mut [A], &[A], A, A) + Sync,
 ) {
     let n = x.dims().as_slice().last().copied().unwrap_or(1);
     let start = out.len();
     out.resize(start + x.numel(), <A as Scalar>::zero());
-    crate::parallel::rows(&mut out[start..], n, ROW_WORK, |first, block| {
-        for (row, o) in x.data()[first * n..].chunks_exact(n).zip(block.chunks_exact_mut(n)) {
+    crate::parallel::rows(&mut out[start..], n, work_per_element, |first, block| {
+        let rows = x.data()[first * n..].chunks_exact(n).zip(block.chunks_exact_mut(n));
+        for (i, (row, o)) in (first..).zip(rows) {
             let m = row_max(row);
             shifted_exps_into(row, m, o);
             let s = o.iter().fold(<A as Scalar>::zero(), |acc, &v| A::pinned_add(acc, v));
-            finish(o, row, m, s);
+            finish(i, o, row, m, s);
         }
     });
 }
@@ -104,7 +107,7 @@ impl<A: Scalar + Float, D> CompactOp<A, D> for Softmax {
     }
     fn forward_into(&self, ctx: &[RawTensor<A>], _: &D, out: &mut Vec<A>) {
         // Steps 1–3 (`exp_rows`), then `e / s`.
-        exp_rows(&ctx[self.parents[0]], out, |o, _, _, s| {
+        exp_rows(&ctx[self.parents[0]], ROW_WORK, out, |_, o, _, _, s| {
             for v in o.iter_mut() {
                 *v = *v / s;
             }

@@ -67,24 +67,17 @@ pub(crate) fn sums_along<A: Scalar>(x: &[A], d: Dims, axis: usize) -> Vec<A> {
 }
 
 /// The VJP's broadcast back along the axis: a tensor of dims `d` with `t[o, j, i] = f(δ[o, i])`,
-/// in contiguous blocks (`parallel::rows` with no work per element: a loop bound by memory,
-/// split only when `parallel::min_pointwise_work()` is 0).
+/// written once (a loop bound by memory: never split over threads, as the pointwise ops of work
+/// 0 are not by default).
 pub(crate) fn broadcast_along<A: Scalar>(
     d: Dims,
     axis: usize,
     gd: &[A],
     c: &mut Contributions<A>,
-    f: impl Fn(&A) -> A + Sync,
+    f: impl Fn(&A) -> A,
 ) -> RawTensor<A> {
     let (_, n, inner) = split(d, axis);
-    let mut t = c.buffer_for(d.numel());
-    t.resize(d.numel(), A::zero());
-    crate::parallel::rows(&mut t, 1, 0, |first, block| {
-        for (k, v) in (first..).zip(block) {
-            *v = f(&gd[(k / (n * inner)) * inner + k % inner]);
-        }
-    });
-    RawTensor::from_parts(d, t)
+    c.tensor(d, |k| f(&gd[(k / (n * inner)) * inner + k % inner]))
 }
 
 impl<A: Scalar, D> CompactOp<A, D> for SumAxis {
