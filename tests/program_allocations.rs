@@ -173,9 +173,16 @@ fn concat_split_dropout() {
 #[test]
 fn programs_allocate_only_on_their_first_run() {
     let _profiler = dhat::Profiler::builder().testing().build();
-    attention_block();
-    two_outputs();
-    convolutions();
-    batched_attention();
-    concat_split_dropout();
+    // The counts are process-wide: a pool's worker threads allocate as they start, so the
+    // programs run on a pool (one thread per core, like rayon's global one) whose every worker
+    // has started and gone idle before anything is counted.
+    let pool = exactgrad::parallel::pool(0).expect("a thread pool");
+    pool.broadcast(|_| ());
+    pool.install(|| {
+        attention_block();
+        two_outputs();
+        convolutions();
+        batched_attention();
+        concat_split_dropout();
+    });
 }
