@@ -244,8 +244,9 @@
 //! Its sweep reads like hand-written code; for `affine` above the all-inputs pass is (abridged):
 //!
 //! ```text
-//! __st.forward(0, required(&__o2, 0)?, __d)?;          // %2 = matmul(%0, %1)
-//! __st.forward(1, required(&__o3, 1)?, __d)?;          // %3 = relu(%2)
+//! __st.forward(0, required(&__o2, 0)?, __d);           // level 0: %2 = matmul(%0, %1)
+//! __st.forward(1, required(&__o3, 1)?, __d);           // level 1: %3 = relu(%2)
+//! __st.forward_result()?;                              // the first failing node's error, if any
 //! let g = __st.cotangent(3, 0..0);                     // relu's cotangent: its seed
 //! let r = __st.vjp(0, 1, required(&__o3, 1)?, &g, __d); // relu's compact VJP (visit 0)
 //! __st.accumulate(1, "relu", r, 2, 0..0, &g)?;         // %2 = (%2 + nothing pending) + read(%2)
@@ -258,6 +259,11 @@
 //! __st.input_gradient(0, 2..2);
 //! __st.input_gradient(1, 2..2);
 //! ```
+//!
+//! The forward runs by levels (a node one level above the nodes it reads; a level of several
+//! built-in nodes is one `__st.forward_level(&[…], __d)` call, which computes them at the same
+//! time when the pool has threads to spare and the level is large enough); a failing node is
+//! recorded and the error reported is the first in node order, as `compile` reports it.
 //!
 //! Every result is the runtime pass's, bit for bit, on every scalar type (`tests/program_*.rs`
 //! check it on every op, a corpus of random models, integers and a symbolic scalar): a pending
@@ -564,8 +570,8 @@ pub mod __private {
     pub use exactgrad_runtime::dsl::{constant, constant_f64, infinity, opaque_pack};
     pub use exactgrad_runtime::program::{required, MemoryPlan, Pass, Program, ProgramState, Sweep};
     pub use exactgrad_runtime::{
-        num_traits, ops, rules, typenum, Error, FromParents, GraphData, IntoNode, KeepOp, MacroBuilder, Nil, Node,
-        Pack, Position, RawGraph, RawTensor, Scalar, Shape, Snoc, Tensor,
+        num_traits, ops, rules, typenum, CompactOp, Error, FromParents, GraphData, IntoNode, KeepOp, MacroBuilder, Nil,
+        Node, Pack, Position, RawGraph, RawTensor, Scalar, Shape, Snoc, Tensor,
     };
 }
 

@@ -45,25 +45,35 @@ fn pending(r: &core::ops::Range<usize>) -> String {
     }
 }
 
-/// The forward: each node's value buffer, whether it is kept, and what is given back after it.
+/// The forward, level by level: each node's value buffer, whether it is kept, and what is given
+/// back after each level.
 fn describe_forward(graph: &Graph, values: &Values, text: &mut String) {
     let n_in = graph.inputs.len();
-    let _ = writeln!(text, "forward ({} value buffers; kept: read by a VJP or a declared output):", values.buffers);
-    for (k, node) in graph.nodes.iter().enumerate() {
-        let parents: Vec<String> = node.parents.iter().map(|q| format!("%{q}")).collect();
-        let kept = if values.kept[k] { ", kept" } else { "" };
-        let label = node.label.as_ref().map(|l| format!(" ({l})")).unwrap_or_default();
-        text.push_str(&format!(
-            "  node {k} %{}{label} = {}({}) : {} into value buffer v{}{kept}\n",
-            n_in + k,
-            node.op_name(),
-            parents.join(", "),
-            node.shape,
-            values.buffer[k]
-        ));
-        if !values.frees[k].is_empty() {
-            let freed: Vec<String> = values.frees[k].iter().map(|q| format!("%{q}")).collect();
-            let _ = writeln!(text, "       gives back the value buffers of {}", freed.join(", "));
+    let _ = writeln!(
+        text,
+        "forward ({} value buffers; kept: read by a VJP or a declared output; a level's nodes read only \
+         lower levels and may run at the same time):",
+        values.buffers
+    );
+    for (l, (nodes, freed)) in values.levels.iter().zip(&values.frees).enumerate() {
+        let _ = writeln!(text, "  level {l}:");
+        for &k in nodes {
+            let node = &graph.nodes[k];
+            let parents: Vec<String> = node.parents.iter().map(|q| format!("%{q}")).collect();
+            let kept = if values.kept[k] { ", kept" } else { "" };
+            let label = node.label.as_ref().map(|l| format!(" ({l})")).unwrap_or_default();
+            text.push_str(&format!(
+                "    node {k} %{}{label} = {}({}) : {} into value buffer v{}{kept}\n",
+                n_in + k,
+                node.op_name(),
+                parents.join(", "),
+                node.shape,
+                values.buffer[k]
+            ));
+        }
+        if !freed.is_empty() {
+            let freed: Vec<String> = freed.iter().map(|q| format!("%{q}")).collect();
+            let _ = writeln!(text, "    gives back the value buffers of {}", freed.join(", "));
         }
     }
 }

@@ -140,23 +140,41 @@ pub(super) fn model(parts: &ModelParts<'_>) -> TokenStream {
     }
 }
 
-/// Every node's forward, in order, each followed by the value buffers given back after it.
+/// The forward by levels ([`plan::levels`]), each level followed by the value buffers given back
+/// after it, then the first failure's error. A level's built-in nodes go to
+/// `ProgramState::forward_level` together (it may run them at the same time); an opaque node or a
+/// user op runs on its own, through the graph's node. A failing node does not stop the forward at once: the state records it, runs only
+/// nodes of lower index from then on, and `forward_result` returns the error of the lowest failing
+/// index: the node index order's first failure.
 fn forward(cx: &Cx<'_>, values: &Values) -> TokenStream {
-    let (p, graph) = (cx.p, cx.graph);
+    let (p, s, data, graph) = (cx.p, cx.s, cx.data, cx.graph);
     let n_in = graph.inputs.len();
     let mut out = TokenStream::new();
-    for (k, node) in graph.nodes.iter().enumerate() {
-        out.extend(match node.kind {
-            NodeKind::Builtin(..) => {
+    for (nodes, freed) in values.levels.iter().zip(&values.frees) {
+        let builtin: Vec<usize> =
+            nodes.iter().copied().filter(|&k| matches!(graph.nodes[k].kind, NodeKind::Builtin(..))).collect();
+        if builtin.len() >= 2 {
+            let entries = builtin.iter().map(|&k| {
                 let o = kept(n_in + k);
-                quote!(__st.forward(#k, #p::required(&#o, #k)?, __d)?;)
-            }
-            NodeKind::Opaque { .. } | NodeKind::Custom(_) => quote!(__st.forward_node(#k, __g, __d)?;),
-        });
-        for q in &values.frees[k] {
+                quote!((#k, #p::required(&#o, #k)? as &dyn #p::CompactOp<#s, #data>))
+            });
+            out.extend(quote!(__st.forward_level(&[#(#entries),*], __d);));
+        }
+        for &k in nodes {
+            out.extend(match graph.nodes[k].kind {
+                NodeKind::Builtin(..) if builtin.len() >= 2 => TokenStream::new(),
+                NodeKind::Builtin(..) => {
+                    let o = kept(n_in + k);
+                    quote!(__st.forward(#k, #p::required(&#o, #k)?, __d);)
+                }
+                NodeKind::Opaque { .. } | NodeKind::Custom(_) => quote!(__st.forward_node(#k, __g, __d);),
+            });
+        }
+        for q in freed {
             out.extend(quote!(__st.free_value(#q);));
         }
     }
+    out.extend(quote!(__st.forward_result()?;));
     out
 }
 

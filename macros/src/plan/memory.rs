@@ -22,11 +22,13 @@ use crate::plan::{Sweep, Writes};
 /// Where the forward's values live.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) struct Values {
+    /// The forward's schedule ([`super::levels`]): per level, its nodes in index order.
+    pub(crate) levels: Vec<Vec<usize>>,
     /// Per node, the value buffer it computes into.
     pub(crate) buffer: Vec<usize>,
     /// Per node, whether its value is kept to the end of the run.
     pub(crate) kept: Vec<bool>,
-    /// Per node, the positions whose value buffers are given back right after its forward.
+    /// Per level, the positions whose value buffers are given back right after it (ascending).
     pub(crate) frees: Vec<Vec<usize>>,
     /// Number of value buffers.
     pub(crate) buffers: usize,
@@ -59,11 +61,15 @@ impl<'g> Pool<'g> {
     }
 }
 
-/// The value plan: `all` is the all-inputs sweep (every node's VJP runs in it).
+/// The value plan: `all` is the all-inputs sweep (every node's VJP runs in it). The forward runs
+/// by levels ([`super::levels`]), so a value's buffer is given back after the *level* of its last
+/// reader, and a level's nodes take their buffers from what earlier levels gave back: no two
+/// nodes of one level share a buffer, and none writes a buffer a node of its own level reads.
 pub(crate) fn values(graph: &Graph, all: &Sweep) -> Values {
     let n_in = graph.inputs.len();
     let n = graph.nodes.len();
     let len = n_in + n;
+    let levels = super::levels::levels(graph);
     let mut kept = vec![false; len];
     for &o in &graph.outputs {
         kept[o] = true;
@@ -73,37 +79,50 @@ pub(crate) fn values(graph: &Graph, all: &Sweep) -> Values {
             kept[q] = true;
         }
     }
-    // `last[p]`: the last node whose forward reads `p`; an opaque node or a user op reads its
-    // whole prefix.
+    let mut level_of = vec![0; n];
+    for (l, nodes) in levels.iter().enumerate() {
+        for &k in nodes {
+            level_of[k] = l;
+        }
+    }
+    // `last[p]`: the level of the last node whose forward reads `p`. An opaque node or a user op
+    // reads its whole prefix: `whole[p]` is the highest level among those above `p` (a suffix
+    // maximum, so many of them cost one pass).
     let mut last: Vec<Option<usize>> = vec![None; len];
-    let mut whole = None;
+    let mut whole: Vec<Option<usize>> = vec![None; len + 1];
     for (k, node) in graph.nodes.iter().enumerate() {
         match node.kind {
-            NodeKind::Builtin(..) => node.parents.iter().for_each(|&q| last[q] = Some(k)),
-            NodeKind::Opaque { .. } | NodeKind::Custom(_) => whole = Some(k),
+            NodeKind::Builtin(..) => {
+                for &q in &node.parents {
+                    last[q] = last[q].max(Some(level_of[k]));
+                }
+            }
+            NodeKind::Opaque { .. } | NodeKind::Custom(_) => whole[n_in + k] = Some(level_of[k]),
         }
     }
-    if let Some(w) = whole {
-        for l in &mut last[..n_in + w] {
-            *l = Some(l.map_or(w, |x| x.max(w)));
-        }
+    for p in (0..len).rev() {
+        whole[p] = whole[p].max(whole[p + 1]);
+        // `whole[p + 1]`: a whole-prefix reader above `p` (the one at `p` itself does not read `p`).
+        last[p] = last[p].max(whole[p + 1]);
     }
-    let mut frees = vec![Vec::new(); n];
+    let mut frees = vec![Vec::new(); levels.len()];
     for p in n_in..len {
         if !kept[p] {
-            // A value nothing reads is given back right after its own forward.
-            frees[last[p].unwrap_or(p - n_in)].push(p);
+            // A value nothing reads is given back right after its own level.
+            frees[last[p].unwrap_or(level_of[p - n_in])].push(p);
         }
     }
     let mut pool = Pool::new(0);
-    let mut buffer = Vec::with_capacity(n);
-    for (k, node) in graph.nodes.iter().enumerate() {
-        buffer.push(pool.take(&node.shape));
-        for &p in &frees[k] {
+    let mut buffer = vec![0; n];
+    for (nodes, freed) in levels.iter().zip(&frees) {
+        for &k in nodes {
+            buffer[k] = pool.take(&graph.nodes[k].shape);
+        }
+        for &p in freed {
             pool.give(buffer[p - n_in], graph.shape_of(p));
         }
     }
-    Values { buffer, kept: kept[n_in..].to_vec(), frees, buffers: pool.count }
+    Values { levels, buffer, kept: kept[n_in..].to_vec(), frees, buffers: pool.count }
 }
 
 /// The gradient buffer of every position in one pass (inputs: buffers `0..inputs`), and how many
@@ -168,6 +187,20 @@ mod tests {
         assert_eq!(v.kept, [false, true, false, true]);
         assert_eq!(v.frees, [vec![], vec![2], vec![], vec![4]]);
         assert_eq!(v.buffers, 3);
+    }
+
+    #[test]
+    fn values_given_back_in_a_level_serve_only_later_levels() {
+        // Levels: {0 w0*x, 3 w1*x}, {1 tanh, 4 tanh}, {2 sum, 5 sum}. The products are read only by
+        // the tanh forwards: given back after level 1, so the tanh nodes (running beside their
+        // readers) take new buffers and the sums take the products' buffers.
+        let g = graph("fn f(x: [3], w0: [3], w1: [3]) -> ([], []) { (sum(tanh(w0 * x)), sum(tanh(w1 * x))) }");
+        let v = values(&g, &sweep(&g, None));
+        assert_eq!(v.levels, [vec![0, 3], vec![1, 4], vec![2, 5]]);
+        assert_eq!(v.kept, [false, true, true, false, true, true]);
+        assert_eq!(v.frees, [vec![], vec![3, 6], vec![]]);
+        assert_eq!(v.buffer, [0, 2, 0, 1, 3, 1]);
+        assert_eq!(v.buffers, 4);
     }
 
     #[test]

@@ -13,6 +13,7 @@ use core::ops::Range;
 
 use exactgrad_spec::Direct;
 
+pub(crate) mod levels;
 pub(crate) mod memory;
 
 use crate::ir::{Graph, NodeKind};

@@ -28,7 +28,8 @@
 //! uniforms is one `+ u`; for any other scalar each uniform is added in order. Both are exactly
 //! the dense sequence of additions.
 //!
-//! **Files.** This one: the state, its buffers and pools, seeding, reset and the forward steps;
+//! **Files.** This one: the state, its buffers and pools, seeding and reset; `state/forward.rs`:
+//! the forward's steps (a node, a level of nodes at the same time, the first failure);
 //! `state/sweep.rs`: the reverse-sweep steps (cotangent, VJP, accumulation, input gradients);
 //! `state/fused.rs`: the VJP paths that bypass the general one (products into their buffers,
 //! windows, whole-prefix nodes).
@@ -36,12 +37,11 @@
 use crate::contributions::Contributions;
 use crate::error::Error;
 use crate::gradients::Stored;
-use crate::graph::{CompactOp, Program as NodeProgram, RawGraph};
-use crate::guard::guarded;
 use crate::scalar::Scalar;
 use crate::shape::Dims;
 use crate::tensor::RawTensor;
 
+mod forward;
 mod fused;
 mod sweep;
 
@@ -101,6 +101,12 @@ pub struct ProgramState<A> {
     contributions: Contributions<A>,
     /// The gradient buffers not in use (a slot holding a uniform has none).
     gradient_pool: Vec<Vec<A>>,
+    /// The lowest-index node that failed in this run's forward, with its error (see
+    /// [`forward_result`](Self::forward_result)).
+    failed: Option<(usize, Error)>,
+    /// The value buffers of a level's nodes while they are computed at the same time (its
+    /// capacity reused from run to run).
+    level: Vec<forward::LevelSlot<A>>,
 }
 
 /// `x[i] + u` for the pending uniforms `us`, in order (one pass when adding zero is idempotent).
@@ -153,6 +159,8 @@ impl<A: Scalar> ProgramState<A> {
             returned_fills: vec![Some(A::zero()); inputs],
             contributions: Contributions::new(),
             gradient_pool: (0..plan.gradient_buffers).map(|_| Vec::new()).collect(),
+            failed: None,
+            level: Vec::new(),
         }
     }
 
@@ -227,6 +235,7 @@ impl<A: Scalar> ProgramState<A> {
         for p in self.inputs..self.values.len() {
             self.give_value(p);
         }
+        self.failed = None;
     }
 
     /// Seeds position `p` with `t` (copied into a reused buffer).
@@ -237,65 +246,6 @@ impl<A: Scalar> ProgramState<A> {
         let mut buf = self.take_buf(p);
         buf.extend_from_slice(t.data());
         self.slots[p] = Stored::Tensor(RawTensor::from_parts(t.dims(), buf));
-        Ok(())
-    }
-
-    fn node_error(&self, k: usize, op: &str, parents: &[usize], message: String) -> Error {
-        Error::Node {
-            node: k,
-            op: op.to_owned(),
-            parent_shapes: parents.iter().filter_map(|&q| self.dims.get(q).copied()).collect(),
-            message,
-        }
-    }
-
-    /// Forward of built-in node `k`: validates `op` on the values so far, then computes its value
-    /// into the value buffer the plan gives it.
-    ///
-    /// # Errors
-    /// [`Error::Node`] when validation fails or the value has the wrong length.
-    #[doc(hidden)]
-    pub fn forward<D, Op: CompactOp<A, D>>(&mut self, k: usize, op: &Op, data: &D) -> Result<(), Error> {
-        let p = self.inputs + k;
-        let ctx = &self.values[..p];
-        if let Err(m) = op.validate(ctx, data) {
-            return Err(self.node_error(k, op.name(), op.parents(), m));
-        }
-        let mut buf = self.plan.values.get(k).map_or_else(Vec::new, |&i| core::mem::take(&mut self.value_pool[i]));
-        buf.clear();
-        op.forward_into(ctx, data, &mut buf);
-        let d = self.dims[p];
-        if buf.len() != d.numel() {
-            let message = format!("forward gave {} elements, the node's shape {d} has {}", buf.len(), d.numel());
-            return Err(self.node_error(k, op.name(), op.parents(), message));
-        }
-        self.values[p] = RawTensor::from_parts(d, buf);
-        Ok(())
-    }
-
-    /// Forward of node `k` through the graph's own node (opaque closures, user compact ops).
-    ///
-    /// # Errors
-    /// As [`forward`](Self::forward), and [`Error::Node`] when the node's code panics (caught at
-    /// the node; the state stays usable for the next run).
-    #[doc(hidden)]
-    pub fn forward_node<D: 'static>(&mut self, k: usize, graph: &RawGraph<A, D>, data: &D) -> Result<(), Error> {
-        let p = self.inputs + k;
-        let node = &graph.nodes()[k];
-        let (ctx, _) = self.values.split_at(p);
-        let fail = |m| self.node_error(k, node.name(), node.parents(), m);
-        let value = match node.program() {
-            NodeProgram::Compact(op) => {
-                guarded("its validation", || op.validate(ctx, data)).map_err(fail)?.map_err(fail)?;
-                guarded("the forward", || op.forward(ctx, data)).map_err(fail)?
-            }
-            NodeProgram::Opaque { forward, .. } => guarded("the forward", || forward(ctx, data)).map_err(fail)?,
-        };
-        if value.dims() != self.dims[p] {
-            let message = format!("forward returned shape {}, the node's shape is {}", value.dims(), self.dims[p]);
-            return Err(self.node_error(k, node.name(), node.parents(), message));
-        }
-        self.values[p] = value;
         Ok(())
     }
 

@@ -1,0 +1,78 @@
+//! The forward's schedule: the nodes grouped into *levels*, run level after level, a level's
+//! nodes in index order (SEMANTICS §8.4, as the runtime's `compile` groups them).
+//!
+//! A built-in node reads exactly its parents, so its level is one more than the highest level
+//! among its parent nodes (0 when it reads only inputs). An opaque node or a user compact op
+//! receives its whole prefix, so it sits one level above every node before it. A level's nodes
+//! therefore read only values of lower levels: each value is the same function of its parents in
+//! any order the level runs in, and the generated program may compute a level's built-in nodes at
+//! the same time (`ProgramState::forward_level`). The value buffers are planned in this order
+//! ([`super::memory::values`]).
+
+use crate::ir::{Graph, NodeKind};
+
+/// Every node's level, grouped: `levels[l]` holds the nodes of level `l`, ascending.
+pub(crate) fn levels(graph: &Graph) -> Vec<Vec<usize>> {
+    let n_in = graph.inputs.len();
+    let mut level = Vec::with_capacity(graph.nodes.len());
+    // One more than the highest level so far (0 before any node).
+    let mut above_all = 0;
+    for node in &graph.nodes {
+        let l = match node.kind {
+            NodeKind::Builtin(..) => {
+                node.parents.iter().filter_map(|&q| q.checked_sub(n_in)).map(|j| level[j] + 1).max().unwrap_or(0)
+            }
+            NodeKind::Opaque { .. } | NodeKind::Custom(_) => above_all,
+        };
+        above_all = above_all.max(l + 1);
+        level.push(l);
+    }
+    let mut levels = vec![Vec::new(); above_all];
+    for (k, &l) in level.iter().enumerate() {
+        levels[l].push(k);
+    }
+    levels
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::parse::GraphDef;
+
+    fn graph(src: &str) -> Graph {
+        let def: GraphDef = syn::parse_str(src).expect("parses");
+        crate::lower::lower(&def).map_err(|e| e.to_string()).expect("lowers")
+    }
+
+    #[test]
+    fn a_chain_is_one_node_per_level() {
+        let g = graph("fn f(x: [3]) -> [] { sum(tanh(x * 2.0)) }");
+        assert_eq!(levels(&g), [vec![0], vec![1], vec![2]]);
+    }
+
+    #[test]
+    fn independent_heads_share_levels() {
+        // Nodes: 0 w0*x, 1 tanh, 2 sum, 3 w1*x, 4 tanh, 5 sum.
+        let g = graph("fn f(x: [3], w0: [3], w1: [3]) -> ([], []) { (sum(tanh(w0 * x)), sum(tanh(w1 * x))) }");
+        assert_eq!(levels(&g), [vec![0, 3], vec![1, 4], vec![2, 5]]);
+    }
+
+    #[test]
+    fn an_opaque_node_sits_above_everything_before_it() {
+        // Nodes: 0 x*2, 1 tanh, 2 the opaque node (reads x, receives its whole prefix), 3 x*3,
+        // then the additions and the sum.
+        let g = graph(
+            "fn f(x: [3]) -> [] {
+                let a = tanh(x * 2.0);
+                let o: [3] = opaque(x, forward = |x| x.clone(), vjp = |x, g| [g.clone()]);
+                sum(o + x * 3.0 + a)
+            }",
+        );
+        let l = levels(&g);
+        let level_of = |k: usize| l.iter().position(|v| v.contains(&k)).expect("every node has a level");
+        assert_eq!(level_of(2), 2, "{l:?}");
+        // A later node reading only an input still runs at level 0.
+        assert_eq!(level_of(3), 0, "{l:?}");
+        assert_eq!(l.iter().map(Vec::len).sum::<usize>(), g.nodes.len());
+    }
+}
