@@ -11,6 +11,10 @@ use std::sync::Mutex;
 
 use exactgrad::typenum::U2;
 use exactgrad::{graph, parallel, Error, Seeds, Tensor};
+use floats::{adv, all_bits, Bits, TestFloat};
+use proptest::prelude::*;
+
+mod floats;
 
 type W = Wrapping<i64>;
 
@@ -40,6 +44,65 @@ graph! {
         let o: [2] = opaque(x, forward = |x| counted(x), vjp = |_x, g| [g.clone()]);
         let r2: [2, 2] = gather_rows(table, more);
         (r1, o, r2)
+    }
+}
+
+graph! {
+    /// Four heads over a shared layer: each level past the first holds four built-in nodes
+    /// (products, `tanh`, `softmax`, sums), computed at the same time when the split is forced.
+    fn heads(x: [6, 8], w0: [8, 5], w1: [8, 5], w2: [8, 5], w3: [8, 5], v: [8]) -> ([], [], [], []) {
+        let h = tanh(x + v);
+        (
+            sum(tanh(h.matmul(w0))),
+            sum(softmax(h.matmul(w1))),
+            sum(relu(h.matmul(w2)) * h.matmul(w3)),
+            mean(exp(h.matmul(w3))),
+        )
+    }
+}
+
+/// Every output value and the gradients of the program's all-inputs pass and of each
+/// single-output pass, on the current pool; then the runtime's dense reference on the same
+/// inputs and seeds (the program must equal it on every pool).
+fn heads_run<A: TestFloat>(salt: u64) -> (Vec<Vec<Bits>>, Vec<Vec<Bits>>) {
+    let (g, h) = heads::<A>();
+    let inputs = h.inputs(adv(salt, 1), adv(salt, 2), adv(salt, 3), adv(salt, 4), adv(salt, 5), adv(salt, 6));
+    let seeds: [Tensor<A, ()>; 4] = [adv(salt, 7), adv(salt, 8), adv(salt, 9), adv(salt, 10)];
+    let outputs = [h.output0, h.output1, h.output2, h.output3];
+    let mut prog = Heads::program::<A>();
+    let mut params = inputs.clone();
+    let tuple = (seeds[0].clone(), seeds[1].clone(), seeds[2].clone(), seeds[3].clone());
+    let mut got = vec![all_bits(prog.gradients(&mut params, &(), &tuple).expect("runs").as_slice())];
+    got.push(all_bits(outputs.iter().map(|&o| prog.value(o).expect("an output is kept"))));
+    for (&o, s) in outputs.iter().zip(&seeds) {
+        got.push(all_bits(prog.gradients_from(o, &mut params, &(), s).expect("runs").as_slice()));
+    }
+    let saved = g.compile(inputs, ()).expect("compiles");
+    let mut all = Seeds::zeros(&g);
+    for (&o, s) in outputs.iter().zip(&seeds) {
+        all.set(o, s.clone()).expect("seed");
+    }
+    let mut want = vec![all_bits(saved.backprop_inputs_dense(all).expect("dense pass").as_slice())];
+    want.push(all_bits(outputs.iter().map(|&o| saved.value(o).expect("a value"))));
+    for (&o, s) in outputs.iter().zip(&seeds) {
+        let from = saved.backprop_from(o, s.clone()).expect("single-output pass");
+        want.push(all_bits(from.iter().take(6)));
+    }
+    (got, want)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(16))]
+    /// The heads program on pools of 1–4 threads, every split forced, ordinary and adversarial
+    /// values (signed zeros, NaN payloads, infinities, subnormals): the dense reference's bits.
+    #[test]
+    fn a_program_of_heads_is_the_same_on_1_to_4_threads(salt in any::<u64>()) {
+        on_every_pool(|threads| {
+            let (got, want) = heads_run::<f64>(salt);
+            assert!(got == want, "f64, salt {salt}, {threads} threads");
+            let (got, want) = heads_run::<f32>(salt);
+            assert!(got == want, "f32, salt {salt}, {threads} threads");
+        });
     }
 }
 

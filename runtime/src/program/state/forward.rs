@@ -68,15 +68,20 @@ impl<A: Scalar> ProgramState<A> {
         self.plan.values.get(k).map_or_else(Vec::new, |&i| core::mem::take(&mut self.value_pool[i]))
     }
 
+    /// Gives node `k`'s value buffer back to the pool unused.
+    fn give_back(&mut self, k: usize, buf: Vec<A>) {
+        if let Some(&i) = self.plan.values.get(k) {
+            self.value_pool[i] = buf;
+        }
+    }
+
     /// Stores node `k`'s value, or gives its buffer back and records `error`.
     fn finish<D, Op: CompactOp<A, D> + ?Sized>(&mut self, k: usize, op: &Op, buf: Vec<A>, error: Option<String>) {
         let p = self.inputs + k;
         match error {
             None => self.values[p] = RawTensor::from_parts(self.dims[p], buf),
             Some(message) => {
-                if let Some(&i) = self.plan.values.get(k) {
-                    self.value_pool[i] = buf;
-                }
+                self.give_back(k, buf);
                 self.fail(k, op.name(), op.parents(), message);
             }
         }
@@ -130,6 +135,9 @@ impl<A: Scalar> ProgramState<A> {
             let (k, op) = nodes[slot.entry];
             if self.runs(k) {
                 self.finish(k, op, slot.buf, slot.error);
+            } else {
+                // A node of lower index in this level failed: this value is not needed.
+                self.give_back(k, slot.buf);
             }
         }
         self.level = level;
