@@ -4,6 +4,7 @@
 //! forward returns `compile`'s error (the first failing node in index order, even when a node of
 //! higher index in a lower level fails first), an opaque closure runs exactly when it runs in
 //! index order, and the program stays usable afterwards.
+#![allow(clippy::unwrap_used)] // the shared `floats` helpers unwrap
 
 use core::num::Wrapping;
 use std::sync::atomic::{AtomicUsize, Ordering};
