@@ -177,8 +177,13 @@ impl<A: Scalar> GradientContext<A> {
                 Stored::Tensor(t) => c.read_into(root, q, cotangent, Sink::Accumulate(t.data_mut()))?,
                 Stored::Uniform(v, d) => {
                     // `full(v) + read`, written once (no buffer filled with `v` first).
-                    let mut out = self.spare.pop().unwrap_or_default();
-                    out.clear();
+                    let mut out = match self.spare.pop() {
+                        Some(mut v) => {
+                            v.clear();
+                            v
+                        }
+                        None => Vec::with_capacity(d.numel()),
+                    };
                     c.read_into(root, q, cotangent, Sink::OntoUniform(v, &mut out))?;
                     self.slots[q] = Stored::Tensor(RawTensor::from_parts(*d, out));
                 }

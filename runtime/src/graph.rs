@@ -27,7 +27,8 @@ pub(crate) use levels::Levels;
 /// The engine calls [`validate`](Self::validate), [`forward`](Self::forward),
 /// [`forward_into`](Self::forward_into) and [`contributions`](Self::contributions) only on a
 /// **validated prefix**: the values of every position below the node, whose dims
-/// [`output_dims`](Self::output_dims) accepted (at push and again at `compile`). The built-in ops
+/// [`output_dims`](Self::output_dims) accepted (at push, and again at `compile` unless the op has
+/// a [`reference`](Self::reference) and the graph no run-time dims). The built-in ops
 /// rely on it — they index `ctx` at their parents and read its shapes without checking again — so
 /// calling one of these methods directly, on a prefix its shape rule would refuse, may panic
 /// (an index out of bounds, a shape the kernel cannot take). The engine's own calls cannot reach
@@ -98,7 +99,9 @@ pub trait CompactOp<A, D>: Send + Sync + 'static {
     /// The op as the independent reference knows it ([`crate::reference`]): its name, positions
     /// and parameters, from which the reference computes its value and dense VJP by its own
     /// code. Every built-in op returns one; the default `None` (user ops) makes the reference
-    /// trust the op's own `forward` and the dense form of its contributions.
+    /// trust the op's own `forward` and the dense form of its contributions. An op that returns
+    /// one is taken to have a pure shape rule, a function of its parents' dims alone: on a graph
+    /// without run-time dims, `compile` keeps the dims it gave at push instead of running it again.
     fn reference(&self) -> Option<crate::reference::RefOp<A, D>> {
         None
     }
@@ -142,12 +145,17 @@ pub(crate) enum Program<A, D> {
 pub struct RawNode<A, D> {
     program: Program<A, D>,
     dims: Dims,
+    /// Set by [`RawGraph::push`] for a built-in compact op (one with a
+    /// [`reference`](CompactOp::reference)): its shape rule, a pure function of its parents' dims,
+    /// gave `dims` there, so `compile` need not run it again while the graph's dims are the ones it
+    /// was pushed with (no run-time dims, `dims` still the position's).
+    rule_checked: bool,
 }
 
 impl<A: Scalar, D: 'static> RawNode<A, D> {
     /// A node running a compact op; the dims come from its shape rule when pushed.
     pub fn compact(op: impl CompactOp<A, D>) -> Self {
-        RawNode { program: Program::Compact(Box::new(op)), dims: Dims::scalar() }
+        RawNode { program: Program::Compact(Box::new(op)), dims: Dims::scalar(), rule_checked: false }
     }
 
     /// An opaque node of output dims `dims`: a forward closure and a dense VJP closure that returns
@@ -165,6 +173,7 @@ impl<A: Scalar, D: 'static> RawNode<A, D> {
         RawNode {
             program: Program::Opaque { name: name.into(), parents, forward: Box::new(forward), vjp: Box::new(vjp) },
             dims,
+            rule_checked: false,
         }
     }
 }
@@ -211,6 +220,13 @@ impl<A: 'static, D: 'static> RawNode<A, D> {
 
     pub(crate) fn program(&self) -> &Program<A, D> {
         &self.program
+    }
+
+    /// `true` when the node's shape rule need not run again on `dims`, the graph's declared
+    /// dims (no run-time dims): a built-in op whose rule gave `self.dims` at push, and `dims` still
+    /// gives the node that shape (the typed builder may have overridden it after a mismatch).
+    pub(crate) fn rule_checked_on(&self, dims: Dims) -> bool {
+        self.rule_checked && self.dims == dims
     }
 }
 
@@ -260,7 +276,7 @@ impl<A: Scalar, D: 'static, S: Shape> Node<A, D, S> {
     pub fn failed(name: &str, reads: &[&dyn ErasedPosition], message: &str) -> Self {
         let parents = reads.iter().map(ErasedPosition::index).collect();
         Node {
-            data: RawNode { program: failed_program(name.to_owned(), parents), dims: S::dims() },
+            data: RawNode { program: failed_program(name.to_owned(), parents), dims: S::dims(), rule_checked: false },
             error: Some(message.to_owned()),
             origins: reads.iter().map(ErasedPosition::graph).collect(),
             shape: PhantomData,
@@ -472,7 +488,10 @@ impl<A: Scalar, D: 'static> RawGraph<A, D> {
         }
         if let Program::Compact(op) = &node.program {
             match crate::guard::guarded("its shape rule", || op.output_dims(&self.dims)) {
-                Ok(Ok(d)) => node.dims = d,
+                Ok(Ok(d)) => {
+                    node.dims = d;
+                    node.rule_checked = op.reference().is_some();
+                }
                 Ok(Err(m)) | Err(m) => return Err(err(&node, &self.dims, m)),
             }
         }
@@ -703,7 +722,11 @@ impl<A: Scalar, D: 'static, G, Ss, Br> GraphData<A, D, G, Ss, Br> {
                 self.raw.dims.push(S::dims());
                 // Parents at or above `p` are what made the push fail: keep only valid ones.
                 let parents = parents.into_iter().filter(|&q| q < p).collect();
-                self.raw.nodes.push(RawNode { program: failed_program(name, parents), dims: S::dims() });
+                self.raw.nodes.push(RawNode {
+                    program: failed_program(name, parents),
+                    dims: S::dims(),
+                    rule_checked: false,
+                });
                 self.raw.levels = std::sync::OnceLock::new();
             }
         }

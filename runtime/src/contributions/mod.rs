@@ -186,10 +186,8 @@ impl<A: Scalar> Contributions<A> {
             .filter(|&i| self.pool[i].capacity() >= n)
             .min_by_key(|&i| self.pool[i].capacity())
             .or_else(|| (0..self.pool.len()).max_by_key(|&i| self.pool[i].capacity()));
-        let mut v = match fit {
-            Some(i) => self.pool.swap_remove(i),
-            None => Vec::new(),
-        };
+        let Some(i) = fit else { return Vec::with_capacity(n) };
+        let mut v = self.pool.swap_remove(i);
         v.clear();
         v.reserve(n);
         v

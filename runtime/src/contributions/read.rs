@@ -150,7 +150,7 @@ impl<A: Scalar> Contributions<A> {
                         *x = A::pinned_add(stored.clone(), x.clone());
                     }
                     core::mem::swap(&mut **out, &mut buf);
-                    self.pool.push(buf);
+                    self.recycle(buf);
                     return Ok(());
                 }
                 emit_copy(sink, n, self.leaf(leaf, cotangent))
@@ -181,7 +181,7 @@ impl<A: Scalar> Contributions<A> {
                             }
                         }
                         core::mem::swap(&mut **out, &mut buf);
-                        self.pool.push(buf);
+                        self.recycle(buf);
                         return Ok(());
                     }
                 }

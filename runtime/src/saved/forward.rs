@@ -92,8 +92,9 @@ fn node_value<A: Scalar, D: 'static>(
     let value = match node.program() {
         Program::Compact(op) => {
             // The values so far have exactly these dims: the inputs were checked by
-            // `bound_dims` and every node's value is checked below.
-            if graph.run_time_dims().is_empty() {
+            // `bound_dims` and every node's value is checked below. A built-in op's rule already
+            // gave these dims at push, from the same parent dims (`RawNode::rule_checked_on`).
+            if graph.run_time_dims().is_empty() && !node.rule_checked_on(node_dims) {
                 match guarded("its shape rule", || op.output_dims(&dims[..p])).map_err(fail)? {
                     Ok(d) if d == node_dims => {}
                     Ok(d) => return Err(fail(format!("shape rule gives {d}, node declares {node_dims}"))),
@@ -109,4 +110,66 @@ fn node_value<A: Scalar, D: 'static>(
         return Err(fail(format!("forward returned shape {}, the node's shape is {node_dims}", value.dims())));
     }
     Ok(value)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::*;
+    use crate::contributions::{Contrib, Contributions};
+    use crate::graph::{CompactOp, GraphData, Node, RawNode, SavedValues};
+    use crate::saved::RawSavedGraph;
+    use crate::typenum::{U2, U3};
+
+    fn shape_error(e: Error) -> String {
+        match e {
+            Error::Node { message, .. } => message,
+            other => panic!("expected a node error, got {other}"),
+        }
+    }
+
+    /// A built-in op whose dims the typed builder overrode (its declared shape breaks its rule)
+    /// has its rule run again: compiling the raw graph names the mismatch.
+    #[test]
+    fn a_built_in_op_with_overridden_dims_is_checked_again() {
+        let (g, x) = GraphData::<f64, ()>::new().input::<(U3,)>();
+        let (g, _) = g.push(Node::<f64, (), (U2,)>::compact(crate::ops::Add::new(x.index(), x.index()), &[&x]));
+        let e = RawSavedGraph::compile(g.raw(), vec![RawTensor::zeros(Dims::vector(3))], ()).unwrap_err();
+        assert_eq!(shape_error(e), "shape rule gives [3], node declares [2]");
+    }
+
+    /// A user op whose rule gives another shape at `compile` than at push (an impure rule).
+    struct Drifting(AtomicUsize, [usize; 1]);
+
+    impl CompactOp<f64, ()> for Drifting {
+        fn name(&self) -> &str {
+            "drifting"
+        }
+        fn parents(&self) -> &[usize] {
+            &self.1
+        }
+        fn output_dims(&self, _: &[Dims]) -> Result<Dims, String> {
+            Ok(Dims::vector(2 + self.0.fetch_add(1, Ordering::Relaxed)))
+        }
+        fn forward(&self, _: &[RawTensor<f64>], (): &()) -> RawTensor<f64> {
+            RawTensor::zeros(Dims::vector(2))
+        }
+        fn contributions(
+            &self,
+            _: &SavedValues<'_, f64, ()>,
+            _: &RawTensor<f64>,
+            c: &mut Contributions<f64>,
+        ) -> Contrib {
+            c.zero()
+        }
+    }
+
+    #[test]
+    fn a_user_op_has_its_rule_run_again() {
+        let mut g = RawGraph::<f64, ()>::new(vec![Dims::vector(2)]);
+        g.push(RawNode::compact(Drifting(AtomicUsize::new(0), [0]))).unwrap();
+        let e = RawSavedGraph::compile(&g, vec![RawTensor::zeros(Dims::vector(2))], ()).unwrap_err();
+        assert_eq!(shape_error(e), "shape rule gives [3], node declares [2]");
+    }
 }

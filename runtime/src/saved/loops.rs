@@ -117,10 +117,26 @@ impl<'v, A: Scalar, D: 'static> View<'v, A, D> {
     /// gets its gradient built first.
     pub(super) fn array_loop(
         &self,
+        seeds: Vec<Stored<A>>,
+        reached: Option<Reached>,
+        keep: bool,
+    ) -> Result<RawPack<A>, Error> {
+        Ok(RawPack::from_stored(self.array_slots(seeds, reached, keep)?))
+    }
+
+    /// [`array_loop`](Self::array_loop)'s result as tensors (the uniforms built), without a pack.
+    pub(super) fn array_tensors(&self, seeds: Vec<Stored<A>>, keep: bool) -> Result<Vec<RawTensor<A>>, Error> {
+        Ok(self.array_slots(seeds, None, keep)?.into_iter().map(Stored::into_tensor).collect())
+    }
+
+    /// [`array_loop`](Self::array_loop)'s slots: the input positions, then (with `keep`) the
+    /// nodes'.
+    fn array_slots(
+        &self,
         mut seeds: Vec<Stored<A>>,
         mut reached: Option<Reached>,
         keep: bool,
-    ) -> Result<RawPack<A>, Error> {
+    ) -> Result<Vec<Stored<A>>, Error> {
         Self::storage_check()?;
         self.check_seeds(&mut seeds)?;
         let mut ctx = GradientContext::of_stored(seeds);
@@ -150,10 +166,10 @@ impl<'v, A: Scalar, D: 'static> View<'v, A, D> {
                 ctx.recycle(g);
             }
         }
+        // The context's buffer still has room for every position: no reallocation.
         let mut out = ctx.into_stored();
-        node_grads.reverse();
-        out.extend(node_grads);
-        Ok(RawPack::from_stored(out))
+        out.extend(node_grads.into_iter().rev());
+        Ok(out)
     }
 
     pub(super) fn all_stored(&self, seeds: Vec<Stored<A>>, keep: bool) -> Result<RawPack<A>, Error> {
@@ -161,6 +177,15 @@ impl<'v, A: Scalar, D: 'static> View<'v, A, D> {
             self.array_loop(seeds, None, keep)
         } else {
             Ok(RawPack::from_tensors(self.dense_loop(seeds, None, keep)?))
+        }
+    }
+
+    /// [`all_stored`](Self::all_stored)'s result as tensors, without a pack.
+    pub(super) fn all_stored_tensors(&self, seeds: Vec<Stored<A>>, keep: bool) -> Result<Vec<RawTensor<A>>, Error> {
+        if A::HAS_STORAGE_EQUALITY {
+            self.array_tensors(seeds, keep)
+        } else {
+            self.dense_loop(seeds, None, keep)
         }
     }
 

@@ -312,7 +312,7 @@ impl<'g, A: Scalar, D: 'static> RawSavedGraph<'g, A, D> {
     /// # Errors
     /// [`Error::NoStorageEquality`] for a scalar without storage equality, else as the dense pass.
     pub fn backprop_all_array(&self, seeds: impl Into<RawSeeds<A>>) -> Result<Vec<RawTensor<A>>, Error> {
-        Ok(self.view().array_loop(seeds.into().into_slots_for(self.graph.id())?, None, true)?.into_vec())
+        self.view().array_tensors(seeds.into().into_slots_for(self.graph.id())?, true)
     }
 
     /// §6 `backprop_inputs_array`: as the array pass, freeing each intermediate gradient as soon
@@ -321,7 +321,7 @@ impl<'g, A: Scalar, D: 'static> RawSavedGraph<'g, A, D> {
     /// # Errors
     /// As [`backprop_all_array`](Self::backprop_all_array).
     pub fn backprop_inputs_array(&self, seeds: impl Into<RawSeeds<A>>) -> Result<Vec<RawTensor<A>>, Error> {
-        Ok(self.view().array_loop(seeds.into().into_slots_for(self.graph.id())?, None, false)?.into_vec())
+        self.view().array_tensors(seeds.into().into_slots_for(self.graph.id())?, false)
     }
 
     /// §6 `backprop_stored`: the array pass when the scalar has storage equality, else the dense one.
@@ -329,7 +329,7 @@ impl<'g, A: Scalar, D: 'static> RawSavedGraph<'g, A, D> {
     /// # Errors
     /// As [`backprop_all_dense`](Self::backprop_all_dense).
     pub fn backprop_all_stored(&self, seeds: impl Into<RawSeeds<A>>) -> Result<Vec<RawTensor<A>>, Error> {
-        Ok(self.view().all_stored(seeds.into().into_slots_for(self.graph.id())?, true)?.into_vec())
+        self.view().all_stored_tensors(seeds.into().into_slots_for(self.graph.id())?, true)
     }
 
     /// §6 `backprop_inputs_stored`.
@@ -337,7 +337,7 @@ impl<'g, A: Scalar, D: 'static> RawSavedGraph<'g, A, D> {
     /// # Errors
     /// As [`backprop_all_dense`](Self::backprop_all_dense).
     pub fn backprop_inputs_stored(&self, seeds: impl Into<RawSeeds<A>>) -> Result<Vec<RawTensor<A>>, Error> {
-        Ok(self.view().all_stored(seeds.into().into_slots_for(self.graph.id())?, false)?.into_vec())
+        self.view().all_stored_tensors(seeds.into().into_slots_for(self.graph.id())?, false)
     }
 
     /// §7 `backprop_from(output, seed)`: visits only what `output` depends on (an opaque node
