@@ -256,12 +256,22 @@ fn mlp_bench(c: &mut Criterion) {
 }
 
 /// `name/1_thread` and `name/2_threads`: `step` run inside pools of one and of two threads, in
-/// one run (the same bits either way: `tests/thread_counts.rs`), for the scaling table.
+/// one run (the same bits either way: `tests/thread_counts.rs`), for the scaling table; and
+/// `name/2_threads_inter_op_off`, two threads with the inter-op splits off (a forward level's
+/// nodes and a product's two VJP products one after the other: `min_node_work` at its maximum),
+/// so their share of the speed-up shows. The measuring loop itself runs on the pool, so no step
+/// pays for handing work to a pool thread and waking it (tens of µs on this machine's VM, against
+/// steps of tens of µs).
 fn on_pools(group: &mut BenchmarkGroup<'_, WallTime>, name: &str, step: &mut (dyn FnMut() + Send)) {
-    for (threads, label) in [(1, "1_thread"), (2, "2_threads")] {
+    let default = exactgrad::parallel::min_node_work();
+    for (threads, label, node_work) in
+        [(1, "1_thread", default), (2, "2_threads", default), (2, "2_threads_inter_op_off", usize::MAX)]
+    {
         let pool = exactgrad::parallel::pool(threads).expect("threads");
-        group.bench_function(format!("{name}/{label}"), |b| b.iter(|| pool.install(&mut *step)));
+        exactgrad::parallel::set_min_node_work(node_work);
+        group.bench_function(format!("{name}/{label}"), |b| pool.install(|| b.iter(&mut *step)));
     }
+    exactgrad::parallel::set_min_node_work(default);
 }
 
 criterion_group! {
