@@ -5,7 +5,10 @@
 //!   (`x [W, 1]`, `W_k [W, W]`; W4 of `benches/workloads.rs` is 64 × 64): the 64 products of
 //!   a level computed at the same time;
 //! * `product_vjp/MxKxN`: the array pass of one `a [M, K] · b [K, N]` (both inputs), whose two
-//!   products run side by side (below `parallel::min_work`, so neither is split by itself).
+//!   products run side by side (below `parallel::min_work`, so neither is split by itself);
+//! * `program_levels/heads_8x256`: a generated program (`graph!`) of 8 heads
+//!   `sum(tanh(W_k · x))`, `W_k [256, 256]`, all-inputs pass: its forward's first level (the 8
+//!   products) computed at the same time (`ProgramState::forward_level`).
 //!
 //! `cargo bench --bench inter_op -- --warm-up-time 1 --measurement-time 3`
 #![allow(missing_docs)] // criterion_group! generates undocumented items
@@ -14,7 +17,8 @@ use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
 use exactgrad::ops::{MatMul, Sum, Tanh};
-use exactgrad::{parallel, Dims, RawGraph, RawNode, RawSavedGraph, RawSeeds, RawTensor};
+use exactgrad::typenum::{U1, U256};
+use exactgrad::{graph, parallel, Dims, RawGraph, RawNode, RawSavedGraph, RawSeeds, RawTensor, Tensor};
 
 fn filled(d: Dims, salt: u32) -> RawTensor<f32> {
     let n = d.numel();
@@ -81,9 +85,45 @@ fn product_vjp(c: &mut Criterion) {
     }
 }
 
+graph! {
+    /// 8 independent heads `h_k = sum(tanh(W_k · x))`, summed.
+    fn heads_8(x: [256, 1], w0: [256, 256], w1: [256, 256], w2: [256, 256], w3: [256, 256], w4: [256, 256],
+        w5: [256, 256], w6: [256, 256], w7: [256, 256]) -> []
+    {
+        sum(tanh(w0.matmul(x))) + sum(tanh(w1.matmul(x))) + sum(tanh(w2.matmul(x))) + sum(tanh(w3.matmul(x)))
+            + sum(tanh(w4.matmul(x))) + sum(tanh(w5.matmul(x))) + sum(tanh(w6.matmul(x))) + sum(tanh(w7.matmul(x)))
+    }
+}
+
+fn program_levels(c: &mut Criterion) {
+    let (_, h) = heads_8::<f32>();
+    let w = |k: u32| Tensor::<f32, (U256, U256)>::try_from_raw(filled(Dims::matrix(256, 256), k)).expect("sized");
+    let x = Tensor::<f32, (U256, U1)>::try_from_raw(filled(Dims::matrix(256, 1), 0)).expect("sized");
+    let mut params = h.inputs(x, w(1), w(2), w(3), w(4), w(5), w(6), w(7), w(8));
+    let mut prog = Heads8::program::<f32>();
+    let seed = Tensor::full(1.0);
+    let mut group = c.benchmark_group("program_levels");
+    let default = parallel::min_node_work();
+    let (one, two) = (parallel::pool(1).expect("threads"), parallel::pool(2).expect("threads"));
+    for (pool, label, work) in [
+        (&one, "1_thread", default),
+        (&two, "2_threads_inter_op_off", usize::MAX),
+        (&two, "2_threads_inter_op_forced", 0),
+        (&two, "2_threads_inter_op_default", default),
+    ] {
+        parallel::set_min_node_work(work);
+        // The measuring loop runs on the pool: no iteration pays for waking a pool thread.
+        group.bench_function(format!("heads_8x256/{label}"), |b| {
+            pool.install(|| b.iter(|| prog.gradients(&mut params, &(), &seed).map(exactgrad::Pack::len)));
+        });
+    }
+    parallel::set_min_node_work(default);
+    group.finish();
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default().warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(3));
-    targets = forward_levels, product_vjp
+    targets = forward_levels, product_vjp, program_levels
 }
 criterion_main!(benches);
