@@ -5,10 +5,12 @@
 
 mod calls;
 pub(crate) mod consts;
+mod declared;
 mod expr;
 mod helpers;
 mod parts;
 mod stmts;
+mod windows;
 
 use std::collections::HashMap;
 
