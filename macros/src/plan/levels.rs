@@ -37,12 +37,7 @@ pub(crate) fn levels(graph: &Graph) -> Vec<Vec<usize>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::parse::GraphDef;
-
-    fn graph(src: &str) -> Graph {
-        let def: GraphDef = syn::parse_str(src).expect("parses");
-        crate::lower::lower(&def).map_err(|e| e.to_string()).expect("lowers")
-    }
+    use crate::plan::tests::graph;
 
     #[test]
     fn a_chain_is_one_node_per_level() {

@@ -158,13 +158,8 @@ pub(crate) fn gradients(graph: &Graph, sweep: &Sweep, seeded: &[usize]) -> (Vec<
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::parse::GraphDef;
     use crate::plan::sweep;
-
-    fn graph(src: &str) -> Graph {
-        let def: GraphDef = syn::parse_str(src).expect("parses");
-        crate::lower::lower(&def).map_err(|e| e.to_string()).expect("lowers")
-    }
+    use crate::plan::tests::graph;
 
     #[test]
     fn values_no_vjp_reads_are_given_back_after_their_last_reader() {

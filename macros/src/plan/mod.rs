@@ -158,11 +158,12 @@ pub(crate) fn has_custom(graph: &Graph) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::parse::GraphDef;
 
-    fn graph(src: &str) -> Graph {
+    /// The graph `graph!` lowers `src` to (the plan modules' tests share it).
+    pub(super) fn graph(src: &str) -> Graph {
         let def: GraphDef = syn::parse_str(src).expect("parses");
         crate::lower::lower(&def).map_err(|e| e.to_string()).expect("lowers")
     }
