@@ -121,15 +121,13 @@ fn w2_chain(c: &mut Criterion) {
     let mut group = c.benchmark_group("W2_chain_2000_layers");
     group.sample_size(15);
     group.throughput(Throughput::Elements(nodes as u64));
+    let setup = || (inputs.clone(), seeds.clone());
+    let step = |(i, s): (Vec<RawTensor<f32>>, RawSeeds<f32>)| {
+        let saved = RawSavedGraph::compile(&g, i, ()).expect("chain compiles");
+        saved.backprop_all_array(s).expect("array pass")
+    };
     group.bench_with_input(BenchmarkId::new("compile+array", nodes), &nodes, |b, _| {
-        b.iter_batched(
-            || (inputs.clone(), seeds.clone()),
-            |(i, s)| {
-                let saved = RawSavedGraph::compile(&g, i, ()).expect("chain compiles");
-                saved.backprop_all_array(s).expect("array pass")
-            },
-            BatchSize::LargeInput,
-        );
+        b.iter_batched(setup, step, BatchSize::LargeInput);
     });
     group.bench_with_input(BenchmarkId::new("compile+inputs_array", nodes), &nodes, |b, _| {
         b.iter_batched(
@@ -146,16 +144,7 @@ fn w2_chain(c: &mut Criterion) {
         let pool = exactgrad::parallel::pool(threads).expect("threads");
         // The measuring loop runs on the pool: no iteration pays for waking a pool thread.
         group.bench_with_input(BenchmarkId::new(label, nodes), &nodes, |b, _| {
-            pool.install(|| {
-                b.iter_batched(
-                    || (inputs.clone(), seeds.clone()),
-                    |(i, s)| {
-                        let saved = RawSavedGraph::compile(&g, i, ()).expect("chain compiles");
-                        saved.backprop_all_array(s).expect("array pass")
-                    },
-                    BatchSize::LargeInput,
-                );
-            });
+            pool.install(|| b.iter_batched(setup, step, BatchSize::LargeInput));
         });
     }
     let saved = RawSavedGraph::compile(&g, inputs.clone(), ()).expect("chain compiles");

@@ -17,7 +17,7 @@ mod node;
 mod raw;
 mod typed;
 
-pub(crate) use levels::Levels;
+pub(crate) use levels::{node_work, Levels};
 pub use node::{Compact, ErasedPosition, FromParents, IntoNode, KeepOp, Node, RawNode};
 pub use raw::RawGraph;
 pub use typed::GraphData;

@@ -123,9 +123,10 @@ pub fn set_min_node_work(n: usize) {
     MIN_NODE_WORK.store(n, Ordering::Relaxed);
 }
 
-/// `true` when two or more independent pieces of `work` in all should run at the same time here.
-pub(crate) fn concurrent(pieces: usize, work: usize) -> bool {
-    pieces >= 2 && split_threads() >= 2 && work >= min_node_work()
+/// `true` when two or more independent pieces of `work()` in all should run at the same time
+/// here (`work` is only counted when there are pieces and threads to share).
+pub(crate) fn concurrent(pieces: usize, work: impl FnOnce() -> usize) -> bool {
+    pieces >= 2 && split_threads() >= 2 && work() >= min_node_work()
 }
 
 /// How many contiguous blocks to split `count` independent batch items into, each a product of

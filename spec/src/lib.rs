@@ -2,7 +2,7 @@
 //! per built-in op its DSL name and arity ([`ops::OPS`]), its shape rule and the exact words of its
 //! shape errors ([`rules`]), the type-level rule trait that computes its output shape type and that
 //! trait's error texts ([`types`]), its compact-VJP pattern (the static support) and the saved
-//! values its VJP reads. The crate docs' op table is generated from it ([`docs::op_table`]).
+//! values its VJP reads; and the forward's level rule both schedule by ([`levels`]). The crate docs' op table is generated from it ([`docs::op_table`]).
 //!
 //! Plain Rust, no dependencies: the proc-macro crate and the runtime both build on it.
 //!
@@ -16,6 +16,7 @@
 #![forbid(unsafe_code)]
 
 pub mod docs;
+pub mod levels;
 pub mod ops;
 pub mod rules;
 pub mod shape;

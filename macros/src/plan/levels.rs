@@ -1,10 +1,8 @@
 //! The forward's schedule: the nodes grouped into *levels*, run level after level, a level's
-//! nodes in index order (SEMANTICS §8.4, as the runtime's `compile` groups them).
-//!
-//! A built-in node reads exactly its parents, so its level is one more than the highest level
-//! among its parent nodes (0 when it reads only inputs). An opaque node or a user compact op
-//! receives its whole prefix, so it sits one level above every node before it. A level's nodes
-//! therefore read only values of lower levels: each value is the same function of its parents in
+//! nodes in index order (SEMANTICS §8.4), by the rule the runtime's `compile` uses too
+//! (`exactgrad_spec::levels`): a built-in node reads exactly its parents, an opaque node or a
+//! user compact op receives its whole prefix. A level's nodes therefore read only values of lower
+//! levels: each value is the same function of its parents in
 //! any order the level runs in, and the generated program may compute a level's built-in nodes at
 //! the same time (`ProgramState::forward_level`). The value buffers are planned in this order
 //! ([`super::memory::values`]).
@@ -13,21 +11,14 @@ use crate::ir::{Graph, NodeKind};
 
 /// Every node's level, grouped: `levels[l]` holds the nodes of level `l`, ascending.
 pub(crate) fn levels(graph: &Graph) -> Vec<Vec<usize>> {
-    let n_in = graph.inputs.len();
-    let mut level = Vec::with_capacity(graph.nodes.len());
-    // One more than the highest level so far (0 before any node).
-    let mut above_all = 0;
-    for node in &graph.nodes {
-        let l = match node.kind {
-            NodeKind::Builtin(..) => {
-                node.parents.iter().filter_map(|&q| q.checked_sub(n_in)).map(|j| level[j] + 1).max().unwrap_or(0)
-            }
-            NodeKind::Opaque { .. } | NodeKind::Custom(_) => above_all,
-        };
-        above_all = above_all.max(l + 1);
-        level.push(l);
-    }
-    let mut levels = vec![Vec::new(); above_all];
+    let level = exactgrad_spec::levels::node_levels(
+        graph.inputs.len(),
+        graph.nodes.iter().map(|node| match node.kind {
+            NodeKind::Builtin(..) => Some(&node.parents[..]),
+            NodeKind::Opaque { .. } | NodeKind::Custom(_) => None,
+        }),
+    );
+    let mut levels = vec![Vec::new(); level.iter().max().map_or(0, |l| l + 1)];
     for (k, &l) in level.iter().enumerate() {
         levels[l].push(k);
     }

@@ -1,7 +1,8 @@
 //! The forward's levels (SEMANTICS §8.4): which nodes of a graph may be computed at the same time.
 //!
-//! A node's level is one more than the highest level among the nodes it reads (a node reading
-//! only inputs is at level 0), so the nodes of one level read only values of lower levels and
+//! The rule is `exactgrad_spec::levels` (the generated programs schedule by it too): a node's
+//! level is one more than the highest level among the nodes it reads (a node reading only inputs
+//! is at level 0), so the nodes of one level read only values of lower levels and
 //! can be computed in any order, or at once, with the same results: each node's value is a
 //! function of its parents' values alone. That holds for the built-in ops, which read exactly
 //! their parents. An opaque node or a user's compact op receives the whole prefix and may read
@@ -12,6 +13,7 @@
 //! keeps them until a node or an input is added.
 
 use super::{Program, RawGraph};
+use crate::shape::Dims;
 
 /// The nodes of a graph grouped by level: `nodes()[starts[l]..starts[l + 1]]` is level `l`, in
 /// increasing node index.
@@ -26,23 +28,17 @@ pub(crate) struct Levels {
 impl Levels {
     /// The levels of `graph`'s nodes.
     pub(crate) fn of<A: 'static, D: 'static>(graph: &RawGraph<A, D>) -> Self {
-        let inputs = graph.num_inputs();
-        let mut level = Vec::with_capacity(graph.nodes().len());
-        // One more than the highest level so far: where a node reading its whole prefix goes.
-        let mut above_all = 0usize;
-        for node in graph.nodes() {
-            let reads_only_parents = match node.program() {
-                Program::Compact(op) => op.reference().is_some(),
-                Program::Opaque { .. } => false,
-            };
-            let l = if reads_only_parents {
-                node.parents().iter().filter_map(|&q| q.checked_sub(inputs)).map(|k| level[k] + 1).max().unwrap_or(0)
-            } else {
-                above_all
-            };
-            above_all = above_all.max(l + 1);
-            level.push(l);
-        }
+        let level = exactgrad_spec::levels::node_levels(
+            graph.num_inputs(),
+            graph.nodes().iter().map(|node| {
+                let reads_only_parents = match node.program() {
+                    Program::Compact(op) => op.reference().is_some(),
+                    Program::Opaque { .. } => false,
+                };
+                reads_only_parents.then(|| node.parents())
+            }),
+        );
+        let above_all = level.iter().max().map_or(0, |l| l + 1);
         // Counting sort by level, stable in node index.
         let mut starts = vec![0usize; above_all + 1];
         for &l in &level {
@@ -70,6 +66,14 @@ impl Levels {
     pub(crate) fn iter(&self) -> impl Iterator<Item = &[usize]> + '_ {
         self.starts.windows(2).map(|w| &self.nodes[w[0]..w[1]])
     }
+}
+
+/// What one node of a level costs, for [`parallel::concurrent`](crate::parallel::concurrent): the
+/// elements it reads (its `parents`) and writes (position `output`), by `dims` (a position not in
+/// `dims` counts 0). The same measure for `compile`'s levels and a generated program's.
+pub(crate) fn node_work(parents: &[usize], output: usize, dims: &[Dims]) -> usize {
+    let numel = |q: usize| dims.get(q).map_or(0, Dims::numel);
+    parents.iter().fold(numel(output), |w, &q| w.saturating_add(numel(q)))
 }
 
 #[cfg(test)]

@@ -249,6 +249,14 @@ impl Batch {
         }
     }
 
+    /// Whether the VJP's two products (`δ · bᵀ` and `aᵀ · δ`, as many multiply-adds each) should
+    /// run side by side on threads (`parallel::concurrent`; the same bits either way).
+    pub(crate) fn vjp_products_concurrent(&self) -> bool {
+        crate::parallel::concurrent(2, || {
+            self.count.saturating_mul(self.m).saturating_mul(self.k).saturating_mul(self.n).saturating_mul(2)
+        })
+    }
+
     /// Item `p` of a tensor of items of `size` elements each.
     fn item<A>(data: &[A], p: usize, size: usize) -> &[A] {
         &data[p * size..(p + 1) * size]
@@ -386,9 +394,7 @@ impl<A: Scalar + Mul<Output = A>, D> CompactOp<A, D> for MatMul {
         let mut gb = c.buffer_for(b.numel());
         // The two products land in different positions: on threads at the same time when their
         // multiply-adds (as many for each) reach `parallel::min_node_work` (the same bits).
-        let Batch { count, m, k, n, .. } = Batch::of(a.dims(), b.dims());
-        let work = count.saturating_mul(m).saturating_mul(k).saturating_mul(n).saturating_mul(2);
-        if crate::parallel::concurrent(2, work) {
+        if Batch::of(a.dims(), b.dims()).vjp_products_concurrent() {
             rayon::join(|| left_gradient(a, g, b, &mut ga), || right_gradient(a, g, b.dims(), &mut gb));
         } else {
             left_gradient(a, g, b, &mut ga);

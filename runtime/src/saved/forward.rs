@@ -11,7 +11,7 @@ use rayon::prelude::*;
 
 use super::node_error_at;
 use crate::error::Error;
-use crate::graph::{Levels, Program, RawGraph};
+use crate::graph::{node_work, Levels, Program, RawGraph};
 use crate::guard::guarded;
 use crate::parallel;
 use crate::scalar::Scalar;
@@ -52,10 +52,9 @@ fn by_levels<A: Scalar, D: Sync + 'static>(
     values.extend(dims[inputs..].iter().map(|&d| RawTensor::vacant(d)));
     for level in levels.iter() {
         // The elements the level reads and writes: what its nodes cost, roughly.
-        let work = level.iter().fold(0usize, |w, &k| {
-            let read = graph.nodes()[k].parents().iter().fold(0usize, |r, &q| r.saturating_add(dims[q].numel()));
-            w.saturating_add(read).saturating_add(dims[inputs + k].numel())
-        });
+        let work = || {
+            level.iter().fold(0usize, |w, &k| w.saturating_add(node_work(graph.nodes()[k].parents(), inputs + k, dims)))
+        };
         if parallel::concurrent(level.len(), work) {
             let prefix = &values[..];
             let computed: Vec<Option<RawTensor<A>>> =

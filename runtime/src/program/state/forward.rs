@@ -15,7 +15,7 @@ use rayon::prelude::*;
 
 use super::ProgramState;
 use crate::error::Error;
-use crate::graph::{CompactOp, Program as NodeProgram, RawGraph};
+use crate::graph::{node_work, CompactOp, Program as NodeProgram, RawGraph};
 use crate::guard::guarded;
 use crate::parallel;
 use crate::scalar::Scalar;
@@ -107,11 +107,11 @@ impl<A: Scalar> ProgramState<A> {
     /// Failures are recorded as by [`forward`](Self::forward).
     #[doc(hidden)]
     pub fn forward_level<D: Sync + 'static>(&mut self, nodes: &[(usize, &dyn CompactOp<A, D>)], data: &D) {
-        let dims = &self.dims;
-        let work = nodes.iter().fold(0usize, |w, &(k, op)| {
-            let read = op.parents().iter().fold(0usize, |r, &q| r.saturating_add(dims.get(q).map_or(0, Dims::numel)));
-            w.saturating_add(read).saturating_add(dims.get(self.inputs + k).map_or(0, Dims::numel))
-        });
+        let work = || {
+            nodes
+                .iter()
+                .fold(0usize, |w, &(k, op)| w.saturating_add(node_work(op.parents(), self.inputs + k, &self.dims)))
+        };
         if !parallel::concurrent(nodes.len(), work) {
             for &(k, op) in nodes {
                 self.forward(k, op, data);

@@ -88,8 +88,7 @@ impl<A: Scalar> ProgramState<A> {
         if qa == qb || !uniform(qa) || !uniform(qb) {
             return false;
         }
-        let crate::ops::Batch { count, m, k, n, .. } = crate::ops::Batch::of(self.dims[qa], self.dims[qb]);
-        crate::parallel::concurrent(2, count.saturating_mul(m).saturating_mul(k).saturating_mul(n).saturating_mul(2))
+        crate::ops::Batch::of(self.dims[qa], self.dims[qb]).vjp_products_concurrent()
     }
 
     /// [`vjp_product`](Self::vjp_product)'s fast path for both operands at once: each position's
