@@ -8,7 +8,12 @@
 //!   products run side by side (below `parallel::min_work`, so neither is split by itself);
 //! * `program_levels/heads_8x256`: a generated program (`graph!`) of 8 heads
 //!   `sum(tanh(W_k · x))`, `W_k [256, 256]`, all-inputs pass: its forward's first level (the 8
-//!   products) computed at the same time (`ProgramState::forward_level`).
+//!   products) computed at the same time (`ProgramState::forward_level`);
+//! * `wake_up/pieces_2x{P}us`: what running two independent pieces of `P` µs each at the same
+//!   time gains on a pool of two threads when the second thread has been idle for 200 µs (as it is
+//!   between the few splits of a model's step), against running them one after the other: the
+//!   measurement behind `parallel::keep_awake` (plain `join`s, not the library's splits, so no
+//!   keeper runs for them).
 //!
 //! `cargo bench --bench inter_op -- --warm-up-time 1 --measurement-time 3`
 #![allow(missing_docs)] // criterion_group! generates undocumented items
@@ -121,9 +126,44 @@ fn program_levels(c: &mut Criterion) {
     group.finish();
 }
 
+/// About `ns` nanoseconds of work on the calling thread (a multiply-add loop the optimiser cannot
+/// remove, calibrated once).
+fn busy(ns: u64, per_ns: f64) -> u64 {
+    let mut x = 1u64;
+    for i in 0..(ns as f64 * per_ns) as u64 {
+        x = std::hint::black_box(x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(i));
+    }
+    x
+}
+
+fn wake_up(c: &mut Criterion) {
+    let calibrate = 10_000_000;
+    let start = std::time::Instant::now();
+    busy(calibrate, 1.0);
+    let per_ns = calibrate as f64 / start.elapsed().as_nanos() as f64;
+    let two = parallel::pool(2).expect("threads");
+    let mut group = c.benchmark_group("wake_up");
+    for piece_us in [10, 30, 60] {
+        let piece = piece_us * 1000;
+        // 200 µs on the calling thread first: the second thread has gone to sleep by then.
+        group.bench_function(format!("pieces_2x{piece_us}us/one_after_the_other"), |b| {
+            two.install(|| b.iter(|| busy(200_000, per_ns) ^ busy(piece, per_ns) ^ busy(piece, per_ns)));
+        });
+        group.bench_function(format!("pieces_2x{piece_us}us/at_the_same_time"), |b| {
+            two.install(|| {
+                b.iter(|| {
+                    let (x, y) = two.join(|| busy(piece, per_ns), || busy(piece, per_ns));
+                    busy(200_000, per_ns) ^ x ^ y
+                })
+            });
+        });
+    }
+    group.finish();
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default().warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(3));
-    targets = forward_levels, product_vjp, program_levels
+    targets = forward_levels, product_vjp, program_levels, wake_up
 }
 criterion_main!(benches);

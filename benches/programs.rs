@@ -256,22 +256,29 @@ fn mlp_bench(c: &mut Criterion) {
 }
 
 /// `name/1_thread` and `name/2_threads`: `step` run inside pools of one and of two threads, in
-/// one run (the same bits either way: `tests/thread_counts.rs`), for the scaling table; and
-/// `name/2_threads_inter_op_off`, two threads with the inter-op splits off (a forward level's
-/// nodes and a product's two VJP products one after the other: `min_node_work` at its maximum),
-/// so their share of the speed-up shows. The measuring loop itself runs on the pool, so no step
-/// pays for handing work to a pool thread and waking it (tens of µs on this machine's VM, against
-/// steps of tens of µs).
+/// one run (the same bits either way: `tests/thread_counts.rs`), for the scaling table; and, on two
+/// threads, `name/2_threads_inter_op_off` with the inter-op splits off (a forward level's nodes
+/// and a product's two VJP products one after the other: `min_node_work` at its maximum) and
+/// `name/2_threads_keep_awake_off` with the other thread sleeping between splits
+/// (`parallel::set_keep_awake(Duration::ZERO)`), so their shares of the speed-up show. The
+/// measuring loop itself runs on the pool, so no step pays for handing work to a pool thread and
+/// waking it (tens of µs on this machine's VM, against steps of tens of µs).
 fn on_pools(group: &mut BenchmarkGroup<'_, WallTime>, name: &str, step: &mut (dyn FnMut() + Send)) {
-    let default = exactgrad::parallel::min_node_work();
-    for (threads, label, node_work) in
-        [(1, "1_thread", default), (2, "2_threads", default), (2, "2_threads_inter_op_off", usize::MAX)]
-    {
-        let pool = exactgrad::parallel::pool(threads).expect("threads");
-        exactgrad::parallel::set_min_node_work(node_work);
+    use exactgrad::parallel;
+    let (node_work, awake) = (parallel::min_node_work(), parallel::keep_awake());
+    for (threads, label, work, keep) in [
+        (1, "1_thread", node_work, awake),
+        (2, "2_threads", node_work, awake),
+        (2, "2_threads_inter_op_off", usize::MAX, awake),
+        (2, "2_threads_keep_awake_off", node_work, Duration::ZERO),
+    ] {
+        let pool = parallel::pool(threads).expect("threads");
+        parallel::set_min_node_work(work);
+        parallel::set_keep_awake(keep);
         group.bench_function(format!("{name}/{label}"), |b| pool.install(|| b.iter(&mut *step)));
     }
-    exactgrad::parallel::set_min_node_work(default);
+    parallel::set_min_node_work(node_work);
+    parallel::set_keep_awake(awake);
 }
 
 criterion_group! {

@@ -15,6 +15,10 @@
 //! `compile`'s forward (nodes that read none of each other's values), and the two products of a
 //! matrix product's VJP, when their work reaches [`min_node_work`] (SEMANTICS §8.4).
 //!
+//! Between splits the pool's other threads keep looking for work for [`keep_awake`] (default
+//! [`DEFAULT_KEEP_AWAKE`]) instead of sleeping, so a model's splits, tens of microseconds apart,
+//! do not each pay for waking a thread (see the `awake` module's docs).
+//!
 //! Small work stays on the calling thread: a product is split only when it has at least
 //! [`min_work`] multiply-adds (default [`DEFAULT_MIN_WORK`], measured: see its docs), a batched
 //! product over its items when all of them together have (and, with fewer items than threads,
@@ -31,6 +35,11 @@
 use core::sync::atomic::{AtomicUsize, Ordering};
 
 pub use rayon::{ThreadPool, ThreadPoolBuildError};
+
+mod awake;
+
+pub use awake::{keep_awake, set_keep_awake, DEFAULT_KEEP_AWAKE};
+pub(crate) use awake::{part, split};
 
 /// The default of [`min_work`]: `2^18` multiply-adds (a 64 × 64 × 64 product). Measured with
 /// `cargo bench --bench gemm -- threads` on a 2-core machine: 256³ runs 1.32× faster on two
@@ -88,7 +97,7 @@ pub(crate) fn rows<A: Send>(
         f(0, out);
         return;
     };
-    out.par_chunks_mut(per * row_len).enumerate().for_each(|(k, block)| f(k * per, block));
+    split(|| out.par_chunks_mut(per * row_len).enumerate().for_each(|(k, block)| part(|| f(k * per, block))));
 }
 
 /// The rows per block of [`rows`] and [`rows_pair`] for `len` elements in rows of `row_len`:
@@ -103,8 +112,10 @@ fn rows_per_block(len: usize, row_len: usize, work_per_element: usize) -> Option
 /// `cargo bench --bench inter_op` on a 2-core machine, 2 threads with the split off against on:
 /// `compile` of 64 heads of 64 × 64 products (a level of 64 × 4 224 units) 1.27× faster, 8 heads of
 /// 256 × 256 1.28×; the two VJP products of 32 × 64 × 64 (2^18 multiply-adds) 1.57×, of 64 × 128 ×
-/// 128 2.2×. Waking the second thread costs tens of microseconds on that (virtual) machine, so
-/// smaller groups stay on the calling thread.
+/// 128 2.2×. Those run back to back, with the pool's threads awake; a model's step has gaps
+/// between its splits, which [`keep_awake`] bridges: without it, waking a sleeping thread costs
+/// that machine tens of microseconds at every split after a gap, and the attention block of
+/// `benches/programs.rs` ran slower on two threads than on one.
 pub const DEFAULT_MIN_NODE_WORK: usize = 1 << 16;
 
 static MIN_NODE_WORK: AtomicUsize = AtomicUsize::new(DEFAULT_MIN_NODE_WORK);
@@ -127,6 +138,17 @@ pub fn set_min_node_work(n: usize) {
 /// here (`work` is only counted when there are pieces and threads to share).
 pub(crate) fn concurrent(pieces: usize, work: impl FnOnce() -> usize) -> bool {
     pieces >= 2 && split_threads() >= 2 && work() >= min_node_work()
+}
+
+/// Runs `f`, one of `pieces` independent pieces run at the same time ([`concurrent`]), as a part
+/// of split work ([`part`]); its own kernels split further only when the pieces are fewer than
+/// the threads (as many pieces as threads keep every thread busy; splitting inside them as well
+/// only adds hand-offs). Measured with `cargo bench --bench inter_op -- forward_levels` on a
+/// 2-core machine, one run each: levels of 4 and 8 products of 512 × 512 × 1 (each large enough
+/// to split its own row panels) ran 0.78× and 0.38× as fast at the same time as one after the
+/// other before this rule, 1.32× and 1.37× after it.
+pub(crate) fn piece<R>(pieces: usize, f: impl FnOnce() -> R) -> R {
+    part(|| if pieces >= threads() { sequential(f) } else { f() })
 }
 
 /// How many contiguous blocks to split `count` independent batch items into, each a product of
@@ -193,10 +215,12 @@ pub(crate) fn rows_pair<A: Send, B: Send>(
         f(0, a, b);
         return;
     };
-    a.par_chunks_mut(per * row_len)
-        .zip(b.par_chunks_mut(per * row_len))
-        .enumerate()
-        .for_each(|(k, (a, b))| f(k * per, a, b));
+    split(|| {
+        a.par_chunks_mut(per * row_len)
+            .zip(b.par_chunks_mut(per * row_len))
+            .enumerate()
+            .for_each(|(k, (a, b))| part(|| f(k * per, a, b)));
+    });
 }
 
 /// The fewest multiply-adds (`rows · inner · cols`) a matrix product needs before it is split

@@ -143,19 +143,23 @@ pub(crate) fn run_local<A: Send, S: Send>(
         return Err(Error::Workers { message: "no worker state to compute micro-batches with".to_owned() });
     }
     let workers = states.len();
-    let parts: Vec<Vec<MicroBatchResult<A>>> = states
-        .par_iter_mut()
-        .enumerate()
-        .map(|(w, state)| {
-            block(range.clone(), workers, w)
-                .map(|i| match guarded("compute", || compute(state, i)) {
-                    Ok(Ok(tensors)) => Ok(tensors),
-                    Ok(Err(e)) => Err(Error::MicroBatch { index: i, message: e.to_string() }),
-                    Err(message) => Err(Error::MicroBatch { index: i, message }),
+    let parts: Vec<Vec<MicroBatchResult<A>>> = crate::parallel::split(|| {
+        states
+            .par_iter_mut()
+            .enumerate()
+            .map(|(w, state)| {
+                crate::parallel::part(|| {
+                    block(range.clone(), workers, w)
+                        .map(|i| match guarded("compute", || compute(state, i)) {
+                            Ok(Ok(tensors)) => Ok(tensors),
+                            Ok(Err(e)) => Err(Error::MicroBatch { index: i, message: e.to_string() }),
+                            Err(message) => Err(Error::MicroBatch { index: i, message }),
+                        })
+                        .collect()
                 })
-                .collect()
-        })
-        .collect();
+            })
+            .collect()
+    });
     Ok(parts.into_iter().flatten().collect())
 }
 

@@ -316,13 +316,17 @@ pub(crate) fn each_item<A: Scalar>(
     let start = out.len();
     out.resize(start + count * size, A::zero());
     let per = count.div_ceil(parts);
-    out[start..].par_chunks_mut(per * size).enumerate().for_each(|(b, chunk)| {
-        crate::parallel::sequential(|| {
-            let mut v = Vec::with_capacity(chunk.len());
-            for p in b * per..b * per + chunk.len() / size {
-                item(p, &mut v);
-            }
-            chunk.clone_from_slice(&v);
+    crate::parallel::split(|| {
+        out[start..].par_chunks_mut(per * size).enumerate().for_each(|(b, chunk)| {
+            crate::parallel::part(|| {
+                crate::parallel::sequential(|| {
+                    let mut v = Vec::with_capacity(chunk.len());
+                    for p in b * per..b * per + chunk.len() / size {
+                        item(p, &mut v);
+                    }
+                    chunk.clone_from_slice(&v);
+                });
+            });
         });
     });
 }
@@ -395,7 +399,13 @@ impl<A: Scalar + Mul<Output = A>, D> CompactOp<A, D> for MatMul {
         // The two products land in different positions: on threads at the same time when their
         // multiply-adds (as many for each) reach `parallel::min_node_work` (the same bits).
         if Batch::of(a.dims(), b.dims()).vjp_products_concurrent() {
-            rayon::join(|| left_gradient(a, g, b, &mut ga), || right_gradient(a, g, b.dims(), &mut gb));
+            use crate::parallel::{piece, split};
+            split(|| {
+                rayon::join(
+                    || piece(2, || left_gradient(a, g, b, &mut ga)),
+                    || piece(2, || right_gradient(a, g, b.dims(), &mut gb)),
+                )
+            });
         } else {
             left_gradient(a, g, b, &mut ga);
             right_gradient(a, g, b.dims(), &mut gb);

@@ -94,9 +94,11 @@ pub fn forward_into<A: Scalar, F: PointwiseFn<A>>(x: &[A], out: &mut Vec<A>) {
         return;
     }
     let chunk = x.len().div_ceil(parts);
-    out.par_chunks_mut(chunk)
-        .zip(x.par_chunks(chunk))
-        .for_each(|(out, x)| super::elementwise(ForwardLoop::<A, F> { x, out, f: PhantomData }));
+    parallel::split(|| {
+        out.par_chunks_mut(chunk).zip(x.par_chunks(chunk)).for_each(|(out, x)| {
+            parallel::part(|| super::elementwise(ForwardLoop::<A, F> { x, out, f: PhantomData }));
+        });
+    });
 }
 
 /// `t[i] = derivative(g[i], x[i], y[i])` appended to `out`, split over threads as
@@ -112,11 +114,13 @@ pub fn derivative_into<A: Scalar, F: PointwiseFn<A>>(g: &[A], x: &[A], y: &[A], 
         return;
     }
     let chunk = g.len().div_ceil(parts);
-    out.par_chunks_mut(chunk)
-        .zip(g.par_chunks(chunk))
-        .zip(x.par_chunks(chunk))
-        .zip(y.par_chunks(chunk))
-        .for_each(|(((out, g), x), y)| super::elementwise(DerivativeLoop::<A, F> { g, x, y, out, f: PhantomData }));
+    parallel::split(|| {
+        out.par_chunks_mut(chunk).zip(g.par_chunks(chunk)).zip(x.par_chunks(chunk)).zip(y.par_chunks(chunk)).for_each(
+            |(((out, g), x), y)| {
+                parallel::part(|| super::elementwise(DerivativeLoop::<A, F> { g, x, y, out, f: PhantomData }));
+            },
+        );
+    });
 }
 
 // The two loops are plain loops over slices whose `run` is forced inline, so that they (with

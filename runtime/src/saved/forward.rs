@@ -57,8 +57,14 @@ fn by_levels<A: Scalar, D: Sync + 'static>(
         };
         if parallel::concurrent(level.len(), work) {
             let prefix = &values[..];
-            let computed: Vec<Option<RawTensor<A>>> =
-                level.par_iter().map(|&k| node_value(graph, dims, k, &prefix[..inputs + k], data).ok()).collect();
+            let computed: Vec<Option<RawTensor<A>>> = parallel::split(|| {
+                level
+                    .par_iter()
+                    .map(|&k| {
+                        parallel::piece(level.len(), || node_value(graph, dims, k, &prefix[..inputs + k], data).ok())
+                    })
+                    .collect()
+            });
             for (&k, value) in level.iter().zip(computed) {
                 let Some(value) = value else { return false };
                 values[inputs + k] = value;

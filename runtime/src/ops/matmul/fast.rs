@@ -358,7 +358,9 @@ fn pack_lhs<A: Scalar, const MR: usize>(
     v.truncate(len);
     let fill = |(p, panel): (usize, &mut [A])| pack_panel::<A, MR>(rows, lhs, p, panel);
     if split && len > panel_len {
-        v.par_chunks_exact_mut(panel_len.max(1)).enumerate().for_each(fill);
+        crate::parallel::split(|| {
+            v.par_chunks_exact_mut(panel_len.max(1)).enumerate().for_each(|p| crate::parallel::part(|| fill(p)));
+        });
     } else {
         v.chunks_exact_mut(panel_len.max(1)).enumerate().for_each(fill);
     }
@@ -481,13 +483,15 @@ fn split_rows<T: Lane, const MR: usize, const NR: usize, const HALF: usize, cons
 ) -> bool {
     use rayon::prelude::*;
     let Geometry { inner, cols, .. } = g;
-    out.par_chunks_mut(per * MR * cols)
-        .zip(pa.par_chunks(per * MR * inner))
-        .map(|(out, pa)| {
-            let g = Geometry { rows: out.len() / cols, inner, cols };
-            isa.run(Packed::<T, MR, NR, HALF, RHS_LEFT> { g, pa, pb, out, onto })
-        })
-        .reduce(|| false, |a, b| a | b)
+    crate::parallel::split(|| {
+        out.par_chunks_mut(per * MR * cols)
+            .zip(pa.par_chunks(per * MR * inner))
+            .map(|(out, pa)| {
+                let g = Geometry { rows: out.len() / cols, inner, cols };
+                crate::parallel::part(|| isa.run(Packed::<T, MR, NR, HALF, RHS_LEFT> { g, pa, pb, out, onto }))
+            })
+            .reduce(|| false, |a, b| a | b)
+    })
 }
 
 /// [`kernel`] on packed panels, as a [`Kernel`].

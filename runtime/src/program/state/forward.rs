@@ -125,11 +125,15 @@ impl<A: Scalar> ProgramState<A> {
                 level.push(LevelSlot { entry, buf: self.value_buffer(k), error: None });
             }
         }
-        let (values, dims, inputs) = (&self.values, &self.dims, self.inputs);
-        level.par_iter_mut().for_each(|slot| {
-            let (k, op) = nodes[slot.entry];
-            let p = inputs + k;
-            slot.error = compute(op, &values[..p], dims[p], data, &mut slot.buf).err();
+        let (values, dims, inputs, pieces) = (&self.values, &self.dims, self.inputs, level.len());
+        parallel::split(|| {
+            level.par_iter_mut().for_each(|slot| {
+                parallel::piece(pieces, || {
+                    let (k, op) = nodes[slot.entry];
+                    let p = inputs + k;
+                    slot.error = compute(op, &values[..p], dims[p], data, &mut slot.buf).err();
+                });
+            });
         });
         for slot in level.drain(..) {
             let (k, op) = nodes[slot.entry];
