@@ -13,7 +13,10 @@
 //! another keeper): a thread waiting at a split for a part another thread runs may pick up a
 //! keeper job, and that keeper must return at once, or the split (and the pass) would wait for the
 //! keeper's spin-wait to end. The marks are [`split`] around every call that hands parts to the
-//! pool and [`part`] around every part.
+//! pool and [`part`] around every part. A thread can still pick up a keeper while it waits for
+//! other work (a user's own `join` beside a model's pass), so a keeper also returns after
+//! [`TURNS`] times [`keep_awake`] in all, splits or not: such a wait is held that long at most,
+//! and the next split starts a new keeper.
 
 use core::cell::Cell;
 use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -25,6 +28,9 @@ use std::time::{Duration, Instant};
 /// against sleeping, one run (the README's scaling table): the one head of 64 59.0 against 76.4
 /// µs, the attention block 356 against 396 µs.
 pub const DEFAULT_KEEP_AWAKE: Duration = Duration::from_millis(1);
+
+/// A keeper's whole life, in [`keep_awake`]s.
+const TURNS: u32 = 4;
 
 /// [`keep_awake`] in nanoseconds.
 static KEEP_AWAKE_NS: AtomicU64 = AtomicU64::new(DEFAULT_KEEP_AWAKE.as_nanos() as u64);
@@ -100,7 +106,7 @@ pub(crate) fn split<R>(f: impl FnOnce() -> R) -> R {
 }
 
 /// A keeper: runs the pool's jobs as it finds them until no split has been made and no job found
-/// for [`keep_awake`]; returns at once inside split work.
+/// for [`keep_awake`], or [`TURNS`] times that in all; returns at once inside split work.
 fn keeper() {
     /// Counts the keeper out when it returns (or a job it ran unwinds through it).
     struct Out;
@@ -115,8 +121,13 @@ fn keeper() {
     }
     part(|| {
         let mut seen = SPLITS.load(Ordering::Relaxed);
-        let mut since = Instant::now();
+        let start = Instant::now();
+        let mut since = start;
         loop {
+            let awake = keep_awake();
+            if start.elapsed() >= awake.saturating_mul(TURNS) {
+                return;
+            }
             if rayon::yield_now() == Some(rayon::Yield::Executed) {
                 since = Instant::now();
                 continue;
@@ -125,7 +136,7 @@ fn keeper() {
             if now != seen {
                 seen = now;
                 since = Instant::now();
-            } else if since.elapsed() >= keep_awake() {
+            } else if since.elapsed() >= awake {
                 return;
             }
             // Nothing to run: let the operating system run any other thread that is ready (a
@@ -164,6 +175,31 @@ mod tests {
         let took = start.elapsed();
         set_keep_awake(before);
         assert!(took < Duration::from_secs(5), "a keeper held a thread inside split work ({took:?})");
+    }
+
+    #[test]
+    fn a_keeper_returns_after_its_turns_while_splits_go_on() {
+        let pool = super::super::pool(2).unwrap();
+        let before = keep_awake();
+        set_keep_awake(Duration::from_millis(20));
+        let done = std::sync::atomic::AtomicBool::new(false);
+        let took = std::thread::scope(|s| {
+            // Splits that go on until the keeper below has returned (at most 30 s).
+            s.spawn(|| {
+                let start = Instant::now();
+                while !done.load(Ordering::Relaxed) && start.elapsed() < Duration::from_secs(30) {
+                    split(|| ());
+                    std::thread::sleep(Duration::from_micros(100));
+                }
+            });
+            let start = Instant::now();
+            pool.install(keeper_counted);
+            done.store(true, Ordering::Relaxed);
+            start.elapsed()
+        });
+        set_keep_awake(before);
+        // Its turns are 80 ms; without them it would wait for the splits to stop (30 s).
+        assert!(took < Duration::from_secs(10), "the keeper outlived its turns ({took:?})");
     }
 
     /// [`keeper`], counted in as [`split`] counts it.
