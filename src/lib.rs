@@ -477,8 +477,9 @@
 //! is the same bits on any number of threads; after a split the pool's other threads keep looking
 //! for work for `parallel::keep_awake()` rather than sleep (OpenMP's spin-wait; it uses their
 //! cores meanwhile, and `parallel::set_keep_awake(Duration::ZERO)` turns it off). For data
-//! parallelism, split a batch into micro-batches and let [`data_parallel::gradients`] compute them on a set of workers (threads,
-//! or processes with the `mpi` feature) and add them in a fixed tree over the micro-batch index:
+//! parallelism, split a batch into micro-batches and let [`data_parallel::gradients`] compute
+//! them on a set of workers (threads, or processes with the `mpi` feature) and add them in a
+//! fixed tree over the micro-batch index:
 //!
 //! ```
 //! use exactgrad::data_parallel::{self, Threads};
