@@ -151,6 +151,12 @@ pub(crate) fn piece<R>(pieces: usize, f: impl FnOnce() -> R) -> R {
     part(|| if pieces >= threads() { sequential(f) } else { f() })
 }
 
+/// `(a(), b())`, two independent pieces ([`piece`]) run at the same time on the pool: the split
+/// of a product's two VJP products, once [`concurrent`] has said yes.
+pub(crate) fn pair<RA: Send, RB: Send>(a: impl FnOnce() -> RA + Send, b: impl FnOnce() -> RB + Send) -> (RA, RB) {
+    split(|| rayon::join(|| piece(2, a), || piece(2, b)))
+}
+
 /// How many contiguous blocks to split `count` independent batch items into, each a product of
 /// `item_work` multiply-adds: 1 (run here) for one item, no work, total work (`count ·
 /// item_work`) under [`min_work`] or one thread, and also when the items are fewer than the

@@ -399,13 +399,7 @@ impl<A: Scalar + Mul<Output = A>, D> CompactOp<A, D> for MatMul {
         // The two products land in different positions: on threads at the same time when their
         // multiply-adds (as many for each) reach `parallel::min_node_work` (the same bits).
         if Batch::of(a.dims(), b.dims()).vjp_products_concurrent() {
-            use crate::parallel::{piece, split};
-            split(|| {
-                rayon::join(
-                    || piece(2, || left_gradient(a, g, b, &mut ga)),
-                    || piece(2, || right_gradient(a, g, b.dims(), &mut gb)),
-                )
-            });
+            crate::parallel::pair(|| left_gradient(a, g, b, &mut ga), || right_gradient(a, g, b.dims(), &mut gb));
         } else {
             left_gradient(a, g, b, &mut ga);
             right_gradient(a, g, b.dims(), &mut gb);

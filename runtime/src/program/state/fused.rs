@@ -114,20 +114,10 @@ impl<A: Scalar> ProgramState<A> {
         let mut out_a = take_buffer(self.gradient_buffer, &mut self.gradient_pool, *qa);
         let mut out_b = take_buffer(self.gradient_buffer, &mut self.gradient_pool, *qb);
         let saved = SavedValues { prefix: &self.values[..p], output: &self.values[p], data };
-        let (ra, rb) = crate::parallel::split(|| {
-            rayon::join(
-                || {
-                    crate::parallel::piece(2, || {
-                        guarded("the VJP", || op.product_onto(&saved, g, 0, &stored[0], &mut out_a))
-                    })
-                },
-                || {
-                    crate::parallel::piece(2, || {
-                        guarded("the VJP", || op.product_onto(&saved, g, 1, &stored[1], &mut out_b))
-                    })
-                },
-            )
-        });
+        let (ra, rb) = crate::parallel::pair(
+            || guarded("the VJP", || op.product_onto(&saved, g, 0, &stored[0], &mut out_a)),
+            || guarded("the VJP", || op.product_onto(&saved, g, 1, &stored[1], &mut out_b)),
+        );
         for ((q, _), (result, out)) in writes.iter().zip([(ra, out_a), (rb, out_b)]) {
             result.map_err(|m| super::sweep::vjp_error(k, op.name(), m))?;
             self.store_product(k, op.name(), *q, out)?;
