@@ -58,6 +58,8 @@
     reason = "the casts left are of small counts to floats and of float bits in the math kernels"
 )]
 
+#[doc(hidden)] // how the kernels are compiled once; nothing for users to call
+pub mod compiled;
 pub mod contributions;
 pub mod data_parallel;
 pub mod deferred;

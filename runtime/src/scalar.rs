@@ -47,6 +47,23 @@ pub trait Storage {
     /// are the dense sequence of additions; this only decides how much of it must run.
     const ZERO_ADD_IDEMPOTENT: bool = false;
 
+    /// Whether this crate compiled its kernels for the type (`f32`, `f64`): the generic kernel
+    /// entries then call [`compiled`](Self::compiled)'s table instead of instantiating their
+    /// bodies in the caller's crate ([`crate::compiled`]). Set only by this crate.
+    #[doc(hidden)]
+    const COMPILED: bool = false;
+
+    /// The kernels this crate compiled for the type; called only when
+    /// [`COMPILED`](Self::COMPILED) is `true`. Overridden only by this crate.
+    #[doc(hidden)]
+    #[must_use]
+    fn compiled() -> &'static crate::compiled::Compiled<Self>
+    where
+        Self: Sized + 'static,
+    {
+        unimplemented!("only exactgrad-runtime's own scalars have compiled kernels")
+    }
+
     /// Whether `numerator / divisor` panics for this type: Rust's integer division by zero (and,
     /// for the signed primitive integers, `MIN / -1`); a rational's division by zero. `false` by
     /// default and for floats, whose division never panics (`1 / 0` is `inf`). The `div` op checks
@@ -112,10 +129,18 @@ impl<T: Clone + Add<Output = T> + num_traits::Zero + Storage + Send + Sync + 'st
 }
 
 macro_rules! float_storage {
-    ($($t:ty => $quiet:expr),*) => {$(
+    ($($t:ty => $quiet:expr $(, $compiled:ident)?);*) => {$(
         impl Storage for $t {
             const HAS_STORAGE_EQUALITY: bool = true;
             const ZERO_ADD_IDEMPOTENT: bool = true;
+            $(
+            const COMPILED: bool = true;
+            // Not inlined into a caller's crate: the table's entries stay this crate's.
+            #[inline(never)]
+            fn compiled() -> &'static crate::compiled::Compiled<Self> {
+                &crate::compiled::$compiled
+            }
+            )?
             #[inline]
             fn storage_eq(&self, other: &Self) -> bool {
                 self.to_bits() == other.to_bits()
@@ -141,10 +166,10 @@ macro_rules! float_storage {
         }
     )*};
 }
-float_storage!(f32 => 0x0040_0000, f64 => 0x0008_0000_0000_0000);
+float_storage!(f32 => 0x0040_0000, F32; f64 => 0x0008_0000_0000_0000, F64);
 
 #[cfg(feature = "half")]
-float_storage!(half::f16 => 0x0200, half::bf16 => 0x0040);
+float_storage!(half::f16 => 0x0200; half::bf16 => 0x0040);
 
 macro_rules! int_storage {
     ($($t:ty),*) => {$(

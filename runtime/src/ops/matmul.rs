@@ -167,6 +167,24 @@ fn gemm_into<A: Scalar + Mul<Output = A>, const RHS_LEFT: bool>(
     onto: Option<&A>,
     out: &mut Vec<A>,
 ) {
+    if A::COMPILED {
+        let k = A::compiled();
+        let gemm = if RHS_LEFT { k.gemm_rhs_left } else { k.gemm };
+        return gemm(rows, inner, cols, lhs, rhs, onto, out);
+    }
+    gemm_body::<A, RHS_LEFT>(rows, inner, cols, lhs, rhs, onto, out);
+}
+
+/// [`gemm_into`]'s body (compiled in this crate for `f32` and `f64`: [`crate::compiled`]).
+pub(crate) fn gemm_body<A: Scalar + Mul<Output = A>, const RHS_LEFT: bool>(
+    rows: usize,
+    inner: usize,
+    cols: usize,
+    lhs: MatrixView<'_, A>,
+    rhs: MatrixView<'_, A>,
+    onto: Option<&A>,
+    out: &mut Vec<A>,
+) {
     let start = out.len();
     if let Some(nan) = fast::try_gemm::<A, RHS_LEFT>(rows, inner, cols, lhs, rhs, onto, out) {
         if nan {
@@ -333,6 +351,14 @@ pub(crate) fn each_item<A: Scalar>(
 
 /// [`product`] appended to `out`: one [`gemm`] per batch item, in batch order ([`each_item`]).
 pub(crate) fn product_into<A: Scalar + Mul<Output = A>>(a: &RawTensor<A>, b: &RawTensor<A>, out: &mut Vec<A>) {
+    if A::COMPILED {
+        return (A::compiled().product)(a, b, out);
+    }
+    product_body(a, b, out);
+}
+
+/// [`product_into`]'s body (compiled in this crate for `f32` and `f64`: [`crate::compiled`]).
+pub(crate) fn product_body<A: Scalar + Mul<Output = A>>(a: &RawTensor<A>, b: &RawTensor<A>, out: &mut Vec<A>) {
     let bt = Batch::of(a.dims(), b.dims());
     let Batch { count, m, k, n, .. } = bt;
     each_item(count, m * n, m.saturating_mul(k).saturating_mul(n), out, |p, out| {
@@ -344,6 +370,19 @@ pub(crate) fn product_into<A: Scalar + Mul<Output = A>>(a: &RawTensor<A>, b: &Ra
 /// The left operand's gradient `δ · bᵀ` (`(m×n)(n×k)` per batch item, products
 /// `δ[i, j] * b[t, j]`), appended to `out`.
 pub(crate) fn left_gradient<A: Scalar + Mul<Output = A>>(
+    a: &RawTensor<A>,
+    g: &RawTensor<A>,
+    b: &RawTensor<A>,
+    out: &mut Vec<A>,
+) {
+    if A::COMPILED {
+        return (A::compiled().left_gradient)(a, g, b, out);
+    }
+    left_gradient_body(a, g, b, out);
+}
+
+/// [`left_gradient`]'s body (compiled in this crate for `f32` and `f64`: [`crate::compiled`]).
+pub(crate) fn left_gradient_body<A: Scalar + Mul<Output = A>>(
     a: &RawTensor<A>,
     g: &RawTensor<A>,
     b: &RawTensor<A>,
@@ -361,6 +400,19 @@ pub(crate) fn left_gradient<A: Scalar + Mul<Output = A>>(
 /// product over every row of every item — products `δ[i, j] * a[i, t]`, the cotangent left),
 /// appended to `out`.
 pub(crate) fn right_gradient<A: Scalar + Mul<Output = A>>(
+    a: &RawTensor<A>,
+    g: &RawTensor<A>,
+    b: Dims,
+    out: &mut Vec<A>,
+) {
+    if A::COMPILED {
+        return (A::compiled().right_gradient)(a, g, b, out);
+    }
+    right_gradient_body(a, g, b, out);
+}
+
+/// [`right_gradient`]'s body (compiled in this crate for `f32` and `f64`: [`crate::compiled`]).
+pub(crate) fn right_gradient_body<A: Scalar + Mul<Output = A>>(
     a: &RawTensor<A>,
     g: &RawTensor<A>,
     b: Dims,

@@ -89,6 +89,11 @@ pub use log::{log, Log, LogFn};
 pub use log_softmax::{log_softmax, LogSoftmax};
 pub use masked_fill::{masked_fill, MaskAccessor, MaskedFill};
 pub(crate) use matmul::{elementwise, Batch, WideLoop};
+/// The bodies `crate::compiled` instantiates for `f32` and `f64`.
+pub(crate) mod bodies {
+    pub(crate) use super::matmul::{gemm_body, left_gradient_body, product_body, right_gradient_body};
+    pub(crate) use super::product_vjp::product_onto_body;
+}
 pub use matmul::{gemm, gemm_onto, matmul, MatMul, MatrixView};
 pub use matmul_data::{matmul_data, MatMulData, TensorAccessor};
 pub use max::{max, Max};

@@ -112,29 +112,45 @@ impl<A: Scalar + Mul<Output = A>, D> ProductVjp<A, D> for MatMul {
     ) {
         let [pa, pb] = self.positions();
         let (a, b) = (&saved.prefix[pa], &saved.prefix[pb]);
-        // One GEMM per batch item, as `left_gradient` and `right_gradient` run them: each output
-        // element is one item's product plus the uniform, so the items may be added onto it one
-        // after the other.
-        let bt = Batch::of(a.dims(), b.dims());
-        let Batch { count, m, k, n, .. } = bt;
-        let item = |p: usize, size: usize| p * size..(p + 1) * size;
-        // The items in blocks on threads as in those two (`each_item`).
-        if operand == 0 {
-            each_item(count, m * k, m.saturating_mul(k).saturating_mul(n), out, |p, out| {
-                // δ · bᵀ, the arguments of `left_gradient`.
-                let bp = if bt.batched { &b.data()[item(p, k * n)] } else { b.data() };
-                let lhs = MatrixView::row_major(&g.data()[item(p, m * n)], n);
-                let rhs = MatrixView::transposed(bp, n);
-                gemm_onto_plus_zero::<A, false>((m, n, k), lhs, rhs, stored, false, out);
-            });
-        } else {
-            each_item(count, k * n, m.saturating_mul(k).saturating_mul(n), out, |p, out| {
-                // aᵀ · δ, the arguments of `right_gradient`.
-                let lhs = MatrixView::transposed(&a.data()[item(p, m * k)], k);
-                let rhs = MatrixView::row_major(&g.data()[item(p, m * n)], n);
-                gemm_onto_plus_zero::<A, true>((k, m, n), lhs, rhs, stored, true, out);
-            });
+        if A::COMPILED {
+            return (A::compiled().product_onto)(a, b, g, operand, stored, out);
         }
+        product_onto_body(a, b, g, operand, stored, out);
+    }
+}
+
+/// `matmul`'s [`ProductVjp::product_onto`] for operands `a` and `b` (compiled in this crate for
+/// `f32` and `f64`: [`crate::compiled`]).
+pub(crate) fn product_onto_body<A: Scalar + Mul<Output = A>>(
+    a: &RawTensor<A>,
+    b: &RawTensor<A>,
+    g: &RawTensor<A>,
+    operand: usize,
+    stored: &A,
+    out: &mut Vec<A>,
+) {
+    // One GEMM per batch item, as `left_gradient` and `right_gradient` run them: each output
+    // element is one item's product plus the uniform, so the items may be added onto it one
+    // after the other.
+    let bt = Batch::of(a.dims(), b.dims());
+    let Batch { count, m, k, n, .. } = bt;
+    let item = |p: usize, size: usize| p * size..(p + 1) * size;
+    // The items in blocks on threads as in those two (`each_item`).
+    if operand == 0 {
+        each_item(count, m * k, m.saturating_mul(k).saturating_mul(n), out, |p, out| {
+            // δ · bᵀ, the arguments of `left_gradient`.
+            let bp = if bt.batched { &b.data()[item(p, k * n)] } else { b.data() };
+            let lhs = MatrixView::row_major(&g.data()[item(p, m * n)], n);
+            let rhs = MatrixView::transposed(bp, n);
+            gemm_onto_plus_zero::<A, false>((m, n, k), lhs, rhs, stored, false, out);
+        });
+    } else {
+        each_item(count, k * n, m.saturating_mul(k).saturating_mul(n), out, |p, out| {
+            // aᵀ · δ, the arguments of `right_gradient`.
+            let lhs = MatrixView::transposed(&a.data()[item(p, m * k)], k);
+            let rhs = MatrixView::row_major(&g.data()[item(p, m * n)], n);
+            gemm_onto_plus_zero::<A, true>((k, m, n), lhs, rhs, stored, true, out);
+        });
     }
 }
 

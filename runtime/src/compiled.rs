@@ -1,0 +1,88 @@
+//! The kernels compiled once, in this crate, for `f32` and `f64`.
+//!
+//! A generic function is compiled again in every crate that calls it with a new type — and, in
+//! an optimised build, even with a type this crate already compiled it for (rustc shares generic
+//! instances between crates only in unoptimised builds). So a model crate that called the GEMM,
+//! its packing and its thread splits as generic code compiled all of them for `f32` in its own
+//! build: most of a release rebuild of a 7-node model.
+//!
+//! Here, each heavy kernel is a generic *body* and a thin generic *entry*. The entry starts with
+//! ```text
+//! if A::COMPILED { return (A::compiled().kernel)(…) }
+//! ```
+//! `A::COMPILED` is a constant once `A` is known, and rustc does not instantiate the code of a
+//! branch that is dead for the concrete type, so for `f32` and `f64` a user's crate compiles only
+//! the call through [`Compiled`], whose entries — the bodies at `f32` and `f64` — were
+//! instantiated here, in the statics [`F32`] and [`F64`]. Every other scalar (`f16`, integers,
+//! rationals, a user's type) has `COMPILED = false` and runs the generic body, instantiated where
+//! it is used. The body is the same code either way: the bits cannot depend on the path.
+//!
+//! (The STYLE guide's anchor: std's generic `fs::read<P: AsRef<Path>>` calling a non-generic
+//! `inner`.)
+
+use core::ops::Mul;
+
+use crate::ops::MatrixView;
+use crate::scalar::Scalar;
+use crate::shape::Dims;
+use crate::tensor::RawTensor;
+
+/// A GEMM with an optional uniform to add onto (`ops::gemm`, `ops::gemm_onto`): rows, inner,
+/// cols, the operands, the uniform, the output appended to.
+pub(crate) type GemmFn<A> = fn(usize, usize, usize, MatrixView<'_, A>, MatrixView<'_, A>, Option<&A>, &mut Vec<A>);
+
+/// The kernels of one scalar type, compiled in this crate (see the [module docs](self)). Only
+/// this crate builds one: for `f32` ([`F32`]) and `f64` ([`F64`]).
+pub struct Compiled<A: 'static> {
+    /// `ops::gemm` / `ops::gemm_onto` with the cotangent on the left (`RHS_LEFT = false`).
+    pub(crate) gemm: GemmFn<A>,
+    /// The same with the right operand's element on the left of each product (`RHS_LEFT = true`).
+    pub(crate) gemm_rhs_left: GemmFn<A>,
+    /// `matmul`'s forward: `a · b` appended to the output (batched products included).
+    pub(crate) product: fn(&RawTensor<A>, &RawTensor<A>, &mut Vec<A>),
+    /// `matmul`'s left gradient `δ · bᵀ` (`a`, `δ`, `b`, output).
+    pub(crate) left_gradient: fn(&RawTensor<A>, &RawTensor<A>, &RawTensor<A>, &mut Vec<A>),
+    /// `matmul`'s right gradient `aᵀ · δ` (`a`, `δ`, `b`'s dims, output).
+    pub(crate) right_gradient: fn(&RawTensor<A>, &RawTensor<A>, Dims, &mut Vec<A>),
+    /// `matmul`'s gradient of operand 0 or 1 added onto a uniform (`a`, `b`, `δ`, operand,
+    /// uniform, output): `ProductVjp::product_onto`.
+    pub(crate) product_onto: fn(&RawTensor<A>, &RawTensor<A>, &RawTensor<A>, usize, &A, &mut Vec<A>),
+}
+
+impl<A> core::fmt::Debug for Compiled<A> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Compiled").field("scalar", &core::any::type_name::<A>()).finish_non_exhaustive()
+    }
+}
+
+/// The table of `A`'s generic bodies (instantiated where the table is built: here).
+const fn table<A: Scalar + Mul<Output = A>>() -> Compiled<A> {
+    use crate::ops::bodies as mm;
+    Compiled {
+        gemm: mm::gemm_body::<A, false>,
+        gemm_rhs_left: mm::gemm_body::<A, true>,
+        product: mm::product_body::<A>,
+        left_gradient: mm::left_gradient_body::<A>,
+        right_gradient: mm::right_gradient_body::<A>,
+        product_onto: mm::product_onto_body::<A>,
+    }
+}
+
+/// The `f32` kernels, compiled in this crate.
+pub(crate) static F32: Compiled<f32> = table::<f32>();
+/// The `f64` kernels, compiled in this crate.
+pub(crate) static F64: Compiled<f64> = table::<f64>();
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Storage;
+
+    #[test]
+    fn the_floats_and_only_they_are_compiled_here() {
+        assert!(<f32 as Storage>::COMPILED && <f64 as Storage>::COMPILED);
+        assert!(!<i64 as Storage>::COMPILED && !<core::num::Wrapping<i32> as Storage>::COMPILED);
+        assert!(core::ptr::eq(f32::compiled(), &F32) && core::ptr::eq(f64::compiled(), &F64));
+        assert!(format!("{:?}", f32::compiled()).contains("f32"));
+    }
+}
