@@ -74,15 +74,22 @@
 //! * **Loops and constants**: `const D: usize = 16;` (outside the `fn` or in the body; integer or
 //!   `f64`/`f32`) names a constant; a const integer also serves as a dim (`x: [2, D]`). `for i in
 //!   0..N { … }` with constant bounds (literals, `const`s, arithmetic on them — not a generic dim,
-//!   whose size the macro does not know) is unrolled when the macro expands, at most 100 000
-//!   nodes. In its body `let mut h = …;` bindings from outside are reassigned (`h = h + a;`, the
+//!   whose size the macro does not know) runs when the macro expands, at most 100 000 nodes in
+//!   all. A loop whose iterations have one structure — node for node the same ops, constants and
+//!   shapes, each reading a node of its own iteration, the previous iteration's (the first: a
+//!   value from before the loop), one value from before the loop, or one that changes with the
+//!   iteration such as `w[i]` — and whose later nodes read only its last iteration is **written as
+//!   a loop**: one body (its typed constructors, so the compiler checks its shapes once) called per
+//!   iteration, its part of the node list one `Repeat<body shapes, N>` entry, so a 2 000-iteration
+//!   loop builds about as fast as a 2-iteration one; other loops are unrolled (the graph is the same
+//!   either way, node for node). In its body `let mut h = …;` bindings from outside are reassigned (`h = h + a;`, the
 //!   new value must have the binding's first shape; errors name the iteration, `in iteration i =
 //!   3 of `for i in 0..4``), and the loop variable is a constant: `slice(z, 1, i * D, D)`,
 //!   `w[i]`. Integer positions (bounds, axes, slice arguments, indices) use checked integer
 //!   arithmetic; float positions (`x * (1.0 / (D as f64).sqrt())`, eps) are computed in `f64`
-//!   as written. A **parameter array** `w: [[64, 64]; 4]` is 4 inputs `w[0]`…`w[3]`: its handle
-//!   field is `w: [Position<…>; 4]` and `inputs(…)` takes `[Tensor<…>; 4]`; `w[i]` out of range is
-//!   an error. Nodes made in an iteration are labelled `h@i=3` in `describe_backward`.
+//!   as written. A **parameter array** `w: [[64, 64]; 4]` is 4 inputs `w[0]`…`w[3]` (one
+//!   `Array<shape, 4>` entry of the input list): its handle field is `w: [Position<…>; 4]` and
+//!   `inputs(…)` takes `[Tensor<…>; 4]`; `w[i]` out of range is an error. Nodes made in an iteration are labelled `h@i=3` in `describe_backward`.
 //! * **Helpers**: `fn block(x, w) { … }` — a `fn` without `->`, before or after the graph's `fn`
 //!   in the same `graph!` — is a sub-graph inlined at each call (`block(h, w[0])` or
 //!   `h.block(w[0])`). Its parameters are bound to what the call passes: a graph value, a
@@ -214,8 +221,10 @@
 //! (`exactgrad_spec`) it plans, at expansion time, every reverse sweep — the all-inputs pass seeded
 //! at the outputs, and the single-output pass of each declared output (which visits only what the
 //! output reaches, SEMANTICS §7) — down to which uniforms are pending on each gradient position
-//! when it is written, and emits it as straight-line Rust: per node, its saved forward and its
-//! compact VJP (the op itself, called without dynamic dispatch), then one call per write.
+//! when it is written, and writes it out as tables (`Name::plan()`, a [`Plan`](program::Plan)
+//! of `static`s: one row per node, per forward level and per visit of each pass), which one
+//! routine of the runtime runs for every model: the model's generated code does not grow with
+//! its node count, and the runtime's code is compiled once, in the runtime.
 //! `Name::program::<Scalar, B>()` returns a [`Program`] that runs them on reused buffers:
 //!
 //! ```
@@ -241,28 +250,35 @@
 //! println!("{}", Mlp::describe_backward());
 //! ```
 //!
-//! Its sweep reads like hand-written code; for `affine` above the all-inputs pass is (abridged):
+//! Its tables read like the schedule they are; for `mlp` above (`cargo expand` shows them):
 //!
 //! ```text
-//! __st.forward(0, required(&__o2, 0)?, __d);           // level 0: %2 = matmul(%0, %1)
-//! __st.forward(1, required(&__o3, 1)?, __d);           // level 1: %3 = relu(%2)
-//! __st.forward_result()?;                              // the first failing node's error, if any
-//! let g = __st.cotangent(3, 0..0);                     // relu's cotangent: its seed
-//! let r = __st.vjp(0, 1, required(&__o3, 1)?, &g, __d); // relu's compact VJP (visit 0)
-//! __st.accumulate(1, "relu", r, 2, 0..0, &g)?;         // %2 = (%2 + nothing pending) + read(%2)
-//! __st.release(3, g);
-//! let g = __st.cotangent(2, 1..1);                     // written at visit 0: nothing pending
-//! // matmul (visit 1): δ · wᵀ onto %0 and xᵀ · δ onto %1, each position still holding a
-//! // uniform (+ the uniform of visit 0), so each sum is written by one GEMM with the `+` fused
-//! __st.vjp_product(1, 0, required(&__o2, 0)?, &g, __d, &[(0, 0..1), (1, 0..1)])?;
-//! __st.release(2, g);
-//! __st.input_gradient(0, 2..2);
-//! __st.input_gradient(1, 2..2);
+//! static __SWEEP0: Sweep = Sweep {
+//!     steps: &[
+//!         Step::built(4, 0..0, &[(6, 0..0)]),   // visit 0: mean(%6), nothing pending on %6
+//!         Step::built(3, 1..1, &[(5, 0..1)]),   // tanh(%5): %5 + the uniform of visit 0
+//!         // x·w1·w2's second product: each gradient computed straight onto a position still
+//!         // holding a uniform, the pending uniforms and the `+` fused into the GEMM's store
+//!         Step::product(2, 2..2, &[(4, 0..2), (2, 0..2)]),
+//!         Step::built(1, 3..3, &[(3, 0..3)]),   // relu(%3)
+//!         Step::product(0, 4..4, &[(0, 0..4), (1, 0..4)]),
+//!     ],
+//!     inputs: &[5..5, 5..5, 3..5],   // per input, the visits still pending at the end
+//! };
+//! static __PLAN: Plan = Plan {
+//!     nodes: &[PlannedNode::builtin("matmul", &[0, 1], "[B, 4]", ""), /* … */],
+//!     forward: &[Level { nodes: &[0], frees: &[] }, /* … */ Level { nodes: &[3], frees: &[5] }, /* … */],
+//!     passes: &[PassPlan::Planned(&__SWEEP0), PassPlan::Planned(&__SWEEP0)],  // one table for both
+//!     memory: MemoryPlan { values: &[0, 1, 2, 3, 2], /* … */ },
+//!     /* … */
+//! };
 //! ```
 //!
+//! `Name::describe_backward()` prints the same tables in words.
+//!
 //! The forward runs by levels (a node one level above the nodes it reads; a level of several
-//! built-in nodes is one `__st.forward_level(&[…], __d)` call, which computes them at the same
-//! time when the pool has threads to spare and the level is large enough); a failing node is
+//! built-in nodes is computed at the same time when the pool has threads to spare and the level
+//! is large enough); a failing node is
 //! recorded and the error reported is the first in node order, as `compile` reports it.
 //!
 //! Every result is the runtime pass's, bit for bit, on every scalar type (`tests/program_*.rs`
@@ -571,10 +587,12 @@ pub mod __private {
     pub use ::core::option::Option;
     pub use ::std::vec::Vec;
     pub use exactgrad_runtime::dsl::{constant, constant_f64, infinity, opaque_pack};
-    pub use exactgrad_runtime::program::{required, MemoryPlan, Pass, Program, ProgramState, Sweep};
+    pub use exactgrad_runtime::macro_builder::{Nodes, Repeat};
+    pub use exactgrad_runtime::program::{plan, MemoryPlan, Plan, Program};
+    pub use exactgrad_runtime::shape::Array;
     pub use exactgrad_runtime::{
-        num_traits, ops, rules, typenum, CompactOp, Error, FromParents, GraphData, IntoNode, KeepOp, MacroBuilder, Nil,
-        Node, Pack, Position, RawGraph, RawTensor, Scalar, Shape, Snoc, Tensor,
+        num_traits, ops, rules, typenum, CompactOp, Error, FromParents, GraphData, IntoNode, MacroBuilder, Nil, Node,
+        Pack, Position, RawGraph, RawTensor, Scalar, Shape, Snoc, Tensor,
     };
 }
 

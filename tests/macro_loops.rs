@@ -6,6 +6,7 @@
 #![allow(clippy::unwrap_used)]
 
 mod floats;
+mod sym;
 
 use exactgrad::{graph, Tensor};
 use floats::{adv, all_bits, outcome, TestFloat};
@@ -138,4 +139,123 @@ fn const_dims_type_data_tensors() {
     let (g, h) = computed_dims::<f64>();
     let values = g.compile(h.inputs(adv(3, 1)), ComputedDimsData { x }).unwrap().raw().values().to_vec();
     assert_eq!(all_bits(&values), all_bits(&by_hand));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Rolled loops: a loop whose iterations have one structure is built by one body called per
+// iteration (its node list `Repeat<…>`); the graph, the values and every pass are the hand-unrolled
+// model's, on every scalar.
+
+graph! {
+    /// Carried state (`h`, `s`), a table (`w[i]`, `b[i]`), a value from before the loop (`c`) and
+    /// a node of the iteration itself (`z`).
+    fn rolled_chain(x: [2, 3], w: [[3, 3]; 4], b: [[3]; 4], c: [2, 3]) -> ([2, 3], []) {
+        let mut h = x;
+        let mut s = sum(x);
+        for i in 0..4 {
+            let z = h.matmul(w[i]) + b[i];
+            h = z * c - h;
+            s = s + sum(h);
+        }
+        (h, s)
+    }
+}
+
+graph! {
+    fn unrolled_chain(x: [2, 3], w: [[3, 3]; 4], b: [[3]; 4], c: [2, 3]) -> ([2, 3], []) {
+        let s0 = sum(x);
+        let h1 = (x.matmul(w[0]) + b[0]) * c - x;
+        let s1 = s0 + sum(h1);
+        let h2 = (h1.matmul(w[1]) + b[1]) * c - h1;
+        let s2 = s1 + sum(h2);
+        let h3 = (h2.matmul(w[2]) + b[2]) * c - h2;
+        let s3 = s2 + sum(h3);
+        let h4 = (h3.matmul(w[3]) + b[3]) * c - h3;
+        let s4 = s3 + sum(h4);
+        (h4, s4)
+    }
+}
+
+/// Dims and storage-equality of every element.
+fn same_storage<A: exactgrad::Scalar>(what: &str, got: &[exactgrad::RawTensor<A>], want: &[exactgrad::RawTensor<A>]) {
+    assert_eq!(got.len(), want.len(), "{what}");
+    for (q, (g, w)) in got.iter().zip(want).enumerate() {
+        assert_eq!(g.dims(), w.dims(), "{what}: position {q}");
+        assert!(g.data().iter().zip(w.data()).all(|(a, b)| a.storage_eq(b)), "{what}: position {q} differs");
+    }
+}
+
+/// The rolled and the unrolled model on inputs and seeds from `leaf(name, element)`: the same
+/// graph, values, dense passes and programs (all inputs, each output's single-output pass).
+fn check_rolled<A>(leaf: impl Fn(&str, usize) -> A)
+where
+    A: exactgrad::Scalar + core::ops::Mul<Output = A> + core::ops::Sub<Output = A> + core::ops::Neg<Output = A>,
+{
+    use exactgrad::{RawTensor, Seeds, Shape};
+    fn typed<A: exactgrad::Scalar, S: Shape>(leaf: &impl Fn(&str, usize) -> A, name: &str, k: usize) -> Tensor<A, S> {
+        Tensor::try_from_raw(RawTensor::from_fn(S::dims(), |i| leaf(&format!("{name}{k}_"), i))).unwrap()
+    }
+    let leaf = &leaf;
+    let (rg, rh) = rolled_chain::<A>();
+    let (ug, uh) = unrolled_chain::<A>();
+    assert_eq!(rg.describe(), ug.describe());
+    let mut ri = rh.inputs(
+        typed(leaf, "x", 0),
+        core::array::from_fn(|k| typed(leaf, "w", k)),
+        core::array::from_fn(|k| typed(leaf, "b", k)),
+        typed(leaf, "c", 0),
+    );
+    let mut ui = uh.inputs(
+        typed(leaf, "x", 0),
+        core::array::from_fn(|k| typed(leaf, "w", k)),
+        core::array::from_fn(|k| typed(leaf, "b", k)),
+        typed(leaf, "c", 0),
+    );
+    let (s0, s1): (Tensor<A, _>, Tensor<A, ()>) = (typed(leaf, "s", 0), typed(leaf, "u", 0));
+    let (rs, us) = (rg.compile(ri.clone(), ()).unwrap(), ug.compile(ui.clone(), ()).unwrap());
+    same_storage("values", rs.raw().values(), us.raw().values());
+    let mut seeds = Seeds::zeros(&rg);
+    seeds.set(rh.output0, s0.clone()).unwrap();
+    seeds.set(rh.output1, s1.clone()).unwrap();
+    let dense = rs.backprop_inputs_dense(seeds).unwrap();
+    let mut rp = RolledChain::program::<A>();
+    let mut up = UnrolledChain::program::<A>();
+    let r = rp.gradients(&mut ri, &(), &(s0.clone(), s1.clone())).unwrap().as_slice().to_vec();
+    let u = up.gradients(&mut ui, &(), &(s0.clone(), s1.clone())).unwrap().as_slice().to_vec();
+    same_storage("all inputs: rolled vs unrolled", &r, &u);
+    same_storage("all inputs: rolled vs the dense pass", &r, dense.as_slice());
+    let r = rp.gradients_from(rh.output0, &mut ri, &(), &s0).unwrap().as_slice().to_vec();
+    let u = up.gradients_from(uh.output0, &mut ui, &(), &s0).unwrap().as_slice().to_vec();
+    same_storage("from output 0", &r, &u);
+    let r = rp.gradients_from(rh.output1, &mut ri, &(), &s1).unwrap().as_slice().to_vec();
+    let u = up.gradients_from(uh.output1, &mut ui, &(), &s1).unwrap().as_slice().to_vec();
+    same_storage("from output 1", &r, &u);
+}
+
+#[test]
+fn a_rolled_loop_is_its_unrolled_model_on_every_scalar() {
+    // The loop was rolled: its node list has one `Repeat` entry; the hand-unrolled one has none.
+    assert!(core::any::type_name::<RolledChainNodes>().contains("Repeat<"));
+    assert!(!core::any::type_name::<UnrolledChainNodes>().contains("Repeat<"));
+    for salt in 0..2 * floats::MODES {
+        // Every element from the salt's mix of adversarial values (NaN payloads, signed zeros,
+        // infinities, subnormals), one draw per input and element.
+        let salt_of =
+            |name: &str, i: usize| salt + floats::MODES * (name.bytes().map(u64::from).sum::<u64>() * 1_000 + i as u64);
+        check_rolled(|name, i| floats::adversarial::<f64>(exactgrad::Dims::vector(1), salt_of(name, i)).data()[0]);
+        check_rolled(|name, i| floats::adversarial::<f32>(exactgrad::Dims::vector(1), salt_of(name, i)).data()[0]);
+    }
+    for salt in 0..8u64 {
+        check_rolled(|name, i| {
+            let h = floats::splitmix(salt * 1_000 + i as u64 + name.bytes().map(u64::from).sum::<u64>() * 7);
+            core::num::Wrapping(match h % 5 {
+                0 => 0,
+                1 => i64::MIN,
+                2 => i64::MAX,
+                _ => (h % 9) as i64 - 4,
+            })
+        });
+    }
+    sym::Sym::reset();
+    check_rolled(|name, i| sym::Sym::leaf(format!("{name}{i}")));
 }

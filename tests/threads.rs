@@ -8,7 +8,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread;
 
-use exactgrad::program::Sweep;
 use exactgrad::typenum::{U2, U3};
 use exactgrad::{
     graph, ops, ContextPack, Dims, GraphData, Init, Nil, Pack, Program, RawGraph, RawNode, RawPack, RawSavedGraph,
@@ -163,11 +162,11 @@ fn threads_compile_their_own_saved_graphs_from_one_shared_graph() {
     });
 }
 
-/// The program of `net` over `f64` with `B = 2` (its sweep's type is unnamed: `F`).
-type NetProgram<F> = Program<f64, NetData<f64, U2>, NetInputs, (Tensor<f64, ()>, Tensor<f64, (U2, U2)>), NetBrand, F>;
+/// The program of `net` over `f64` with `B = 2`.
+type NetProgram = Program<f64, NetData<f64, U2>, NetInputs, (Tensor<f64, ()>, Tensor<f64, (U2, U2)>), NetBrand>;
 
 /// The all-inputs pass and the loss's single-output pass of a program on the inputs of seed `t`.
-fn run<F: Sweep<f64, NetData<f64, U2>>>(program: &mut NetProgram<F>, t: u64) -> [Vec<RawTensor<f64>>; 2] {
+fn run(program: &mut NetProgram, t: u64) -> [Vec<RawTensor<f64>>; 2] {
     let h = net::<f64, U2>().1;
     let (mut p, d) = (params(t), data(t));
     let all = program.gradients(&mut p, &d, &(Tensor::full(1.0), Tensor::full(0.5))).unwrap().clone();

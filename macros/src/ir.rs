@@ -174,6 +174,14 @@ pub(crate) struct Check {
     pub(crate) site: Site,
 }
 
+/// A `for` loop as lowering unrolled it: the first node of each iteration, and the node after
+/// the last (iteration `i` made nodes `starts[i]..starts[i + 1]`, the last `..end`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Loop {
+    pub(crate) starts: Vec<usize>,
+    pub(crate) end: usize,
+}
+
 pub(crate) struct Graph {
     pub(crate) inputs: Vec<(Ident, Shape)>,
     /// Data tensors (data parameters declared with a shape), in declaration order.
@@ -184,6 +192,9 @@ pub(crate) struct Graph {
     /// The declared inputs in order: a name, and for a parameter array its length (its elements
     /// are consecutive inputs).
     pub(crate) input_decls: Vec<(Ident, Option<usize>, Shape)>,
+    /// Every `for` loop lowering unrolled, in the order they started (an inner loop's record
+    /// after its outer one's).
+    pub(crate) loops: Vec<Loop>,
 }
 
 impl Graph {

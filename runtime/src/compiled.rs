@@ -80,8 +80,8 @@ mod tests {
 
     #[test]
     fn the_floats_and_only_they_are_compiled_here() {
-        assert!(<f32 as Storage>::COMPILED && <f64 as Storage>::COMPILED);
-        assert!(!<i64 as Storage>::COMPILED && !<core::num::Wrapping<i32> as Storage>::COMPILED);
+        const { assert!(<f32 as Storage>::COMPILED && <f64 as Storage>::COMPILED) };
+        const { assert!(!<i64 as Storage>::COMPILED && !<core::num::Wrapping<i32> as Storage>::COMPILED) };
         assert!(core::ptr::eq(f32::compiled(), &F32) && core::ptr::eq(f64::compiled(), &F64));
         assert!(format!("{:?}", f32::compiled()).contains("f32"));
     }

@@ -18,7 +18,7 @@ mod raw;
 mod typed;
 
 pub(crate) use levels::{node_work, Levels};
-pub use node::{Compact, ErasedPosition, FromParents, IntoNode, KeepOp, Node, RawNode};
+pub use node::{Compact, ErasedPosition, FromParents, IntoNode, Node, RawNode};
 pub use raw::RawGraph;
 pub use typed::GraphData;
 
@@ -108,6 +108,20 @@ pub trait CompactOp<A, D>: Send + Sync + 'static {
     /// one is taken to have a pure shape rule, a function of its parents' dims alone: on a graph
     /// without run-time dims, `compile` keeps the dims it gave at push instead of running it again.
     fn reference(&self) -> Option<crate::reference::RefOp<A, D>> {
+        None
+    }
+
+    /// The op as a product a generated program computes onto a uniform
+    /// ([`ProductVjp`](crate::ops::ProductVjp): `matmul`, `matmul_data`); `None` by default.
+    #[doc(hidden)]
+    fn as_product(&self) -> Option<&dyn crate::ops::ProductVjp<A, D>> {
+        None
+    }
+
+    /// The op as a window a generated program adds in one pass
+    /// ([`WindowVjp`](crate::ops::WindowVjp): `slice`); `None` by default.
+    #[doc(hidden)]
+    fn as_window(&self) -> Option<&dyn crate::ops::WindowVjp<A, D>> {
         None
     }
 }

@@ -90,8 +90,8 @@ pub use deferred::History;
 pub use error::Error;
 pub use gradients::GradientContext;
 pub use graph::{
-    Compact, CompactOp, ErasedPosition, FromParents, GraphData, IntoNode, KeepOp, Node, OpaqueForward, OpaqueVjp,
-    RawGraph, RawNode, SavedValues,
+    Compact, CompactOp, ErasedPosition, FromParents, GraphData, IntoNode, Node, OpaqueForward, OpaqueVjp, RawGraph,
+    RawNode, SavedValues,
 };
 pub use init::Init;
 pub use macro_builder::MacroBuilder;
@@ -100,7 +100,7 @@ pub use pack::{ContextPack, Pack, RawPack, RawPackIter, RawSeeds, Seeds};
 pub use program::{MemoryPlan, OutputSeeds, Pass, Program, ProgramState};
 pub use saved::{InputPack, PreparedNode, RawSavedGraph, SavedGraph};
 pub use scalar::{Scalar, Storage};
-pub use shape::{rules, Dims, Nil, Position, RawPosition, Shape, ShapeList, Snoc, MAX_RANK};
+pub use shape::{rules, Array, Dims, Nil, Position, RawPosition, Shape, ShapeList, Snoc, MAX_RANK};
 pub use tensor::{RawTensor, Tensor};
 
 /// Re-export of `half` (`half` feature), whose `f16` and `bf16` are scalars.

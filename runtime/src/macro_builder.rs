@@ -17,7 +17,7 @@ use core::marker::PhantomData;
 
 use crate::graph::{GraphData, IntoNode};
 use crate::scalar::Scalar;
-use crate::shape::{Nil, Position, Shape, Snoc};
+use crate::shape::{Array, Nil, Position, Shape, Snoc};
 
 /// Node shapes per chunk of a `graph!` node list (`exactgrad_spec::NODE_CHUNK`).
 pub const CHUNK: usize = exactgrad_spec::NODE_CHUNK;
@@ -49,6 +49,29 @@ position_chunk!(
     S31, S30, S29, S28, S27, S26, S25, S24, S23, S22, S21, S20, S19, S18, S17, S16, S15, S14, S13, S12, S11, S10, S9,
     S8, S7, S6, S5, S4, S3, S2, S1, S0
 );
+
+/// A node-list entry of `N` repetitions of a body whose node shapes are the tuple `Body`: the
+/// nodes of a `for` loop `graph!` writes as a loop ([`MacroBuilder::repeat`]).
+#[derive(Debug)]
+pub struct Repeat<Body, const N: usize>(PhantomData<fn() -> Body>);
+
+/// Pushes the nodes of a rolled loop's body ([`MacroBuilder::nodes`]).
+pub struct Nodes<'b, A: 'static, D: 'static, Br> {
+    graph: &'b mut GraphData<A, D, Nil, Nil, Br>,
+}
+
+impl<A, D, Br> core::fmt::Debug for Nodes<'_, A, D, Br> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Nodes").finish_non_exhaustive()
+    }
+}
+
+impl<A: Scalar, D: 'static, Br> Nodes<'_, A, D, Br> {
+    /// Appends a node of shape `S`.
+    pub fn push<N: IntoNode<A, D>>(&mut self, node: N) -> Position<N::Shape, Br> {
+        self.graph.push_in_place(node.into_node())
+    }
+}
 
 /// The builder: the graph so far, the input list `G` and the node list `Done` of closed chunks.
 #[doc(hidden)]
@@ -88,6 +111,18 @@ impl<A: Scalar, D: 'static, Br, G> MacroBuilder<A, D, Br, G> {
     }
 }
 
+impl<A: Scalar, D: 'static, Br, G> MacroBuilder<A, D, Br, G> {
+    /// Declares the next `N` inputs, a parameter array of shape `S` (one list entry, [`Array`]).
+    #[must_use]
+    #[allow(clippy::type_complexity)] // the builder with the longer list, and the positions
+    pub fn input_array<S: Shape, const N: usize>(
+        mut self,
+    ) -> (MacroBuilder<A, D, Br, Snoc<G, Array<S, N>>>, [Position<S, Br>; N]) {
+        let positions = core::array::from_fn(|_| self.graph.input_in_place::<S>());
+        (MacroBuilder { graph: self.graph, chunked: self.chunked, lists: PhantomData }, positions)
+    }
+}
+
 impl<A: Scalar, D: 'static, Br, G, Done> MacroBuilder<A, D, Br, G, Done> {
     /// Appends a node of shape `S`.
     pub fn push<N: IntoNode<A, D>>(&mut self, node: N) -> Position<N::Shape, Br> {
@@ -107,6 +142,35 @@ impl<A: Scalar, D: 'static, Br, G, Done> MacroBuilder<A, D, Br, G, Done> {
             ));
         }
         let chunked = self.chunked + indices.len();
+        MacroBuilder { graph: self.graph, chunked, lists: PhantomData }
+    }
+
+    /// The nodes of a rolled loop's body are pushed through this handle (a closure called once
+    /// per iteration, whose type must not name the builder's lists).
+    pub fn nodes(&mut self) -> Nodes<'_, A, D, Br> {
+        Nodes { graph: &mut self.graph }
+    }
+
+    /// Closes a rolled loop: the nodes pushed since the last chunk are `N` iterations of one body,
+    /// `last` the positions of the last iteration's nodes (in order); the node list gets one entry,
+    /// [`Repeat`] of the body's shapes — so the list's length, and the work of checking it, do
+    /// not grow with `N`. (A count or positions that do not match are recorded as a build error.)
+    pub fn repeat<const N: usize, C: PositionChunk<Br>>(
+        mut self,
+        last: C,
+    ) -> MacroBuilder<A, D, Br, G, Snoc<Done, Repeat<C::Shapes, N>>> {
+        let start = self.graph.raw().num_inputs() + self.chunked;
+        let end = self.graph.raw().dims().len();
+        let indices = last.indices();
+        let body = indices.len();
+        let fits = N >= 1 && body.checked_mul(N) == Some(end - start) && indices.iter().copied().eq(end - body..end);
+        if !fits {
+            self.graph.record_build_error(format!(
+                "graph!: a rolled loop of {N} iterations names positions {indices:?} as its last, but positions \
+                 {start}..{end} were pushed"
+            ));
+        }
+        let chunked = self.chunked + (end - start);
         MacroBuilder { graph: self.graph, chunked, lists: PhantomData }
     }
 

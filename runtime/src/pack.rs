@@ -12,7 +12,7 @@ use crate::error::Error;
 use crate::gradients::Stored;
 use crate::graph::GraphData;
 use crate::scalar::Scalar;
-use crate::shape::{Dims, Nil, Position, RawPosition, Shape, Snoc};
+use crate::shape::{Array, Dims, Nil, Position, RawPosition, Shape, Snoc};
 use crate::tensor::{RawTensor, Tensor};
 
 fn lookup<A, S: Shape, Br>(
@@ -76,6 +76,24 @@ impl<A, L> Pack<A, L> {
     #[must_use]
     pub fn push_run_time<S: Shape>(mut self, t: RawTensor<A>) -> Pack<A, Snoc<L, S>> {
         self.tensors.push(t);
+        Pack { graph: self.graph, tensors: self.tensors, marker: PhantomData }
+    }
+
+    /// Appends the `N` tensors of a parameter array of shape `S` (one list entry, [`Array`]).
+    #[must_use]
+    pub fn push_array<S: Shape, const N: usize>(mut self, ts: [Tensor<A, S>; N]) -> Pack<A, Snoc<L, Array<S, N>>> {
+        self.tensors.extend(ts.into_iter().map(Tensor::into_raw));
+        Pack { graph: self.graph, tensors: self.tensors, marker: PhantomData }
+    }
+
+    /// [`push_array`](Self::push_array) for an array whose shape has run-time dims (checked by
+    /// `compile`, as [`push_run_time`](Self::push_run_time)).
+    #[must_use]
+    pub fn push_run_time_array<S: Shape, const N: usize>(
+        mut self,
+        ts: [RawTensor<A>; N],
+    ) -> Pack<A, Snoc<L, Array<S, N>>> {
+        self.tensors.extend(ts);
         Pack { graph: self.graph, tensors: self.tensors, marker: PhantomData }
     }
 

@@ -4,7 +4,7 @@
 //! broken rule at the user's expression; the builder's type records each shape, so the finished
 //! graph's lists are checked against the `…Inputs` and `…Nodes` aliases by the compiler.
 
-use exactgrad_spec::{Args, Bound, OpSpec, TypeRule, NODE_CHUNK};
+use exactgrad_spec::{Args, Bound, OpSpec, TypeRule};
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned, ToTokens};
 use syn::{Ident, Path};
@@ -16,6 +16,7 @@ use super::items::{
 use super::private;
 use crate::ir::{Dim, ExtraArg, Fill, Graph, Node, NodeKind, Shape};
 use crate::parse::GraphDef;
+use crate::plan::rolled::{segments, Parent, Rolled, Segment};
 use crate::typenum::unsigned;
 
 /// The name of value `v` in the generated function.
@@ -23,9 +24,10 @@ pub(super) fn value(v: usize) -> Ident {
     format_ident!("__v{}", v, span = Span::mixed_site())
 }
 
-/// The name of the kept op of the node at position `v` in a generated program.
-pub(super) fn kept(v: usize) -> Ident {
-    format_ident!("__o{}", v, span = Span::mixed_site())
+/// The name of the array of positions of parameter array `d` (its index among the declared
+/// inputs) in the generated function.
+pub(super) fn array(d: usize) -> Ident {
+    format_ident!("__a{}", d, span = Span::mixed_site())
 }
 
 /// A shape as a type, every token at `span` (generic dims re-spanned there, so the compiler
@@ -59,26 +61,30 @@ pub(super) fn full(def: &GraphDef, graph: &Graph, names: &Names) -> TokenStream 
         data: used_dims(&def.dims, &graph.data_tensors.iter().map(|(_, s)| s).collect::<Vec<_>>()),
         nodes: used_dims(&def.dims, &graph.nodes.iter().map(|n| &n.shape).collect::<Vec<_>>()),
     };
-    let mut first = 0;
     let mut input_decls = Vec::new();
     let mut input_fields = Vec::new();
-    for (name, n, shape) in &graph.input_decls {
+    for (d, (name, n, shape)) in graph.input_decls.iter().enumerate() {
         let shape = shape_at(shape, name.span());
         input_decls.push((name.clone(), *n, shape));
-        let vs: Vec<Ident> = (first..first + n.unwrap_or(1)).map(value).collect();
+        let first = graph.input_decls[..d].iter().map(|(_, n, _)| n.unwrap_or(1)).sum::<usize>();
         input_fields.push(match n {
-            None => quote!(#name: #(#vs)*),
-            Some(_) => quote!(#name: [#(#vs),*]),
+            None => {
+                let v = value(first);
+                quote!(#name: #v)
+            }
+            Some(_) => {
+                let a = array(d);
+                quote!(#name: #a)
+            }
         });
-        first += n.unwrap_or(1);
     }
     let Common { items, generics, dim_bounds, handle_generics, data_ty: data } =
-        common(def, &def.dims, &used, names, &input_decls, &outputs, node_list(&node_shapes));
+        common(def, &def.dims, &used, names, &input_decls, &outputs, node_list(&segments(graph), &node_shapes));
     let Names { alias, handles, brand, model, inputs: inputs_alias, .. } = names;
 
     let mut bounds: Vec<Bound> = Vec::new();
     let cx = Cx { p: &p, s: &s, data: &data, brand, graph, run_time: &def.run_time };
-    let body = cx.builder(&input_shapes, &mut bounds, false);
+    let body = cx.builder(&input_shapes, &mut bounds);
     bounds.sort();
     bounds.dedup();
     let scalar_bounds: Vec<TokenStream> = bounds.iter().map(|&b| bound_tokens(b, &s)).collect();
@@ -98,7 +104,6 @@ pub(super) fn full(def: &GraphDef, graph: &Graph, names: &Names) -> TokenStream 
         scalar_bounds: &all_bounds,
         inputs_ty: quote!(#inputs_alias<#(#input_dims),*>),
         seeds_ty,
-        input_shapes: &input_shapes,
         vis: &def.vis,
     });
     let (attrs, vis, name) = (&def.attrs, &def.vis, &def.name);
@@ -137,9 +142,8 @@ pub(super) struct Cx<'a> {
 
 impl Cx<'_> {
     /// The builder statements: every input, the declared-shape checks, every node pushed (closing
-    /// a chunk every `NODE_CHUNK` nodes). With `keep`, each built-in node's op is also kept, as
-    /// `__o{position}: Option<Op>`, for a program to call directly.
-    pub(super) fn builder(&self, input_shapes: &[TokenStream], bounds: &mut Vec<Bound>, keep: bool) -> TokenStream {
+    /// a chunk every `NODE_CHUNK` nodes, a rolled loop as a loop: [`segments`]).
+    pub(super) fn builder(&self, input_shapes: &[TokenStream], bounds: &mut Vec<Bound>) -> TokenStream {
         let Cx { p, s, data, brand, graph, .. } = self;
         let n_in = graph.inputs.len();
         let mut body = quote!(let __b = #p::MacroBuilder::<#s, #data, #brand>::new(););
@@ -148,9 +152,21 @@ impl Cx<'_> {
             let inputs = graph.inputs.iter().map(|(n, _)| syn::ext::IdentExt::unraw(n).to_string());
             body.extend(quote!(let __b = __b.run_time_dims(&[#(#dims),*], &[#(#inputs),*]);));
         }
-        for (k, shape) in input_shapes.iter().enumerate() {
-            let v = value(k);
-            body.extend(quote!(let (__b, #v) = __b.input::<#shape>();));
+        let mut k = 0;
+        for (d, (_, n, _)) in graph.input_decls.iter().enumerate() {
+            let shape = &input_shapes[k];
+            match n {
+                None => {
+                    let v = value(k);
+                    body.extend(quote!(let (__b, #v) = __b.input::<#shape>();));
+                }
+                Some(n) => {
+                    // One list entry for the array; its elements named as the other values.
+                    let (a, vs) = (array(d), (k..k + n).map(value));
+                    body.extend(quote!(let (__b, #a) = __b.input_array::<#shape, #n>(); let [#(#vs),*] = #a;));
+                }
+            }
+            k += n.unwrap_or(1);
         }
         body.extend(quote!(#[allow(unused_mut)] let mut __b = __b;));
         for check in &graph.checks {
@@ -158,43 +174,130 @@ impl Cx<'_> {
             let (l, r) = (shape_at(&check.declared, span), shape_at(&check.actual, span));
             body.extend(quote_spanned!(span=> #p::rules::declared::<#l, #r>();));
         }
-        for (k, node) in graph.nodes.iter().enumerate() {
-            let v = value(n_in + k);
-            let expr = self.node(node, bounds);
-            if keep && matches!(node.kind, NodeKind::Builtin(..)) {
-                let o = kept(n_in + k);
-                // One `let` per node (each `let` opens a scope: long graphs must not nest deeper).
-                body.extend(quote!(let (#o, #v) = { let __n = #expr; (#p::KeepOp::kept(&__n), __b.push(__n)) };));
-            } else {
-                body.extend(quote!(let #v = __b.push(#expr);));
-            }
-            if (k + 1) % NODE_CHUNK == 0 || k + 1 == graph.nodes.len() {
-                // The chunk's positions: their types are the shapes the typed constructors computed.
-                let chunk = (k - k % NODE_CHUNK..=k).map(|j| value(n_in + j));
-                let binding = if k + 1 == graph.nodes.len() { quote!(__b) } else { quote!(mut __b) };
-                body.extend(quote!(let #binding = __b.chunk((#(#chunk,)*));));
+        let segments = segments(graph);
+        for (index, segment) in segments.iter().enumerate() {
+            // The last statement binds `__b` without `mut` (nothing pushes after it).
+            let binding = if index + 1 == segments.len() { quote!(__b) } else { quote!(mut __b) };
+            match segment {
+                Segment::Chunk(nodes) => {
+                    for k in nodes.clone() {
+                        let node = &graph.nodes[k];
+                        let parents: Vec<TokenStream> =
+                            node.parents.iter().map(|&q| value(q).into_token_stream()).collect();
+                        let (v, expr) = (value(n_in + k), self.node(node, &parents, bounds));
+                        body.extend(quote!(let #v = __b.push(#expr);));
+                    }
+                    // The chunk's positions: their types are the shapes the typed constructors computed.
+                    let chunk = nodes.clone().map(|j| value(n_in + j));
+                    body.extend(quote!(let #binding = __b.chunk((#(#chunk,)*));));
+                }
+                Segment::Rolled(r) => {
+                    body.extend(self.rolled(r, bounds));
+                    let (count, last) = (r.count, (r.end() - r.body..r.end()).map(|j| value(n_in + j)));
+                    body.extend(quote!(let #binding = __b.repeat::<#count, _>((#(#last,)*));));
+                }
             }
         }
         body
     }
 
-    /// The typed node for `node`, adding the scalar bounds it needs to `bounds`.
-    fn node(&self, node: &Node, bounds: &mut Vec<Bound>) -> TokenStream {
+    /// A rolled loop ([`Rolled`]): its tables, its body once (a closure pushing one iteration's
+    /// nodes through `MacroBuilder::nodes`, its typed constructors checked once), called for
+    /// every iteration, then the last iteration's positions under their names.
+    fn rolled(&self, r: &Rolled, bounds: &mut Vec<Bound>) -> TokenStream {
+        let Cx { p, s, data, brand, graph, .. } = self;
+        let n_in = graph.inputs.len();
+        let mut out = TokenStream::new();
+        // The carried values, each once: (init, body node).
+        let mut carried: Vec<(usize, usize)> = Vec::new();
+        for slots in &r.parents {
+            for parent in slots {
+                if let Parent::Carried { init, from } = parent {
+                    if !carried.contains(&(*init, *from)) {
+                        carried.push((*init, *from));
+                    }
+                }
+            }
+        }
+        let local = |j: usize| format_ident!("__l{}", j, span = Span::mixed_site());
+        let carried_name = |c: usize| format_ident!("__c{}", c, span = Span::mixed_site());
+        let i = Ident::new("__i", Span::mixed_site());
+        let mut pushes = TokenStream::new();
+        let mut tables = 0usize;
+        for (j, slots) in r.parents.iter().enumerate() {
+            let node = &graph.nodes[r.start + j];
+            let parents: Vec<TokenStream> = slots
+                .iter()
+                .map(|parent| match parent {
+                    Parent::Local(l) => local(*l).into_token_stream(),
+                    Parent::Carried { init, from } => {
+                        let c = carried.iter().position(|&x| x == (*init, *from)).unwrap_or(0);
+                        carried_name(c).into_token_stream()
+                    }
+                    Parent::Fixed(v) => value(*v).into_token_stream(),
+                    Parent::Table(vs) => {
+                        // A whole parameter array, in order, is its array of positions.
+                        let mut first = 0;
+                        let whole = graph.input_decls.iter().enumerate().find_map(|(d, (_, n, _))| {
+                            let here = first;
+                            first += n.unwrap_or(1);
+                            (n.is_some() && vs.iter().copied().eq(here..here + n.unwrap_or(1))).then(|| array(d))
+                        });
+                        if let Some(a) = whole {
+                            quote!(#a[#i])
+                        } else {
+                            let t = format_ident!("__t{}", tables, span = Span::mixed_site());
+                            tables += 1;
+                            let vs = vs.iter().map(|&v| value(v));
+                            out.extend(quote!(let #t = [#(#vs),*];));
+                            quote!(#t[#i])
+                        }
+                    }
+                })
+                .collect();
+            let (l, expr) = (local(j), self.node(node, &parents, bounds));
+            pushes.extend(quote!(let #l = __n.push(#expr);));
+        }
+        let locals: Vec<Ident> = (0..r.body).map(local).collect();
+        let params: Vec<Ident> = (0..carried.len()).map(carried_name).collect();
+        let inits = carried.iter().map(|&(init, _)| value(init));
+        let nexts = carried.iter().map(|&(_, from)| {
+            let from = syn::Index::from(from);
+            quote!(__r.#from)
+        });
+        let last: Vec<Ident> = (r.end() - r.body..r.end()).map(|j| value(n_in + j)).collect();
+        let count = r.count;
+        out.extend(quote! {
+            let __body = |__n: &mut #p::Nodes<'_, #s, #data, #brand>, #i: usize, (#(#params,)*)| {
+                #pushes
+                (#(#locals,)*)
+            };
+            let mut __r = __body(&mut __b.nodes(), 0, (#(#inits,)*));
+            for #i in 1..#count {
+                __r = __body(&mut __b.nodes(), #i, (#(#nexts,)*));
+            }
+            let (#(#last,)*) = __r;
+        });
+        out
+    }
+
+    /// The typed node for `node` reading `parents` (expressions of its parents' positions),
+    /// adding the scalar bounds it needs to `bounds`.
+    fn node(&self, node: &Node, parents: &[TokenStream], bounds: &mut Vec<Bound>) -> TokenStream {
         let Cx { p, s, data, .. } = self;
         let span = node.site.span;
         let out = shape_at(&node.shape, span);
         let ty = quote_spanned!(span=> #p::Node::<#s, #data, #out>);
-        let parents: Vec<Ident> = node.parents.iter().map(|&q| value(q)).collect();
         match &node.kind {
             NodeKind::Builtin(op, extra) => {
                 bounds.extend(op.bounds);
-                self.builtin(op, extra, node, &parents, &out, &ty)
+                self.builtin(op, extra, node, parents, &out, &ty)
             }
             NodeKind::Opaque { name, forward, vjp, whole_prefix } => {
                 bounds.push(Bound::Float);
-                self.opaque(name, forward, vjp, *whole_prefix, &parents, &ty, span)
+                self.opaque(name, forward, vjp, *whole_prefix, parents, &ty, span)
             }
-            NodeKind::Custom(path) => custom(path, &ty, &parents, span),
+            NodeKind::Custom(path) => custom(path, &ty, parents, span),
         }
     }
 
@@ -204,7 +307,7 @@ impl Cx<'_> {
         op: &OpSpec,
         extra: &ExtraArg,
         node: &Node,
-        parents: &[Ident],
+        parents: &[TokenStream],
         out: &TokenStream,
         ty: &TokenStream,
     ) -> TokenStream {
@@ -369,7 +472,7 @@ impl Cx<'_> {
         forward: &syn::ExprClosure,
         vjp: &syn::ExprClosure,
         whole_prefix: bool,
-        parents: &[Ident],
+        parents: &[TokenStream],
         ty: &TokenStream,
         span: Span,
     ) -> TokenStream {
@@ -409,7 +512,7 @@ impl Cx<'_> {
 }
 
 /// A user compact op built from its parents.
-fn custom(path: &Path, ty: &TokenStream, parents: &[Ident], span: Span) -> TokenStream {
+fn custom(path: &Path, ty: &TokenStream, parents: &[TokenStream], span: Span) -> TokenStream {
     let p = private();
     quote_spanned!(span=> #ty::compact(<#path as #p::FromParents>::from_parents(&[#(#parents.index()),*]), &[#(&#parents),*]))
 }

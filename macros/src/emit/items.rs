@@ -3,7 +3,9 @@
 
 use std::collections::HashMap;
 
-use exactgrad_spec::{Bound, NODE_CHUNK};
+use exactgrad_spec::Bound;
+
+use crate::plan::rolled::Segment;
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, ToTokens};
 use syn::spanned::Spanned;
@@ -98,11 +100,21 @@ pub(super) fn snoc(items: impl Iterator<Item = TokenStream>) -> TokenStream {
     items.fold(quote!(#p::Nil), |acc, s| quote!(#p::Snoc<#acc, #s>))
 }
 
-/// The node list as a type, in chunks of `NODE_CHUNK` shapes as `MacroBuilder` builds it:
-/// `Snoc<…Snoc<Nil, (S0, …, S31)>…, (S32, …)>`, or `Nil` without nodes.
-pub(super) fn node_list(items: &[TokenStream]) -> TokenStream {
+/// The node list as a type, by the segments `MacroBuilder` builds it in: a chunk of at most
+/// `NODE_CHUNK` shapes is a tuple, a rolled loop `Repeat<(its body's shapes), N>`:
+/// `Snoc<…Snoc<Nil, (S0, …, S31)>…, Repeat<(S32, S33, S34), 2000>>`, or `Nil` without nodes.
+pub(super) fn node_list(segments: &[Segment], items: &[TokenStream]) -> TokenStream {
     let p = private();
-    items.chunks(NODE_CHUNK).fold(quote!(#p::Nil), |acc, chunk| quote!(#p::Snoc<#acc, (#(#chunk,)*)>))
+    segments.iter().fold(quote!(#p::Nil), |acc, segment| match segment {
+        Segment::Chunk(nodes) => {
+            let chunk = &items[nodes.clone()];
+            quote!(#p::Snoc<#acc, (#(#chunk,)*)>)
+        }
+        Segment::Rolled(r) => {
+            let (body, count) = (&items[r.start..r.start + r.body], r.count);
+            quote!(#p::Snoc<#acc, #p::Repeat<(#(#body,)*), #count>>)
+        }
+    })
 }
 
 /// The generic dims among `dims` that occur in `shapes`, in declaration order.
@@ -262,7 +274,11 @@ pub(super) fn common(
     } else {
         (0..outputs.len()).map(|k| format_ident!("output{k}")).collect()
     };
-    let input_list = snoc(input_decls.iter().flat_map(|(_, n, s)| core::iter::repeat_n(s.clone(), n.unwrap_or(1))));
+    // A parameter array is one entry, `Array<shape, n>`.
+    let input_list = snoc(input_decls.iter().map(|(_, n, s)| match n {
+        None => s.clone(),
+        Some(n) => quote!(#p::Array<#s, #n>),
+    }));
     let input_names: Vec<&Ident> = input_decls.iter().map(|(n, _, _)| n).collect();
     // An input with run-time dims is passed as a `RawTensor`, its dims checked by `compile`.
     let run_time_input = |name: &Ident| {
@@ -279,16 +295,14 @@ pub(super) fn common(
             }
         })
         .collect();
-    let pushes = input_decls.iter().enumerate().map(|(d, (name, n, shape))| {
-        let push = if run_time_input(name) { quote!(push_run_time::<#shape>) } else { quote!(push) };
-        match n {
-            None => quote!(let __pack = __pack.#push(#name);),
-            Some(n) => {
-                let elems: Vec<Ident> =
-                    (0..*n).map(|k| format_ident!("__input{}_{}", d, k, span = Span::mixed_site())).collect();
-                quote!(let [#(#elems),*] = #name; #(let __pack = __pack.#push(#elems);)*)
-            }
-        }
+    let pushes = input_decls.iter().map(|(name, n, shape)| {
+        let push = match (n, run_time_input(name)) {
+            (None, false) => quote!(push),
+            (None, true) => quote!(push_run_time::<#shape>),
+            (Some(_), false) => quote!(push_array),
+            (Some(n), true) => quote!(push_run_time_array::<#shape, #n>),
+        };
+        quote!(let __pack = __pack.#push(#name);)
     });
     // One name per pack position: an array parameter `w: [[…]; n]` gives `w[0]` … `w[n - 1]`.
     let input_name_strs: Vec<String> = input_decls

@@ -3,7 +3,6 @@
 
 mod builder;
 mod constants;
-mod describe;
 mod items;
 mod program;
 
@@ -101,17 +100,20 @@ fn stub(def: &GraphDef, names: &Names) -> TokenStream {
             /// Not generated: `graph!` reported errors for this graph.
             pub const NODES: usize = 0;
             /// Not generated: `graph!` reported errors for this graph.
-            pub fn describe_backward() -> &'static str {
-                ""
+            pub fn plan() -> &'static #p::Plan {
+                ::core::unreachable!("graph! reported errors for this graph")
             }
             /// Not generated: `graph!` reported errors for this graph.
-            pub fn program<#s, #generics>() -> #p::Program<#s, #data_ty, #inputs_alias<#(#input_dims),*>, #seeds_ty, #brand, impl #p::Sweep<#s, #data_ty>>
+            pub fn describe_backward() -> ::std::string::String {
+                ::std::string::String::new()
+            }
+            /// Not generated: `graph!` reported errors for this graph.
+            pub fn program<#s, #generics>() -> #p::Program<#s, #data_ty, #inputs_alias<#(#input_dims),*>, #seeds_ty, #brand>
             where
                 #s: #p::Scalar #user,
                 #dim_bounds
             {
-                let __graph: #alias<#s, #generics> = ::core::unreachable!("graph! reported errors for this graph");
-                #p::Program::new(__graph, &[], #p::MemoryPlan { values: &[], kept: &[], value_buffers: 0, gradients: &[], gradient_buffers: 0 }, |_: &mut #p::ProgramState<#s>, _: &#p::RawGraph<#s, #data_ty>, _: &#data_ty, _: #p::Pass| -> ::core::result::Result<(), #p::Error> { ::core::result::Result::Ok(()) })
+                ::core::unreachable!("graph! reported errors for this graph")
             }
         }
     }

@@ -1,15 +1,17 @@
-//! The model type and its generated backward programs: `Model::SUPPORT` / `Model::READS` (every
-//! node's static support and saved reads), `Model::describe_backward()` (the planned schedules in
-//! words) and `Model::program::<S, …>()`, whose sweeps are the plans of [`crate::plan`] spelled
-//! out as straight-line calls on the runtime's `ProgramState`.
+//! The model type and its generated backward program: `Model::SUPPORT` / `Model::READS` (every
+//! node's static support and saved reads), `Model::plan()` (the plans of [`crate::plan`] written
+//! out as the runtime's `Plan` tables: one line per node, level and step), `Model::program()`
+//! (the model's graph, from its graph function, run by that plan) and `Model::describe_backward()`
+//! (the plan in words, built at run time from the same tables).
 
-use exactgrad_spec::{Bound, Direct};
-use proc_macro2::{Span, TokenStream};
-use quote::quote;
+use std::collections::HashMap;
+
+use exactgrad_spec::Direct;
+use proc_macro2::{Literal, TokenStream};
+use quote::{format_ident, quote};
 use syn::Ident;
 
-use super::builder::{kept, Cx};
-use super::describe::describe;
+use super::builder::Cx;
 use crate::ir::NodeKind;
 use crate::plan::memory::{self, Values};
 use crate::plan::{self, Step, Sweep, Writes};
@@ -24,28 +26,56 @@ pub(super) struct ModelParts<'a> {
     pub(super) scalar_bounds: &'a TokenStream,
     pub(super) inputs_ty: TokenStream,
     pub(super) seeds_ty: TokenStream,
-    pub(super) input_shapes: &'a [TokenStream],
     pub(super) vis: &'a syn::Visibility,
 }
 
+/// An unsuffixed integer (`7`, not `7usize`: the tables read better).
+fn lit(n: usize) -> Literal {
+    Literal::usize_unsuffixed(n)
+}
+
+fn list(ns: &[usize]) -> TokenStream {
+    let ns = ns.iter().map(|&n| lit(n));
+    quote!(&[#(#ns),*])
+}
+
 fn range(r: &core::ops::Range<usize>) -> TokenStream {
-    let (a, b) = (r.start, r.end);
+    let (a, b) = (lit(r.start), lit(r.end));
     quote!(#a..#b)
+}
+
+/// The tables' statics, each written once: a second table with the same tokens (say a
+/// one-output model's single-output pass, the same as its all-inputs pass) names the first.
+#[derive(Default)]
+struct Statics {
+    items: TokenStream,
+    seen: HashMap<String, Ident>,
+}
+
+impl Statics {
+    /// The name of a static of type `ty` holding `value`.
+    fn add(&mut self, prefix: &str, ty: TokenStream, value: TokenStream) -> Ident {
+        let key = format!("{ty}={value}");
+        if let Some(name) = self.seen.get(&key) {
+            return name.clone();
+        }
+        let name = format_ident!("__{}{}", prefix, self.seen.len());
+        self.items.extend(quote!(static #name: #ty = #value;));
+        self.seen.insert(key, name.clone());
+        name
+    }
 }
 
 /// The model struct and its items.
 pub(super) fn model(parts: &ModelParts<'_>) -> TokenStream {
-    let ModelParts { cx, model, graph_fn, generics, dim_bounds, scalar_bounds, inputs_ty, seeds_ty, vis, .. } = parts;
+    let ModelParts { cx, model, graph_fn, generics, dim_bounds, scalar_bounds, inputs_ty, seeds_ty, vis } = parts;
     let (p, s, data, brand, graph) = (cx.p, cx.s, cx.data, cx.brand, cx.graph);
     let n_in = graph.inputs.len();
     let support = (0..graph.nodes.len()).map(|k| {
         let q: Vec<usize> = plan::support(graph, k).unwrap_or_else(|| (0..n_in + k).collect());
-        quote!(&[#(#q),*])
+        list(&q)
     });
-    let reads = (0..graph.nodes.len()).map(|k| {
-        let q = plan::reads(graph, k);
-        quote!(&[#(#q),*])
-    });
+    let reads = (0..graph.nodes.len()).map(|k| list(&plan::reads(graph, k)));
     let all = plan::sweep(graph, None);
     let froms: Vec<Option<Sweep>> =
         graph.outputs.iter().map(|&o| (!plan::has_custom(graph)).then(|| plan::sweep(graph, Some(o)))).collect();
@@ -56,39 +86,11 @@ pub(super) fn model(parts: &ModelParts<'_>) -> TokenStream {
             None => memory::gradients(graph, &all, &graph.outputs),
         }))
         .collect();
-    let description = describe(graph, &all, &froms, &values, &grads);
-    let plan_tokens = {
-        let Values { buffer, kept, buffers, .. } = &values;
-        let passes = grads.iter().map(|(b, _)| quote!(&[#(#b),*]));
-        let count = grads.iter().map(|(_, c)| *c).max().unwrap_or(0);
-        quote!(#p::MemoryPlan {
-            values: &[#(#buffer),*],
-            kept: &[#(#kept),*],
-            value_buffers: #buffers,
-            gradients: &[#(#passes),*],
-            gradient_buffers: #count,
-        })
-    };
-    let mut bounds: Vec<Bound> = Vec::new();
-    let build = cx.builder(parts.input_shapes, &mut bounds, true);
-    let forward = forward(cx, &values);
-    let all_sweep = sweep_tokens(cx, &all);
-    let from_arms = froms.iter().enumerate().map(|(j, f)| {
-        if let Some(f) = f {
-            let sw = sweep_tokens(cx, f);
-            quote!(#p::Pass::From(#j) => { #sw })
-        } else {
-            // User compact ops declare their supports only when the graph is built: the pass
-            // runs the runtime's own single-output loop over the program's values.
-            let o = graph.outputs[j];
-            quote!(#p::Pass::From(#j) => __st.sweep_from_runtime(__g, __d, #o))
-        }
-    });
-    let outputs = &graph.outputs;
+    let plan = plan_tokens(cx, &all, &froms, &values, &grads);
     let doc = format!(
         "The model `{graph_fn}` (generated by `graph!`): its graph ([`{graph_fn}`]), the static support and \
-         saved reads of every node, the planned backward schedule ([`{model}::describe_backward`]) and \
-         its generated backward programs ([`{model}::program`])."
+         saved reads of every node, the planned backward schedule ([`{model}::plan`], in words \
+         [`{model}::describe_backward`]) and its generated backward program ([`{model}::program`])."
     );
     let n = graph.nodes.len();
     quote! {
@@ -108,126 +110,134 @@ pub(super) fn model(parts: &ModelParts<'_>) -> TokenStream {
             /// Number of nodes.
             pub const NODES: usize = #n;
 
-            /// The planned backward schedules, one line per step: which node runs, the uniforms
-            /// pending on each position it writes, and what it frees.
+            /// The planned program, as the tables the runtime runs: the nodes, the forward's
+            /// levels and the value buffers given back after each, and per pass (the all-inputs
+            /// pass, then each output's single-output pass) every visited node with the uniforms
+            /// pending on each position it writes, and the buffers.
             #[must_use]
-            pub fn describe_backward() -> &'static str {
-                #description
+            pub fn plan() -> &'static #p::Plan {
+                #plan
+            }
+
+            /// The planned schedules in words ([`Plan::describe`](#p::Plan::describe)), one
+            /// line per step: which node runs, the uniforms pending on each position it writes,
+            /// and what it frees.
+            #[must_use]
+            pub fn describe_backward() -> ::std::string::String {
+                Self::plan().describe()
             }
 
             /// The generated backward program: one saved forward and, per pass, the planned
             /// reverse sweep (the all-inputs pass seeded at the outputs, and each output's
             /// single-output pass), bit for bit equal to the runtime's passes on this graph.
-            #[allow(clippy::too_many_lines, clippy::type_complexity, unused_variables)]
-            pub fn program<#s, #generics>() -> #p::Program<#s, #data, #inputs_ty, #seeds_ty, #brand, impl #p::Sweep<#s, #data>>
+            pub fn program<#s, #generics>() -> #p::Program<#s, #data, #inputs_ty, #seeds_ty, #brand>
             where
                 #s: #p::Scalar #scalar_bounds,
                 #dim_bounds
             {
-                #build
-                let __graph = __b.finish();
-                #p::Program::new(__graph, &[#(#outputs),*], #plan_tokens, move |__st: &mut #p::ProgramState<#s>, __g: &#p::RawGraph<#s, #data>, __d: &#data, __pass: #p::Pass| -> ::core::result::Result<(), #p::Error> {
-                    #forward
-                    match __pass {
-                        #p::Pass::All => { #all_sweep }
-                        #(#from_arms,)*
-                        #[allow(unreachable_patterns)]
-                        _ => ::core::result::Result::Ok(()),
-                    }
-                })
+                #p::Program::new(#graph_fn::<#s, #generics>().0, Self::plan())
             }
         }
     }
 }
 
-/// The forward by levels ([`plan::levels`]), each level followed by the value buffers given back
-/// after it, then the first failure's error. A level's built-in nodes go to
-/// `ProgramState::forward_level` together (it may run them at the same time); an opaque node or a
-/// user op runs on its own, through the graph's node. A failing node does not stop the forward at once: the state records it, runs only
-/// nodes of lower index from then on, and `forward_result` returns the error of the lowest failing
-/// index: the node index order's first failure.
-fn forward(cx: &Cx<'_>, values: &Values) -> TokenStream {
-    let (p, s, data, graph) = (cx.p, cx.s, cx.data, cx.graph);
-    let n_in = graph.inputs.len();
-    let mut out = TokenStream::new();
-    for (nodes, freed) in values.levels.iter().zip(&values.frees) {
-        let builtin: Vec<usize> =
-            nodes.iter().copied().filter(|&k| matches!(graph.nodes[k].kind, NodeKind::Builtin(..))).collect();
-        if builtin.len() >= 2 {
-            let entries = builtin.iter().map(|&k| {
-                let o = kept(n_in + k);
-                quote!((#k, #p::required(&#o, #k)? as &dyn #p::CompactOp<#s, #data>))
-            });
-            out.extend(quote!(__st.forward_level(&[#(#entries),*], __d);));
+/// The `Plan` static: the nodes, the forward, each pass's sweep and the memory plan.
+fn plan_tokens(
+    cx: &Cx<'_>,
+    all: &Sweep,
+    froms: &[Option<Sweep>],
+    values: &Values,
+    grads: &[(Vec<usize>, usize)],
+) -> TokenStream {
+    let (p, graph) = (cx.p, cx.graph);
+    let mut statics = Statics::default();
+    let nodes = graph.nodes.iter().map(|node| {
+        let kind = match node.kind {
+            NodeKind::Builtin(..) => quote!(builtin),
+            NodeKind::Opaque { .. } => quote!(opaque),
+            NodeKind::Custom(_) => quote!(custom),
+        };
+        let (op, parents, shape) = (node.op_name(), list(&node.parents), node.shape.to_string());
+        let label = node.label.clone().unwrap_or_default();
+        quote!(PlannedNode::#kind(#op, #parents, #shape, #label))
+    });
+    let inputs = (0..graph.inputs.len()).map(|q| {
+        let name = graph.input_name(q);
+        if name.is_empty() {
+            graph.inputs[q].0.to_string()
+        } else {
+            name
         }
-        for &k in nodes {
-            out.extend(match graph.nodes[k].kind {
-                NodeKind::Builtin(..) if builtin.len() >= 2 => TokenStream::new(),
-                NodeKind::Builtin(..) => {
-                    let o = kept(n_in + k);
-                    quote!(__st.forward(#k, #p::required(&#o, #k)?, __d);)
-                }
-                NodeKind::Opaque { .. } | NodeKind::Custom(_) => quote!(__st.forward_node(#k, __g, __d);),
-            });
-        }
-        for q in freed {
-            out.extend(quote!(__st.free_value(#q);));
-        }
+    });
+    let forward = values.levels.iter().zip(&values.frees).map(|(nodes, frees)| {
+        let (nodes, frees) = (list(nodes), list(frees));
+        quote!(Level { nodes: #nodes, frees: #frees })
+    });
+    let mut passes = vec![pass(cx, &mut statics, Some(all))];
+    passes.extend(froms.iter().map(|f| pass(cx, &mut statics, f.as_ref())));
+    let gradients: Vec<Ident> =
+        grads.iter().map(|(b, _)| statics.add("GRADIENT_BUFFERS", quote!(&[usize]), list(b))).collect();
+    let outputs = list(&graph.outputs);
+    let Values { buffer, kept, buffers, .. } = values;
+    let value_buffers = list(buffer);
+    let count = lit(grads.iter().map(|(_, c)| *c).max().unwrap_or(0));
+    let buffers = lit(*buffers);
+    let items = statics.items;
+    quote! {
+        use #p::plan::{Level, PassPlan, Plan, PlannedNode, Step, Sweep};
+        use #p::MemoryPlan;
+        #items
+        static __PLAN: Plan = Plan {
+            nodes: &[#(#nodes),*],
+            inputs: &[#(#inputs),*],
+            outputs: #outputs,
+            forward: &[#(#forward),*],
+            passes: &[#(#passes),*],
+            memory: MemoryPlan {
+                values: #value_buffers,
+                kept: &[#(#kept),*],
+                value_buffers: #buffers,
+                gradients: &[#(#gradients),*],
+                gradient_buffers: #count,
+            },
+        };
+        &__PLAN
     }
-    out.extend(quote!(__st.forward_result()?;));
-    out
 }
 
-/// One pass's reverse sweep as straight-line calls.
-fn sweep_tokens(cx: &Cx<'_>, sweep: &Sweep) -> TokenStream {
-    let (p, graph) = (cx.p, cx.graph);
-    let mut out = TokenStream::new();
-    for (t, Step { node: k, position, cotangent, writes }) in sweep.steps.iter().enumerate() {
-        let c = range(cotangent);
-        let g = Ident::new("__gr", Span::mixed_site());
-        let body = match writes {
+/// A pass's entry: its sweep's static, or the runtime's loop (a model with user compact ops).
+fn pass(cx: &Cx<'_>, statics: &mut Statics, sweep: Option<&Sweep>) -> TokenStream {
+    let Some(sweep) = sweep else { return quote!(PassPlan::Runtime) };
+    let graph = cx.graph;
+    let steps = sweep.steps.iter().map(|Step { node: k, cotangent, writes, .. }| {
+        let pairs = |w: &[(usize, core::ops::Range<usize>)]| {
+            let w = w.iter().map(|(q, r)| {
+                let (q, r) = (lit(*q), range(r));
+                quote!((#q, #r))
+            });
+            quote!(&[#(#w),*])
+        };
+        let (node, c) = (lit(*k), range(cotangent));
+        match writes {
             Writes::Support(w) if plan::direct(graph, *k) == Direct::Window && w.len() == 1 => {
-                let o = kept(*position);
-                let (q, r) = (w[0].0, range(&w[0].1));
-                let data = cx.data;
-                quote!(__st.vjp_window::<#data, _>(#t, #k, #p::required(&#o, #k)?, &#g, #q, #r)?;)
+                let (q, r) = (lit(w[0].0), range(&w[0].1));
+                quote!(Step::window(#node, #c, #q, #r))
             }
             Writes::Support(w) if plan::direct(graph, *k) == Direct::Product => {
-                let o = kept(*position);
-                let ws = w.iter().map(|(q, r)| {
-                    let r = range(r);
-                    quote!((#q, #r))
-                });
-                quote!(__st.vjp_product(#t, #k, #p::required(&#o, #k)?, &#g, __d, &[#(#ws),*])?;)
+                let w = pairs(w);
+                quote!(Step::product(#node, #c, #w))
             }
             Writes::Support(w) => {
-                let o = kept(*position);
-                let name = graph.nodes[*k].op_name();
-                let adds = w.iter().map(|(q, r)| {
-                    let r = range(r);
-                    quote!(__st.accumulate(#k, #name, __r, #q, #r, &#g)?;)
-                });
-                quote! {
-                    let __r = __st.vjp(#t, #k, #p::required(&#o, #k)?, &#g, __d)?;
-                    #(#adds)*
-                }
+                let w = pairs(w);
+                quote!(Step::built(#node, #c, #w))
             }
             Writes::WholePrefix(w) => {
                 let rs = w.iter().map(range);
-                quote!(__st.vjp_node(#t, #k, __g, &#g, __d, &[#(#rs),*])?;)
+                quote!(Step::whole_prefix(#node, #c, &[#(#rs),*]))
             }
-        };
-        // One block per step, so a long sweep nests no scopes (each `let` opens one).
-        out.extend(quote! {{
-            let #g = __st.cotangent(#position, #c);
-            #body
-            __st.release(#position, #g);
-        }});
-    }
-    for (q, r) in sweep.inputs.iter().enumerate() {
-        let r = range(r);
-        out.extend(quote!(__st.input_gradient(#q, #r);));
-    }
-    out.extend(quote!(::core::result::Result::Ok(())));
-    out
+        }
+    });
+    let inputs = sweep.inputs.iter().map(range);
+    let name = statics.add("SWEEP", quote!(Sweep), quote!(Sweep { steps: &[#(#steps),*], inputs: &[#(#inputs),*] }));
+    quote!(PassPlan::Planned(&#name))
 }

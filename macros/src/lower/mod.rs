@@ -158,6 +158,7 @@ pub(crate) fn lower(def: &GraphDef) -> Result<Graph, syn::Error> {
             outputs: Vec::new(),
             checks: Vec::new(),
             input_decls: Vec::new(),
+            loops: Vec::new(),
         },
         names: HashMap::new(),
         mutable: HashMap::new(),

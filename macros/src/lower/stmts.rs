@@ -48,6 +48,8 @@ struct Frame<'s> {
     next: usize,
     lp: Option<(&'s ForStmt, i128, i128)>,
     undo: Vec<Undo>,
+    /// The loop's record in `Graph::loops`.
+    record: usize,
 }
 
 /// `const NAME: Type = expr;`: an integer or float constant.
@@ -88,7 +90,7 @@ impl Lowering<'_> {
     /// Runs the body's statements, unrolling every loop.
     pub(super) fn statements(&mut self, body: &[Stmt]) {
         let depth = self.iterations.len();
-        let mut stack = vec![Frame { stmts: body, next: 0, lp: None, undo: Vec::new() }];
+        let mut stack = vec![Frame { stmts: body, next: 0, lp: None, undo: Vec::new(), record: 0 }];
         while let Some(top) = stack.last_mut() {
             if self.stopped {
                 break;
@@ -126,8 +128,15 @@ impl Lowering<'_> {
                     Stmt::For(f) => {
                         if let Some((start, end)) = self.bounds(f) {
                             if start < end {
-                                let mut frame =
-                                    Frame { stmts: &f.body, next: 0, lp: Some((f, start, end)), undo: Vec::new() };
+                                let record = self.graph.loops.len();
+                                self.graph.loops.push(crate::ir::Loop::default());
+                                let mut frame = Frame {
+                                    stmts: &f.body,
+                                    next: 0,
+                                    lp: Some((f, start, end)),
+                                    undo: Vec::new(),
+                                    record,
+                                };
                                 self.enter(&mut frame);
                                 stack.push(frame);
                             }
@@ -158,10 +167,14 @@ impl Lowering<'_> {
                     self.errors.prefix = self.iterations.last().map(|it| it.prefix.clone()).unwrap_or_default();
                     // After an iteration with errors (or using a binding that failed) the loop
                     // stops: the next ones would repeat them.
+                    let record = frame.record;
                     if i + 1 < end && !failed {
-                        let mut next = Frame { stmts: &f.body, next: 0, lp: Some((f, i + 1, end)), undo: Vec::new() };
+                        let mut next =
+                            Frame { stmts: &f.body, next: 0, lp: Some((f, i + 1, end)), undo: Vec::new(), record };
                         self.enter(&mut next);
                         stack.push(next);
+                    } else if let Some(lp) = self.graph.loops.get_mut(record) {
+                        lp.end = self.graph.nodes.len();
                     }
                 }
             }
@@ -177,6 +190,9 @@ impl Lowering<'_> {
     /// Starts an iteration: the loop variable's value, the messages' prefix.
     fn enter(&mut self, frame: &mut Frame<'_>) {
         let Some((f, i, _)) = frame.lp else { return };
+        if let Some(lp) = self.graph.loops.get_mut(frame.record) {
+            lp.starts.push(self.graph.nodes.len());
+        }
         let var = f.var.to_string();
         frame.undo.push(self.snapshot(&var));
         // The loop variable shadows a binding of the same name.

@@ -15,6 +15,7 @@ use exactgrad_spec::Direct;
 
 pub(crate) mod levels;
 pub(crate) mod memory;
+pub(crate) mod rolled;
 
 use crate::ir::{Graph, NodeKind};
 

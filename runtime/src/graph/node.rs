@@ -252,30 +252,6 @@ impl<Op: CompactOp<A, D>, A: Scalar, D: 'static, S: Shape> IntoNode<A, D>
     }
 }
 
-/// A node whose concrete op a generated program keeps (to call without dynamic dispatch).
-pub trait KeepOp {
-    /// The op.
-    type Op;
-    /// A copy of the op, `None` for a node that could not be built.
-    fn kept(&self) -> Option<Self::Op>;
-}
-
-impl<Op: CompactOp<A, D> + Clone, A: Scalar, D: 'static, S: Shape> KeepOp for Compact<Op, A, D, S> {
-    type Op = Op;
-    fn kept(&self) -> Option<Op> {
-        Some(self.op.clone())
-    }
-}
-
-impl<Op: CompactOp<A, D> + Clone, A: Scalar, D: 'static, S: Shape> KeepOp
-    for Result<Compact<Op, A, D, S>, Node<A, D, S>>
-{
-    type Op = Op;
-    fn kept(&self) -> Option<Op> {
-        self.as_ref().ok().map(|c| c.op.clone())
-    }
-}
-
 /// A position handle with its shape erased (to pass handles of several shapes in one slice).
 pub trait ErasedPosition {
     /// Id of the graph the handle belongs to.

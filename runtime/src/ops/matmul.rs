@@ -463,6 +463,9 @@ impl<A: Scalar + Mul<Output = A>, D> CompactOp<A, D> for MatMul {
     fn reference(&self) -> Option<RefOp<A, D>> {
         Some(RefOp::matmul(self.parents[0], self.parents[1]))
     }
+    fn as_product(&self) -> Option<&dyn super::ProductVjp<A, D>> {
+        Some(self)
+    }
 }
 
 /// Typed `a · b`: `(M, K)` · `(K, N)` → `(M, N)`, `(B, M, K)` · `(B, K, N)` → `(B, M, N)` or

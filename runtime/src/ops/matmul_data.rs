@@ -111,6 +111,9 @@ impl<A: Scalar + Mul<Output = A>, D: 'static> CompactOp<A, D> for MatMulData<A, 
     fn reference(&self) -> Option<RefOp<A, D>> {
         Some(RefOp::matmul_data(self.parents[0], self.rows, self.x))
     }
+    fn as_product(&self) -> Option<&dyn super::ProductVjp<A, D>> {
+        Some(self)
+    }
 }
 
 /// Typed `x · w` with `x` read from the data by `x`: `X = (M, K)` data · `(K, N)` → `(M, N)`

@@ -95,6 +95,9 @@ impl<A: Scalar, D> CompactOp<A, D> for Slice {
     fn reference(&self) -> Option<RefOp<A, D>> {
         Some(RefOp::Slice { a: self.parents[0], axis: self.axis, start: self.start, len: self.len })
     }
+    fn as_window(&self) -> Option<&dyn super::WindowVjp<A, D>> {
+        Some(self)
+    }
 }
 
 /// Typed `slice(x, axis, start, len)` with the axis and the length typenum values

@@ -1,7 +1,8 @@
 //! The backward programs `graph!` generates for each model (`Model::program::<A>()`): one saved
 //! forward and a straight-line reverse sweep per pass, whose schedule — the order of every
 //! addition, where each contribution's `+ 0` lands, which uniforms are pending at each write —
-//! was resolved when the macro expanded (see [`state`] for the steps it calls).
+//! was resolved when the macro expanded and written out as tables ([`plan`]), which one routine
+//! of this crate runs for every model (see [`state`] for its steps).
 //!
 //! A [`Program`] offers the all-inputs pass ([`gradients`](Program::gradients), seeds on the
 //! declared outputs) and each declared output's single-output pass
@@ -11,10 +12,13 @@
 //! liveness when the macro expanded ([`MemoryPlan`]); they are allocated on the first run and
 //! reused by every later one.
 
+mod describe;
+pub mod plan;
 pub mod state;
 
 use core::marker::PhantomData;
 
+pub use plan::{Level, PassPlan, Plan, PlannedKind, PlannedNode, Step, Sweep, Writes};
 pub use state::{MemoryPlan, ProgramState};
 
 use crate::error::Error;
@@ -23,20 +27,6 @@ use crate::pack::Pack;
 use crate::scalar::Scalar;
 use crate::shape::{Dims, Position, Shape};
 use crate::tensor::{RawTensor, Tensor};
-
-/// The kept op of node `k`, or the error of a node that could not be built (never reached: a
-/// program with such a node returns its build error before running).
-///
-/// # Errors
-/// [`Error::Node`] when the op is missing.
-pub fn required<Op>(op: &Option<Op>, k: usize) -> Result<&Op, Error> {
-    op.as_ref().ok_or_else(|| Error::Node {
-        node: k,
-        op: "graph".to_owned(),
-        parent_shapes: Vec::new(),
-        message: "this node could not be built".to_owned(),
-    })
-}
 
 /// Which generated sweep runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -83,44 +73,37 @@ output_seeds!(S0.0, S1.1);
 output_seeds!(S0.0, S1.1, S2.2);
 output_seeds!(S0.0, S1.1, S2.2, S3.3);
 
-/// The closure a generated program runs: the forward and the sweep of `Pass`.
-pub trait Sweep<A, D>: FnMut(&mut ProgramState<A>, &RawGraph<A, D>, &D, Pass) -> Result<(), Error> {}
-impl<A, D, F: FnMut(&mut ProgramState<A>, &RawGraph<A, D>, &D, Pass) -> Result<(), Error>> Sweep<A, D> for F {}
-
 /// A model's generated backward program (see the [module docs](self)): `A` the scalar, `D` the
 /// data, `G` the input list, `O` the output seeds, `Br` the graph's brand.
-pub struct Program<A, D, G, O, Br, F> {
+pub struct Program<A, D, G, O, Br> {
     graph: RawGraph<A, D>,
     /// The first error found while building the graph, returned by every run.
     build_error: Option<Error>,
-    /// Positions of the declared outputs.
-    outputs: Vec<usize>,
     visits: usize,
-    plan: MemoryPlan,
+    plan: &'static Plan,
     state: Option<ProgramState<A>>,
     gradients: Pack<A, G>,
-    sweep: F,
     marker: PhantomData<fn() -> (O, Br)>,
 }
 
 /// The graph, the declared outputs, the memory plan and the build error, if any (the sweep is
 /// code, and the buffers are not shown).
-impl<A: 'static, D: 'static, G, O, Br, F> core::fmt::Debug for Program<A, D, G, O, Br, F> {
+impl<A: 'static, D: 'static, G, O, Br> core::fmt::Debug for Program<A, D, G, O, Br> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("Program")
             .field("graph", &self.graph)
-            .field("outputs", &self.outputs)
-            .field("plan", &self.plan)
+            .field("outputs", &self.plan.outputs)
+            .field("plan", &self.plan.memory)
             .field("build_error", &self.build_error)
             .finish_non_exhaustive()
     }
 }
 
-impl<A: Scalar, D: 'static, G, O, Br, F: Sweep<A, D>> Program<A, D, G, O, Br, F> {
-    /// The program running `sweep` over `graph`, whose declared outputs sit at `outputs`.
-    /// (Called by the code `graph!` generates.)
+impl<A: Scalar, D: Sync + 'static, G, O, Br> Program<A, D, G, O, Br> {
+    /// The program running `plan` over `graph` (both from the same expansion of `graph!`, which
+    /// calls this).
     #[doc(hidden)]
-    pub fn new<Ss>(graph: GraphData<A, D, G, Ss, Br>, outputs: &[usize], plan: MemoryPlan, sweep: F) -> Self {
+    pub fn new<Ss>(graph: GraphData<A, D, G, Ss, Br>, plan: &'static Plan) -> Self {
         let build_error = graph.first_build_error();
         let raw = graph.into_raw();
         let visits = raw.nodes().len();
@@ -140,12 +123,10 @@ impl<A: Scalar, D: 'static, G, O, Br, F: Sweep<A, D>> Program<A, D, G, O, Br, F>
         Program {
             graph: raw,
             build_error,
-            outputs: outputs.to_vec(),
             visits,
             plan,
             state: None,
             gradients: Pack::from_raw(None, inputs),
-            sweep,
             marker: PhantomData,
         }
     }
@@ -169,14 +150,14 @@ impl<A: Scalar, D: 'static, G, O, Br, F: Sweep<A, D>> Program<A, D, G, O, Br, F>
         // With run-time dims: the sizes of the last run (before any, the stand-ins: saturates).
         let dims = self.state.as_ref().map_or(self.graph.dims(), ProgramState::dims);
         let n_in = self.graph.num_inputs();
-        let mut values = vec![0usize; self.plan.value_buffers];
-        for (k, &b) in self.plan.values.iter().enumerate() {
+        let mut values = vec![0usize; self.plan.memory.value_buffers];
+        for (k, &b) in self.plan.memory.values.iter().enumerate() {
             if let (Some(v), Some(d)) = (values.get_mut(b), dims.get(n_in + k)) {
                 *v = (*v).max(numel(d));
             }
         }
-        let mut gradients = vec![0usize; self.plan.gradient_buffers];
-        for pass in self.plan.gradients {
+        let mut gradients = vec![0usize; self.plan.memory.gradient_buffers];
+        for pass in self.plan.memory.gradients {
             for (q, &b) in pass.iter().enumerate() {
                 if let (Some(g), Some(d)) = (gradients.get_mut(b), dims.get(q)) {
                     *g = (*g).max(numel(d));
@@ -202,7 +183,7 @@ impl<A: Scalar, D: 'static, G, O, Br, F: Sweep<A, D>> Program<A, D, G, O, Br, F>
             return Err(e.clone());
         }
         let n_in = self.graph.num_inputs();
-        let plan = self.plan;
+        let plan = self.plan.memory;
         let state = if self.graph.run_time_dims().is_empty() {
             let dims = self.graph.dims();
             let fits = inputs.len() == n_in && inputs.as_slice().iter().zip(dims).all(|(t, &d)| t.dims() == d);
@@ -225,9 +206,9 @@ impl<A: Scalar, D: 'static, G, O, Br, F: Sweep<A, D>> Program<A, D, G, O, Br, F>
             Pass::All => 0,
             Pass::From(j) => 1 + j,
         });
-        seed(state, &self.outputs)?;
+        seed(state, self.plan.outputs)?;
         state.swap_inputs(inputs.tensors_mut());
-        let result = (self.sweep)(state, &self.graph, data, pass);
+        let result = state.run_plan(self.plan, &self.graph, data, pass);
         state.swap_inputs(inputs.tensors_mut());
         if result.is_ok() {
             state.swap_input_gradients(self.gradients.tensors_mut());
@@ -249,7 +230,7 @@ impl<A: Scalar, D: 'static, G, O, Br, F: Sweep<A, D>> Program<A, D, G, O, Br, F>
         data: &D,
         seed: &Tensor<A, S>,
     ) -> Result<&Pack<A, G>, Error> {
-        let Some(index) = self.outputs.iter().position(|&o| o == output.index()) else {
+        let Some(index) = self.plan.outputs.iter().position(|&o| o == output.index()) else {
             return Err(Error::ForeignPosition { index: output.index(), len: self.graph.dims().len() });
         };
         // Without storage equality the single-output pass is the dense all-seeds pass (§7): every
@@ -271,7 +252,7 @@ impl<A: Scalar, D: 'static, G, O, Br, F: Sweep<A, D>> Program<A, D, G, O, Br, F>
     }
 }
 
-impl<A: Scalar, D: 'static, G, O: OutputSeeds<A>, Br, F: Sweep<A, D>> Program<A, D, G, O, Br, F> {
+impl<A: Scalar, D: Sync + 'static, G, O: OutputSeeds<A>, Br> Program<A, D, G, O, Br> {
     /// The all-inputs pass: the forward, then the gradients of every input with `seeds` at the
     /// declared outputs (zeros elsewhere) — bit for bit
     /// `saved.backprop_inputs_dense(seeds at the outputs)` of the same graph. The inputs are lent

@@ -1,13 +1,14 @@
-//! The buffers a generated program runs on, and the few steps its straight-line code calls.
+//! The buffers a generated program runs on, and the few steps its plan's rows are run by
+//! ([`run_plan`](ProgramState::run_plan)).
 //!
-//! A generated reverse sweep is a list of calls whose every argument — which position, which
+//! A generated reverse sweep is a list of steps whose every field — which position, which
 //! node, which uniforms are pending — was resolved when `graph!` expanded, from the ops' support
 //! patterns (`exactgrad_spec`). So there is no history, no clock, no epoch and no support
 //! bookkeeping at run time, only the arithmetic SEMANTICS §3 (all-inputs sweeps) and §7
 //! (single-output sweeps, which skip what the output does not reach) prescribe, in its order:
 //!
 //! * a node's **cotangent** is its slot with the uniforms pushed since its last write applied;
-//! * a node's **VJP** runs its compact program (a concrete op, called without dynamic dispatch)
+//! * a node's **VJP** runs its compact program (the graph's op)
 //!   and records the uniform it gives every position outside its support;
 //! * each distinct **support position** `q` becomes `(slot_q + pending uniforms) + read(q)`, the
 //!   `+` fused with the reader (onto a uniform slot it is written once, into the gradient buffer
@@ -30,6 +31,7 @@
 //!
 //! **Files.** This one: the state, its buffers and pools, seeding and reset; `state/forward.rs`:
 //! the forward's steps (a node, a level of nodes at the same time, the first failure);
+//! `state/run.rs`: the loop that runs a plan;
 //! `state/sweep.rs`: the reverse-sweep steps (cotangent, VJP, accumulation, input gradients);
 //! `state/fused.rs`: the VJP paths that bypass the general one (products into their buffers,
 //! windows, whole-prefix nodes).
@@ -43,6 +45,7 @@ use crate::tensor::RawTensor;
 
 mod forward;
 mod fused;
+mod run;
 mod sweep;
 
 /// The buffers `graph!` planned for a model's program: which buffer each node's value and each

@@ -18,4 +18,4 @@ pub use run_time::{
     fits_declared, named_dims, resolve_lead, run_time_index, run_time_stand_in, Binding, MAX_RUN_TIME_DIMS,
     RUN_TIME_BASE,
 };
-pub use typed::{Nil, Position, RawPosition, Shape, ShapeList, Snoc};
+pub use typed::{Array, Nil, Position, RawPosition, Shape, ShapeList, Snoc};

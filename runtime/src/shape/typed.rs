@@ -82,6 +82,18 @@ impl<L, S> fmt::Debug for Snoc<L, S> {
     }
 }
 
+/// An entry of an input list for a parameter array: `N` inputs of shape `S` in a row (`graph!`'s
+/// `w: [[4, 4]; 3]`), one entry however long the array, so a list's length — and the work of
+/// checking it — does not grow with the array's.
+pub struct Array<S, const N: usize>(PhantomData<fn() -> S>);
+
+/// `Array` (its shape and length are in the type).
+impl<S, const N: usize> fmt::Debug for Array<S, N> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Array<{N}>")
+    }
+}
+
 /// Marker for shape lists ([`Nil`] and [`Snoc`]). Deliberately flat: it does not require the tail
 /// to be a shape list, so proving it never recurses.
 pub trait ShapeList: 'static {}

@@ -15,7 +15,7 @@ use rayon::prelude::*;
 
 use super::ProgramState;
 use crate::error::Error;
-use crate::graph::{node_work, CompactOp, Program as NodeProgram, RawGraph};
+use crate::graph::{node_work, CompactOp, Program as NodeProgram, RawGraph, RawNode};
 use crate::guard::guarded;
 use crate::parallel;
 use crate::scalar::Scalar;
@@ -101,26 +101,34 @@ impl<A: Scalar> ProgramState<A> {
         self.finish(k, op, buf, error);
     }
 
-    /// Forward of one level's built-in nodes (`(node, op)`, ascending node index; none reads
+    /// Forward of one level's built-in nodes of `graph` (ascending node index; none reads
     /// another's value): at the same time when there are threads to share and the level's work
     /// (elements read and written) reaches [`parallel::min_node_work`], else one after the other.
     /// Failures are recorded as by [`forward`](Self::forward).
     #[doc(hidden)]
-    pub fn forward_level<D: Sync + 'static>(&mut self, nodes: &[(usize, &dyn CompactOp<A, D>)], data: &D) {
-        let work = || {
-            nodes
-                .iter()
-                .fold(0usize, |w, &(k, op)| w.saturating_add(node_work(op.parents(), self.inputs + k, &self.dims)))
+    pub fn forward_level<D: Sync + 'static>(&mut self, nodes: &[usize], graph: &RawGraph<A, D>, data: &D) {
+        let op = |k: usize| match graph.nodes().get(k).map(RawNode::program) {
+            Some(NodeProgram::Compact(op)) => Ok(&**op),
+            _ => Err(k),
         };
-        if !parallel::concurrent(nodes.len(), work) {
-            for &(k, op) in nodes {
-                self.forward(k, op, data);
+        let work = || {
+            nodes.iter().fold(0usize, |w, &k| {
+                let parents = graph.nodes().get(k).map_or(&[][..], RawNode::parents);
+                w.saturating_add(node_work(parents, self.inputs + k, &self.dims))
+            })
+        };
+        if nodes.iter().any(|&k| op(k).is_err()) || !parallel::concurrent(nodes.len(), work) {
+            for &k in nodes {
+                match op(k) {
+                    Ok(op) => self.forward(k, op, data),
+                    Err(k) => self.forward_node(k, graph, data),
+                }
             }
             return;
         }
         let mut level = core::mem::take(&mut self.level);
         level.clear();
-        for (entry, &(k, _)) in nodes.iter().enumerate() {
+        for (entry, &k) in nodes.iter().enumerate() {
             if self.runs(k) {
                 level.push(LevelSlot { entry, buf: self.value_buffer(k), error: None });
             }
@@ -129,14 +137,17 @@ impl<A: Scalar> ProgramState<A> {
         parallel::split(|| {
             level.par_iter_mut().for_each(|slot| {
                 parallel::piece(pieces, || {
-                    let (k, op) = nodes[slot.entry];
+                    let k = nodes[slot.entry];
                     let p = inputs + k;
-                    slot.error = compute(op, &values[..p], dims[p], data, &mut slot.buf).err();
+                    if let Ok(op) = op(k) {
+                        slot.error = compute(op, &values[..p], dims[p], data, &mut slot.buf).err();
+                    }
                 });
             });
         });
         for slot in level.drain(..) {
-            let (k, op) = nodes[slot.entry];
+            let k = nodes[slot.entry];
+            let Ok(op) = op(k) else { continue };
             if self.runs(k) {
                 self.finish(k, op, slot.buf, slot.error);
             } else {

@@ -28,7 +28,7 @@ impl<A: Scalar> ProgramState<A> {
     /// [`Error::Vjp`] when a contribution does not fit its position or the op panics (caught at
     /// the node, as in [`vjp`](Self::vjp)).
     #[doc(hidden)]
-    pub fn vjp_product<D: Sync, Op: ProductVjp<A, D>>(
+    pub fn vjp_product<D: Sync, Op: ProductVjp<A, D> + ?Sized>(
         &mut self,
         visit: usize,
         k: usize,
@@ -95,7 +95,7 @@ impl<A: Scalar> ProgramState<A> {
     /// pending uniforms applied, then the two products computed side by side, each straight into
     /// its own position's buffer (the same additions as one after the other; a failure of the
     /// first operand is reported before one of the second, as in order).
-    fn product_pair<D: Sync, Op: ProductVjp<A, D>>(
+    fn product_pair<D: Sync, Op: ProductVjp<A, D> + ?Sized>(
         &mut self,
         k: usize,
         op: &Op,
@@ -133,7 +133,7 @@ impl<A: Scalar> ProgramState<A> {
     /// # Errors
     /// [`Error::Vjp`] when the window does not fit the position or the cotangent.
     #[doc(hidden)]
-    pub fn vjp_window<D, Op: WindowVjp<A, D>>(
+    pub fn vjp_window<D, Op: WindowVjp<A, D> + ?Sized>(
         &mut self,
         visit: usize,
         k: usize,

@@ -57,7 +57,7 @@ impl<A: Scalar> ProgramState<A> {
     /// node as the runtime passes catch it) or returns a handle that is not one of its
     /// contributions.
     #[doc(hidden)]
-    pub fn vjp<D, Op: CompactOp<A, D>>(
+    pub fn vjp<D, Op: CompactOp<A, D> + ?Sized>(
         &mut self,
         visit: usize,
         k: usize,
