@@ -21,6 +21,9 @@ mod digits_cnn;
 #[path = "../examples/exact.rs"]
 #[allow(dead_code)]
 mod exact;
+#[path = "../examples/gpt_char.rs"]
+#[allow(dead_code)]
+mod gpt_char;
 #[path = "../examples/graphviz.rs"]
 #[allow(dead_code)]
 mod graphviz;
@@ -272,4 +275,80 @@ fn data_parallel_gradients_agree_on_1_2_and_4_workers() {
     assert_eq!(report.identical_steps, 2);
     // The first loss of a freshly initialised 10-class classifier is near chance, ln 10.
     assert!((report.losses[0] - 10f32.ln()).abs() < 0.5, "first loss {}", report.losses[0]);
+}
+
+#[test]
+fn gpt_char_learns_saves_and_samples_at_small_size() {
+    let dir = std::env::temp_dir().join(format!("exactgrad-gpt-char-test-{}", std::process::id()));
+    // The model at full size (about 3 s per forward in a debug build): 3 steps, one batch of each
+    // part of the text evaluated, samples of 2 characters.
+    let config = gpt_char::Config {
+        iterations: 3,
+        eval_every: 3,
+        sample_len: 2,
+        max_eval_batches: 1,
+        verbose: false,
+        ..gpt_char::Config::default()
+    };
+    let report = gpt_char::run(config, &dir).unwrap();
+    // 29 parameter tensors, saved under the model's input names.
+    assert_eq!(report.names.len(), gpt_char::PARAMETERS);
+    assert_eq!(report.names[..4], ["tok_emb", "pos_emb", "ln1_g[0]", "ln1_g[1]"]);
+    assert_eq!(report.names[26..], ["lnf_g", "lnf_b", "w_head"]);
+    // The first loss is about ln 58 (near-uniform predictions of small logits); 3 Adam steps lower
+    // the batch loss and the held-out loss.
+    assert!((report.losses[0] - 58f64.ln()).abs() < 0.2, "{}", report.losses[0]);
+    assert_eq!(report.losses.len(), 3);
+    assert!(report.losses[2] < report.losses[0] - 0.05, "{:?}", report.losses);
+    assert_eq!(report.held_out_curve.len(), 2);
+    assert!(report.held_out_curve[1] < report.held_out_curve[0] - 0.05, "{:?}", report.held_out_curve);
+    assert_eq!(report.train_curve.len(), 2);
+    let entropy = report.entropy;
+    assert!(entropy > 2.0 && entropy < 58f64.ln(), "{entropy}");
+    // Saved and reloaded: the same loss bits; the file holds the 29 tensors by name.
+    assert!(report.reload_same_bits);
+    let (g, _) = gpt_char::gpt::<f32, gpt_char::Vocab>();
+    let back = g.load_safetensors_file(report.names, dir.join("gpt_char.safetensors")).unwrap();
+    assert!(back.as_slice().iter().zip(report.params.as_slice()).all(|(a, b)| a.storage_eq(b)));
+    assert!(std::fs::read(dir.join("gpt_char_loss.png")).unwrap().starts_with(b"\x89PNG\r\n\x1a\n"));
+    // 8 samples (one per window) of the prompt and 2 characters of the text's alphabet.
+    let corpus = gpt_char::load().unwrap();
+    for samples in [&report.samples_before, &report.samples_after] {
+        assert_eq!(samples.len(), gpt_char::BATCH);
+        for s in samples {
+            assert!(s.starts_with(gpt_char::PROMPT), "{s:?}");
+            assert_eq!(s.chars().count(), gpt_char::PROMPT.len() + 2, "{s:?}");
+            assert!(s.chars().all(|c| corpus.chars.contains(&c)), "{s:?}");
+        }
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn gpt_char_is_causal() {
+    // The logits at position t of a window do not depend on the characters after t (the causal
+    // mask), and do depend on those before (attention reaches back).
+    let corpus = gpt_char::load().unwrap();
+    // Fresh parameters: small random weights already make every row depend on every earlier
+    // character.
+    let params = gpt_char::init::<gpt_char::Vocab>(7).unwrap();
+    let (g, h) = gpt_char::gpt::<f32, gpt_char::Vocab>();
+    let (t, v) = (gpt_char::CONTEXT, corpus.chars.len());
+    let ids: Vec<usize> = corpus.ids[..gpt_char::BATCH * t].to_vec();
+    let logits = |ids: Vec<usize>| {
+        let values = g.eval(params.clone(), gpt_char::GptData { ids, targets: vec![0; gpt_char::BATCH * t] }).unwrap();
+        values.get(h.output1).unwrap().data().to_vec()
+    };
+    let base = logits(ids.clone());
+    // Change position 40 of window 2: its rows from 40 on change, every other row (the earlier
+    // ones of window 2 and all of the other windows) keeps its bits.
+    let mut later = ids.clone();
+    later[2 * t + 40] = (later[2 * t + 40] + 1) % v;
+    let moved = logits(later);
+    let row = |l: &[f32], r: usize| l[r * v..(r + 1) * v].iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    for r in 0..gpt_char::BATCH * t {
+        let same = row(&base, r) == row(&moved, r);
+        let affected = r / t == 2 && r % t >= 40;
+        assert_eq!(same, !affected, "row {r}");
+    }
 }
