@@ -12,7 +12,8 @@
 //! * **W2** — 2 000 layers `x = tanh(x * a_i + b_i)` on 16 elements (`a_i`, `b_i` distinct inputs
 //!   per layer), loss `sum(x)`: forward + array pass (all seeds, seeded with 1 at the loss) per
 //!   graph node (throughput elements = nodes; also with the inputs-only array pass, and the array
-//!   pass alone). Target < 0.3 µs per node. The dense reference runs too when one pass takes
+//!   pass alone; and the same chain written with `graph!` — a loop the macro builds as a loop —
+//!   run by its generated program, `program`). Target < 0.3 µs per node. The dense reference runs too when one pass takes
 //!   under 10 s (checked once, else skipped with a message).
 //! * **W4** — 64 independent heads `h_k = sum(tanh(W_k · x))`, `W_k` 64×64, `x` 64×1; the gradient
 //!   of head 0: `backprop_from(head 0)` vs the all-seeds array pass seeded at head 0.
@@ -108,6 +109,17 @@ fn w2_graph() -> (RawGraph<f32, ()>, Vec<RawTensor<f32>>, RawPosition) {
     (g, inputs, loss)
 }
 
+exactgrad::graph! {
+    /// W2 written with `graph!`: its loop is built as a loop, and its generated program runs it.
+    fn w2_dsl(x: [16], a: [[16]; 2000], b: [[16]; 2000]) -> [] {
+        let mut h = x;
+        for i in 0..2000 {
+            h = tanh(h * a[i] + b[i]);
+        }
+        sum(h)
+    }
+}
+
 fn seed_at(dims: &[Dims], p: RawPosition) -> RawSeeds<f32> {
     let mut s = RawSeeds::zeros(dims);
     s.set(p, RawTensor::full(dims[p.index()], 1.0)).expect("seed fits");
@@ -145,6 +157,26 @@ fn w2_chain(c: &mut Criterion) {
         // The measuring loop runs on the pool: no iteration pays for waking a pool thread.
         group.bench_with_input(BenchmarkId::new(label, nodes), &nodes, |b, _| {
             pool.install(|| b.iter_batched(setup, step, BatchSize::LargeInput));
+        });
+    }
+    // The same chain written with `graph!` (the same values: `inputs` is x, then a_i, b_i per
+    // layer): its program's forward and all-inputs pass, the work of `compile+inputs_array`.
+    {
+        let h = w2_dsl::<f32>().1;
+        let typed = |t: &RawTensor<f32>| Tensor::try_from_raw(t.clone()).expect("16 elements");
+        let mut params = h.inputs(
+            typed(&inputs[0]),
+            core::array::from_fn(|i| typed(&inputs[1 + 2 * i])),
+            core::array::from_fn(|i| typed(&inputs[2 + 2 * i])),
+        );
+        let mut program = W2Dsl::program::<f32>();
+        let seed = Tensor::full(1.0);
+        let want = RawSavedGraph::compile(&g, inputs.clone(), ()).expect("chain compiles");
+        let want = want.backprop_inputs_array(seeds.clone()).expect("array pass");
+        let got = program.gradients(&mut params, &(), &seed).expect("the program runs");
+        assert!(got.get(h.x).expect("x").storage_eq(&want.as_slice()[0]), "the program differs from the runtime");
+        group.bench_with_input(BenchmarkId::new("program", nodes), &nodes, |b, _| {
+            b.iter(|| program.gradients(&mut params, &(), &seed).map(|g| g.len()));
         });
     }
     let saved = RawSavedGraph::compile(&g, inputs.clone(), ()).expect("chain compiles");
