@@ -259,3 +259,73 @@ fn a_rolled_loop_is_its_unrolled_model_on_every_scalar() {
     sym::Sym::reset();
     check_rolled(|name, i| sym::Sym::leaf(format!("{name}{i}")));
 }
+
+/// `describe_backward` without the nodes' labels (`(h@i=2)`), which only loops give.
+fn without_labels(text: &str) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(at) = rest.find(" (") {
+        let (head, tail) = rest.split_at(at);
+        out.push_str(head);
+        match tail.find(')') {
+            Some(end) if tail[..end].contains('@') => rest = &tail[end + 1..],
+            _ => {
+                out.push_str(" (");
+                rest = &tail[2..];
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+#[test]
+fn a_rolled_loop_plans_the_unrolled_schedule_in_tables_that_do_not_grow_with_it() {
+    // The plan of the rolled model is written with repeats, but reads as the hand-unrolled
+    // model's: the same levels, visits, pending uniforms and buffers, line for line.
+    // (Its forward is written out: a level there holds nodes of two iterations; so are its
+    // sweeps: of 4 iterations only 2 are alike, the first reading `x` and the last the seed.)
+    let (rolled, unrolled) = (RolledChain::plan(), UnrolledChain::plan());
+    assert!(!rolled.nodes.repeats.is_empty() && unrolled.nodes.repeats.is_empty());
+    assert_eq!(without_labels(&RolledChain::describe_backward()), without_labels(&UnrolledChain::describe_backward()));
+    let text = RolledChain::describe_backward();
+    assert!(text.contains("(h@i=3) = sub"), "{text}");
+}
+
+graph! {
+    /// A chain whose levels are its iterations' nodes one by one: every table repeats.
+    fn tanh_chain(x: [3], a: [[3]; 6]) -> [] {
+        let mut h = x;
+        for i in 0..6 {
+            h = tanh(h * a[i]);
+        }
+        sum(h)
+    }
+}
+
+#[test]
+fn repeated_levels_and_steps_run_as_written_out() {
+    let plan = TanhChain::plan();
+    assert!(!plan.forward.repeats.is_empty() && !plan.nodes.repeats.is_empty());
+    for pass in plan.passes {
+        match pass {
+            exactgrad::program::PassPlan::Planned(sweep) => assert!(!sweep.steps.repeats.is_empty()),
+            exactgrad::program::PassPlan::Runtime => panic!("a planned pass"),
+        }
+    }
+    for salt in 0..2 * floats::MODES {
+        let (g, h) = tanh_chain::<f64>();
+        let mut inputs = h.inputs(adv(salt, 0), core::array::from_fn(|k| adv(salt, 1 + k as u64)));
+        let seed: Tensor<f64, ()> = adv(salt, 9);
+        let saved = g.compile(inputs.clone(), ()).unwrap();
+        let dense = saved.backprop_inputs_dense(exactgrad::Seeds::single(&g, h.output, seed.clone()).unwrap()).unwrap();
+        let from = saved.backprop_from(h.output, seed.clone()).unwrap();
+        let mut program = TanhChain::program::<f64>();
+        let got = all_bits(program.gradients(&mut inputs, &(), &seed).unwrap().as_slice());
+        assert_eq!(got, all_bits(dense.as_slice()));
+        assert_eq!(all_bits(program.value(h.output).into_iter()), all_bits([saved.value(h.output).unwrap()]));
+        let got = all_bits(program.gradients_from(h.output, &mut inputs, &(), &seed).unwrap().as_slice());
+        let from: Vec<_> = (0..7).map(|q| from.raw().get(q).unwrap().clone()).collect();
+        assert_eq!(got, all_bits(&from));
+    }
+}

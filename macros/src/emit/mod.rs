@@ -5,6 +5,7 @@ mod builder;
 mod constants;
 mod items;
 mod program;
+mod tables;
 
 use proc_macro2::TokenStream;
 use quote::quote;

@@ -14,7 +14,10 @@ use syn::Ident;
 use super::builder::Cx;
 use crate::ir::NodeKind;
 use crate::plan::memory::{self, Values};
+use crate::plan::rolled::Rolled;
 use crate::plan::{self, Step, Sweep, Writes};
+
+use super::tables::{self, Region, Row};
 
 /// What the model items need from the rest of the expansion.
 pub(super) struct ModelParts<'a> {
@@ -30,7 +33,7 @@ pub(super) struct ModelParts<'a> {
 }
 
 /// An unsuffixed integer (`7`, not `7usize`: the tables read better).
-fn lit(n: usize) -> Literal {
+pub(super) fn lit(n: usize) -> Literal {
     Literal::usize_unsuffixed(n)
 }
 
@@ -151,16 +154,27 @@ fn plan_tokens(
 ) -> TokenStream {
     let (p, graph) = (cx.p, cx.graph);
     let mut statics = Statics::default();
-    let nodes = graph.nodes.iter().map(|node| {
-        let kind = match node.kind {
-            NodeKind::Builtin(..) => quote!(builtin),
-            NodeKind::Opaque { .. } => quote!(opaque),
-            NodeKind::Custom(_) => quote!(custom),
-        };
-        let (op, parents, shape) = (node.op_name(), list(&node.parents), node.shape.to_string());
-        let label = node.label.clone().unwrap_or_default();
-        quote!(PlannedNode::#kind(#op, #parents, #shape, #label))
-    });
+    let rolled = crate::plan::rolled::rolled(graph);
+    let node_rows: Vec<Row> = graph
+        .nodes
+        .iter()
+        .map(|node| {
+            let kind = match node.kind {
+                NodeKind::Builtin(..) => quote!(builtin),
+                NodeKind::Opaque { .. } => quote!(opaque),
+                NodeKind::Custom(_) => quote!(custom),
+            };
+            let (op, parents, shape) = (node.op_name(), list(&node.parents), node.shape.to_string());
+            let label = node.label.clone().unwrap_or_default();
+            let key = format!("{kind} {op} {shape} {} {}", node.parents.len(), tables::label_key(&label));
+            let mut numbers = node.parents.clone();
+            numbers.extend(tables::label_numbers(&label).into_iter().map(|(_, n)| n));
+            Row { tokens: quote!(PlannedNode::#kind(#op, #parents, #shape, #label)), key, numbers }
+        })
+        .collect();
+    let node_regions: Vec<Region> =
+        rolled.iter().map(|r| Region { start: r.start, per: r.body, count: r.count }).collect();
+    let nodes = tables::table(p, &node_rows, &node_regions);
     let inputs = (0..graph.inputs.len()).map(|q| {
         let name = graph.input_name(q);
         if name.is_empty() {
@@ -169,12 +183,23 @@ fn plan_tokens(
             name
         }
     });
-    let forward = values.levels.iter().zip(&values.frees).map(|(nodes, frees)| {
-        let (nodes, frees) = (list(nodes), list(frees));
-        quote!(Level { nodes: #nodes, frees: #frees })
-    });
-    let mut passes = vec![pass(cx, &mut statics, Some(all))];
-    passes.extend(froms.iter().map(|f| pass(cx, &mut statics, f.as_ref())));
+    let level_rows: Vec<Row> = values
+        .levels
+        .iter()
+        .zip(&values.frees)
+        .map(|(nodes, frees)| {
+            let through_graph = nodes.iter().any(|&k| !matches!(graph.nodes[k].kind, NodeKind::Builtin(..)));
+            let ctor = if through_graph { quote!(graph) } else { quote!(new) };
+            let key = format!("{ctor} {} {}", nodes.len(), frees.len());
+            let numbers = nodes.iter().chain(frees).copied().collect();
+            let (nodes, frees) = (list(nodes), list(frees));
+            Row { tokens: quote!(Level::#ctor(#nodes, #frees)), key, numbers }
+        })
+        .collect();
+    let level_regions = regions(&rolled, values.levels.iter().map(|l| l.as_slice()));
+    let forward = tables::table(p, &level_rows, &level_regions);
+    let mut passes = vec![pass(cx, &rolled, &mut statics, Some(all))];
+    passes.extend(froms.iter().map(|f| pass(cx, &rolled, &mut statics, f.as_ref())));
     let gradients: Vec<Ident> =
         grads.iter().map(|(b, _)| statics.add("GRADIENT_BUFFERS", quote!(&[usize]), list(b))).collect();
     let outputs = list(&graph.outputs);
@@ -184,14 +209,14 @@ fn plan_tokens(
     let buffers = lit(*buffers);
     let items = statics.items;
     quote! {
-        use #p::plan::{Level, PassPlan, Plan, PlannedNode, Step, Sweep};
+        use #p::plan::{Level, PassPlan, Plan, PlannedNode, Repeat, Step, Sweep};
         use #p::MemoryPlan;
         #items
         static __PLAN: Plan = Plan {
-            nodes: &[#(#nodes),*],
+            nodes: #nodes,
             inputs: &[#(#inputs),*],
             outputs: #outputs,
-            forward: &[#(#forward),*],
+            forward: #forward,
             passes: &[#(#passes),*],
             memory: MemoryPlan {
                 values: #value_buffers,
@@ -205,39 +230,94 @@ fn plan_tokens(
     }
 }
 
-/// A pass's entry: its sweep's static, or the runtime's loop (a model with user compact ops).
-fn pass(cx: &Cx<'_>, statics: &mut Statics, sweep: Option<&Sweep>) -> TokenStream {
-    let Some(sweep) = sweep else { return quote!(PassPlan::Runtime) };
-    let graph = cx.graph;
-    let steps = sweep.steps.iter().map(|Step { node: k, cotangent, writes, .. }| {
-        let pairs = |w: &[(usize, core::ops::Range<usize>)]| {
-            let w = w.iter().map(|(q, r)| {
-                let (q, r) = (lit(*q), range(r));
-                quote!((#q, #r))
-            });
-            quote!(&[#(#w),*])
-        };
-        let (node, c) = (lit(*k), range(cotangent));
-        match writes {
-            Writes::Support(w) if plan::direct(graph, *k) == Direct::Window && w.len() == 1 => {
-                let (q, r) = (lit(w[0].0), range(&w[0].1));
-                quote!(Step::window(#node, #c, #q, #r))
-            }
-            Writes::Support(w) if plan::direct(graph, *k) == Direct::Product => {
-                let w = pairs(w);
-                quote!(Step::product(#node, #c, #w))
-            }
-            Writes::Support(w) => {
-                let w = pairs(w);
-                quote!(Step::built(#node, #c, #w))
-            }
-            Writes::WholePrefix(w) => {
-                let rs = w.iter().map(range);
-                quote!(Step::whole_prefix(#node, #c, &[#(#rs),*]))
+/// The regions of a table whose rows each cover nodes of one iteration of a rolled loop: per
+/// loop, the run of rows whose nodes all lie in it, when each row's nodes lie in one iteration and
+/// every iteration has as many rows (else the loop's rows are written out).
+fn regions<'a>(rolled: &[Rolled], rows: impl Iterator<Item = &'a [usize]> + Clone) -> Vec<Region> {
+    let mut out = Vec::new();
+    for r in rolled {
+        let iteration = |k: usize| (r.start..r.end()).contains(&k).then(|| (k - r.start) / r.body);
+        let mut start = None;
+        let mut per_iteration: Vec<usize> = Vec::new();
+        let mut last: Option<usize> = None;
+        let mut end = 0;
+        let mut fits = true;
+        for (row, nodes) in rows.clone().enumerate() {
+            let its: Vec<Option<usize>> = nodes.iter().map(|&k| iteration(k)).collect();
+            match its.first().copied().flatten() {
+                Some(i) if its.iter().all(|&x| x == Some(i)) => {
+                    start.get_or_insert(row);
+                    end = row + 1;
+                    if last != Some(i) {
+                        per_iteration.push(0);
+                        last = Some(i);
+                    }
+                    if let Some(c) = per_iteration.last_mut() {
+                        *c += 1;
+                    }
+                }
+                _ if its.iter().any(Option::is_some) => fits = false,
+                _ => {}
             }
         }
-    });
+        let Some(start) = start else { continue };
+        let per = per_iteration.first().copied().unwrap_or(0);
+        // The loop's rows are contiguous, as many for every iteration.
+        let contiguous = end - start == per * r.count;
+        if fits && contiguous && per_iteration.len() == r.count && per_iteration.iter().all(|&c| c == per) {
+            out.push(Region { start, per, count: r.count });
+        }
+    }
+    out.sort_by_key(|r| r.start);
+    out
+}
+
+/// A pass's entry: its sweep's static, or the runtime's loop (a model with user compact ops).
+fn pass(cx: &Cx<'_>, rolled: &[Rolled], statics: &mut Statics, sweep: Option<&Sweep>) -> TokenStream {
+    let Some(sweep) = sweep else { return quote!(PassPlan::Runtime) };
+    let (p, graph) = (cx.p, cx.graph);
+    let rows: Vec<Row> = sweep.steps.iter().map(|step| step_row(graph, step)).collect();
+    let nodes: Vec<[usize; 1]> = sweep.steps.iter().map(|step| [step.node]).collect();
+    let steps = tables::table(p, &rows, &regions(rolled, nodes.iter().map(|n| &n[..])));
     let inputs = sweep.inputs.iter().map(range);
-    let name = statics.add("SWEEP", quote!(Sweep), quote!(Sweep { steps: &[#(#steps),*], inputs: &[#(#inputs),*] }));
+    let name = statics.add("SWEEP", quote!(Sweep), quote!(Sweep { steps: #steps, inputs: &[#(#inputs),*] }));
     quote!(PassPlan::Planned(&#name))
+}
+
+/// A step's row: its constructor, its variant and write count, its numbers (node, pending
+/// visits, then each write's position and pending visits).
+fn step_row(graph: &crate::ir::Graph, step: &Step) -> Row {
+    let Step { node: k, cotangent, writes, .. } = step;
+    let pairs = |w: &[(usize, core::ops::Range<usize>)]| {
+        let w = w.iter().map(|(q, r)| {
+            let (q, r) = (lit(*q), range(r));
+            quote!((#q, #r))
+        });
+        quote!(&[#(#w),*])
+    };
+    let mut numbers = vec![*k, cotangent.start, cotangent.end];
+    let (node, c) = (lit(*k), range(cotangent));
+    let (tokens, key) = match writes {
+        Writes::Support(w) if plan::direct(graph, *k) == Direct::Window && w.len() == 1 => {
+            let (q, r) = (lit(w[0].0), range(&w[0].1));
+            (quote!(Step::window(#node, #c, #q, #r)), "window 1".to_owned())
+        }
+        Writes::Support(w) if plan::direct(graph, *k) == Direct::Product => {
+            let ws = pairs(w);
+            (quote!(Step::product(#node, #c, #ws)), format!("product {}", w.len()))
+        }
+        Writes::Support(w) => {
+            let ws = pairs(w);
+            (quote!(Step::built(#node, #c, #ws)), format!("built {}", w.len()))
+        }
+        Writes::WholePrefix(w) => {
+            let rs = w.iter().map(range);
+            numbers.extend(w.iter().flat_map(|r| [r.start, r.end]));
+            (quote!(Step::whole_prefix(#node, #c, &[#(#rs),*])), format!("whole {}", w.len()))
+        }
+    };
+    if let Writes::Support(w) = writes {
+        numbers.extend(w.iter().flat_map(|(q, r)| [*q, r.start, r.end]));
+    }
+    Row { tokens, key, numbers }
 }

@@ -20,6 +20,15 @@ fn pending(r: &Range<usize>) -> String {
     }
 }
 
+/// A node of the plan with its repeat applied.
+struct NodeText {
+    kind: PlannedKind,
+    op: &'static str,
+    shape: &'static str,
+    parents: Vec<usize>,
+    label: String,
+}
+
 impl Plan {
     /// The planned schedules in words, one line per step: the forward level by level (each
     /// node's value buffer, whether it is kept, what is given back after each level), then each
@@ -28,7 +37,8 @@ impl Plan {
     #[must_use]
     pub fn describe(&self) -> String {
         let mut text = String::new();
-        self.describe_forward(&mut text);
+        let nodes = self.node_texts();
+        self.describe_forward(&nodes, &mut text);
         let outputs = positions(self.outputs);
         let _ = writeln!(text, "all-inputs pass (seeds at {outputs}):");
         for (index, pass) in self.passes.iter().enumerate() {
@@ -44,13 +54,27 @@ impl Plan {
             }
             if let PassPlan::Planned(sweep) = pass {
                 let buffers = self.memory.gradients.get(index).copied().unwrap_or(&[]);
-                self.describe_sweep(sweep, buffers, &mut text);
+                self.describe_sweep(&nodes, sweep, buffers, &mut text);
             }
         }
         text
     }
 
-    fn describe_forward(&self, text: &mut String) {
+    /// Every node with its parents and label, repeats expanded.
+    fn node_texts(&self) -> Vec<NodeText> {
+        self.nodes
+            .iter()
+            .map(|(node, shift)| NodeText {
+                kind: node.kind,
+                op: node.op,
+                shape: node.shape,
+                parents: node.parents_at(shift).collect(),
+                label: node.label_at(shift),
+            })
+            .collect()
+    }
+
+    fn describe_forward(&self, nodes: &[NodeText], text: &mut String) {
         let n_in = self.inputs.len();
         let memory = &self.memory;
         let _ = writeln!(
@@ -59,10 +83,11 @@ impl Plan {
              lower levels and may run at the same time):",
             memory.value_buffers
         );
-        for (l, level) in self.forward.iter().enumerate() {
+        for (l, (level, shift)) in self.forward.iter().enumerate() {
             let _ = writeln!(text, "  level {l}:");
-            for &k in level.nodes {
-                let Some(node) = self.nodes.get(k) else { continue };
+            for (i, &k) in level.nodes.iter().enumerate() {
+                let k = shift.at(i, k);
+                let Some(node) = nodes.get(k) else { continue };
                 let kept = if memory.kept.get(k).copied().unwrap_or(false) { ", kept" } else { "" };
                 let label = if node.label.is_empty() { String::new() } else { format!(" ({})", node.label) };
                 let buffer = memory.values.get(k).copied().unwrap_or(0);
@@ -71,22 +96,25 @@ impl Plan {
                     "    node {k} %{}{label} = {}({}) : {} into value buffer v{buffer}{kept}",
                     n_in + k,
                     node.op,
-                    positions(node.parents),
+                    positions(&node.parents),
                     node.shape,
                 );
             }
             if !level.frees.is_empty() {
-                let _ = writeln!(text, "    gives back the value buffers of {}", positions(level.frees));
+                let frees: Vec<usize> =
+                    level.frees.iter().enumerate().map(|(i, &q)| shift.at(level.nodes.len() + i, q)).collect();
+                let _ = writeln!(text, "    gives back the value buffers of {}", positions(&frees));
             }
         }
     }
 
-    fn describe_sweep(&self, sweep: &Sweep, buffers: &[usize], text: &mut String) {
+    fn describe_sweep(&self, nodes: &[NodeText], sweep: &Sweep, buffers: &[usize], text: &mut String) {
         let n_in = self.inputs.len();
         let buffer = |q: usize| buffers.get(q).copied().unwrap_or(0);
-        for (t, step) in sweep.steps.iter().enumerate() {
-            let Some(node) = self.nodes.get(step.node) else { continue };
-            let p = n_in + step.node;
+        for (t, (step, shift)) in sweep.steps.iter().enumerate() {
+            let k = step.node_at(shift);
+            let Some(node) = nodes.get(k) else { continue };
+            let p = n_in + k;
             let names: Vec<String> = node.parents.iter().map(|q| format!("%{q}")).collect();
             let (vjp, reads) = match (node.kind, exactgrad_spec::ops::by_name(node.op)) {
                 (PlannedKind::Builtin, Some(op)) => {
@@ -105,27 +133,27 @@ impl Plan {
             };
             let _ = writeln!(
                 text,
-                "  {t}: node {} %{p} = {}({}) : {}; cotangent %{p} (gradient buffer g{}) {}; VJP {vjp}, reads [{reads}]",
-                step.node,
+                "  {t}: node {k} %{p} = {}({}) : {}; cotangent %{p} (gradient buffer g{}) {}; VJP {vjp}, reads [{reads}]",
                 node.op,
                 names.join(", "),
                 node.shape,
                 buffer(p),
-                pending(&step.cotangent)
+                pending(&step.cotangent_at(shift))
             );
             let adds = |text: &mut String, writes: &[(usize, Range<usize>)]| {
                 for (q, r) in writes {
                     let _ = writeln!(text, "       adds into %{q} (g{}, {})", buffer(*q), pending(r));
                 }
             };
+            let moved: Vec<(usize, Range<usize>)> = (0..).map_while(|i| step.write_at(shift, i)).collect();
             match &step.writes {
-                Writes::Built(w) => adds(text, w),
-                Writes::Product(w) => {
-                    adds(text, w);
+                Writes::Built(_) => adds(text, &moved),
+                Writes::Product(_) => {
+                    adds(text, &moved);
                     text.push_str("       (each product written straight onto a position that holds a uniform)\n");
                 }
-                Writes::Window(q, r) => {
-                    adds(text, &[(*q, r.clone())]);
+                Writes::Window(..) => {
+                    adds(text, &moved);
                     text.push_str("       (the cotangent's window added in one pass, zeros around it)\n");
                 }
                 Writes::WholePrefix(_) => {

@@ -72,6 +72,22 @@ pub struct Level {
     pub nodes: &'static [usize],
     /// The positions whose value buffers go back to the pool after the level.
     pub frees: &'static [usize],
+    /// Whether its one node runs through the graph's own node (an opaque node or a user op).
+    pub graph: bool,
+}
+
+impl Level {
+    /// A level of built-in nodes.
+    #[must_use]
+    pub const fn new(nodes: &'static [usize], frees: &'static [usize]) -> Self {
+        Level { nodes, frees, graph: false }
+    }
+
+    /// A level of one opaque node or user op, run through the graph's node.
+    #[must_use]
+    pub const fn graph(nodes: &'static [usize], frees: &'static [usize]) -> Self {
+        Level { nodes, frees, graph: true }
+    }
 }
 
 /// How a visited node writes its contributions.
@@ -135,10 +151,224 @@ impl Step {
 /// One pass's reverse sweep: its visits, then per input the visits pending at the end.
 #[derive(Clone, Copy, Debug)]
 pub struct Sweep {
-    /// Visit `t` is `steps[t]`.
-    pub steps: &'static [Step],
+    /// The visits in order: visit `t` is the table's row `t` (its repeats expanded).
+    pub steps: Table<Step>,
     /// Per input, the visits pending on its gradient at the end.
     pub inputs: &'static [Range<usize>],
+}
+
+/// A table of rows, some of them repeated: a rolled loop's rows are written once, for its first
+/// iteration written as a loop, with the change of each of their numbers from one iteration to
+/// the next ([`Repeat`]), so a table does not grow with a loop's trip count.
+#[derive(Debug)]
+pub struct Table<T: 'static> {
+    /// The rows, a repeated run's rows once.
+    pub rows: &'static [T],
+    /// The repeated runs, in row order.
+    pub repeats: &'static [Repeat],
+}
+
+impl<T> Clone for Table<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T> Copy for Table<T> {}
+
+/// Rows `at..at + rows` of a [`Table`] are `count` iterations: in iteration `k` every number of
+/// those rows (in each row's [`Row::numbers`] order, row after row) is moved by `k` times its
+/// entry in `deltas`.
+#[derive(Clone, Copy, Debug)]
+pub struct Repeat {
+    /// The first row.
+    pub at: usize,
+    /// Rows per iteration.
+    pub rows: usize,
+    /// Iterations.
+    pub count: usize,
+    /// Per number of the rows, its change per iteration.
+    pub deltas: &'static [isize],
+}
+
+/// A row of a [`Table`]: how many numbers it has, which a [`Repeat`] moves.
+pub trait Row {
+    /// Its numbers' count.
+    fn numbers(&self) -> usize;
+}
+
+/// Where a row of a [`Table`] stands: iteration `k` of its [`Repeat`] (its numbers moved by `k`
+/// times their deltas), or not repeated.
+#[derive(Clone, Copy, Debug)]
+pub struct Shift<'a> {
+    deltas: &'a [isize],
+    k: usize,
+}
+
+impl Shift<'_> {
+    /// A row that is not repeated.
+    pub const NONE: Shift<'static> = Shift { deltas: &[], k: 0 };
+
+    /// Number `i` of the row, written `n` in the table.
+    #[must_use]
+    pub fn at(&self, i: usize, n: usize) -> usize {
+        match self.deltas.get(i) {
+            Some(&d) => n.wrapping_add_signed(d.wrapping_mul(self.k as isize)),
+            None => n,
+        }
+    }
+
+    /// Numbers `i` and `i + 1` of the row, written `r` in the table.
+    #[must_use]
+    pub fn range(&self, i: usize, r: &Range<usize>) -> Range<usize> {
+        self.at(i, r.start)..self.at(i + 1, r.end)
+    }
+}
+
+impl<T: Row> Table<T> {
+    /// A table without repeats.
+    #[must_use]
+    pub const fn flat(rows: &'static [T]) -> Self {
+        Table { rows, repeats: &[] }
+    }
+
+    /// Every row in order, repeats expanded, with its shift.
+    #[must_use]
+    pub fn iter(&self) -> TableIter<'_, T> {
+        TableIter { table: self, next: 0, repeat: 0, k: 0, j: 0, offset: 0 }
+    }
+}
+
+/// The rows of a [`Table`] ([`Table::iter`]).
+#[derive(Clone, Debug)]
+pub struct TableIter<'a, T: 'static> {
+    table: &'a Table<T>,
+    /// The next row, outside a repeat.
+    next: usize,
+    /// The next repeat (or the current one, while `j` or `k` is past its start).
+    repeat: usize,
+    /// Within the current repeat: the iteration, the row and its first delta.
+    k: usize,
+    j: usize,
+    offset: usize,
+}
+
+impl<'a, T: Row> Iterator for TableIter<'a, T> {
+    type Item = (&'a T, Shift<'a>);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let table = self.table;
+        match table.repeats.get(self.repeat) {
+            Some(r) if self.next == r.at && r.rows > 0 && r.count > 0 => {
+                let row = table.rows.get(r.at + self.j)?;
+                let n = row.numbers();
+                let deltas = r.deltas.get(self.offset..self.offset + n).unwrap_or(&[]);
+                let item = (row, Shift { deltas, k: self.k });
+                self.j += 1;
+                self.offset += n;
+                if self.j == r.rows {
+                    self.j = 0;
+                    self.offset = 0;
+                    self.k += 1;
+                    if self.k == r.count {
+                        self.k = 0;
+                        self.repeat += 1;
+                        self.next = r.at + r.rows;
+                    }
+                }
+                Some(item)
+            }
+            _ => {
+                let row = table.rows.get(self.next)?;
+                self.next += 1;
+                Some((row, Shift::NONE))
+            }
+        }
+    }
+}
+
+impl Row for Step {
+    fn numbers(&self) -> usize {
+        3 + match self.writes {
+            Writes::Built(w) | Writes::Product(w) => 3 * w.len(),
+            Writes::Window(..) => 3,
+            Writes::WholePrefix(w) => 2 * w.len(),
+        }
+    }
+}
+
+impl Row for Level {
+    fn numbers(&self) -> usize {
+        self.nodes.len() + self.frees.len()
+    }
+}
+
+impl PlannedNode {
+    /// Its parents, with `shift` applied.
+    pub fn parents_at<'a>(&'a self, shift: Shift<'a>) -> impl Iterator<Item = usize> + 'a {
+        self.parents.iter().enumerate().map(move |(i, &q)| shift.at(i, q))
+    }
+
+    /// Its label, with `shift` applied to its numbers.
+    #[must_use]
+    pub fn label_at(&self, shift: Shift<'_>) -> String {
+        let mut out = String::new();
+        let mut end = 0;
+        for (j, (r, n)) in label_numbers(self.label).enumerate() {
+            out.push_str(&self.label[end..r.start]);
+            out.push_str(&shift.at(self.parents.len() + j, n).to_string());
+            end = r.end;
+        }
+        out.push_str(&self.label[end..]);
+        out
+    }
+}
+
+impl Row for PlannedNode {
+    fn numbers(&self) -> usize {
+        self.parents.len() + label_numbers(self.label).count()
+    }
+}
+
+/// The runs of digits of a label (`block#2/h@i=3`: 2 and 3), which a [`Repeat`] moves.
+pub(crate) fn label_numbers(label: &str) -> impl Iterator<Item = (Range<usize>, usize)> + '_ {
+    let bytes = label.as_bytes();
+    let mut i = 0;
+    core::iter::from_fn(move || {
+        while i < bytes.len() && !bytes[i].is_ascii_digit() {
+            i += 1;
+        }
+        let start = i;
+        while i < bytes.len() && bytes[i].is_ascii_digit() {
+            i += 1;
+        }
+        (start < i).then(|| (start..i, label[start..i].parse().unwrap_or(0)))
+    })
+}
+
+impl Step {
+    /// The node, with `shift` applied.
+    #[must_use]
+    pub fn node_at(&self, shift: Shift<'_>) -> usize {
+        shift.at(0, self.node)
+    }
+
+    /// The visits pending on the node's position, with `shift` applied.
+    #[must_use]
+    pub fn cotangent_at(&self, shift: Shift<'_>) -> Range<usize> {
+        shift.range(1, &self.cotangent)
+    }
+
+    /// Write `i` of a `Built`, `Product` or `Window` step (`(q, pending visits)`), with `shift`.
+    #[must_use]
+    pub fn write_at(&self, shift: Shift<'_>, i: usize) -> Option<(usize, Range<usize>)> {
+        let (q, r) = match &self.writes {
+            Writes::Built(w) | Writes::Product(w) => w.get(i).map(|(q, r)| (*q, r))?,
+            Writes::Window(q, r) if i == 0 => (*q, r),
+            Writes::Window(..) | Writes::WholePrefix(_) => return None,
+        };
+        Some((shift.at(3 + 3 * i, q), shift.range(4 + 3 * i, r)))
+    }
 }
 
 /// A pass of the plan.
@@ -155,13 +385,13 @@ pub enum PassPlan {
 #[derive(Clone, Copy, Debug)]
 pub struct Plan {
     /// The nodes, in order.
-    pub nodes: &'static [PlannedNode],
+    pub nodes: Table<PlannedNode>,
     /// The inputs' names (`w`, `w[1]` for an element of a parameter array).
     pub inputs: &'static [&'static str],
     /// The positions of the declared outputs.
     pub outputs: &'static [usize],
     /// The forward, level by level.
-    pub forward: &'static [Level],
+    pub forward: Table<Level>,
     /// The all-inputs pass, then each declared output's single-output pass.
     pub passes: &'static [PassPlan],
     /// The buffers.

@@ -110,6 +110,10 @@ pub struct ProgramState<A> {
     /// The value buffers of a level's nodes while they are computed at the same time (its
     /// capacity reused from run to run).
     level: Vec<forward::LevelSlot<A>>,
+    /// A repeated level's nodes and a repeated product step's writes, moved to their iteration
+    /// ([`run_plan`](Self::run_plan); capacities reused from run to run).
+    moved_nodes: Vec<usize>,
+    moved_writes: Vec<(usize, core::ops::Range<usize>)>,
 }
 
 /// `x[i] + u` for the pending uniforms `us`, in order (one pass when adding zero is idempotent).
@@ -164,6 +168,8 @@ impl<A: Scalar> ProgramState<A> {
             gradient_pool: (0..plan.gradient_buffers).map(|_| Vec::new()).collect(),
             failed: None,
             level: Vec::new(),
+            moved_nodes: Vec::new(),
+            moved_writes: Vec::new(),
         }
     }
 

@@ -6,7 +6,7 @@
 use super::ProgramState;
 use crate::error::Error;
 use crate::graph::{CompactOp, Program as NodeProgram, RawGraph};
-use crate::program::plan::{PassPlan, Plan, PlannedKind, Writes};
+use crate::program::plan::{PassPlan, Plan, Writes};
 use crate::program::Pass;
 use crate::scalar::Scalar;
 
@@ -58,25 +58,33 @@ impl<A: Scalar> ProgramState<A> {
             }
             None => return Err(not_planned(0, "a pass")),
         };
-        for (t, step) in sweep.steps.iter().enumerate() {
-            let k = step.node;
+        for (t, (step, shift)) in sweep.steps.iter().enumerate() {
+            let k = step.node_at(shift);
             let p = self.inputs + k;
-            let g = self.cotangent(p, step.cotangent.clone());
-            match step.writes {
+            let g = self.cotangent(p, step.cotangent_at(shift));
+            match &step.writes {
                 Writes::Built(writes) => {
                     let op = compact(graph, k)?;
                     let root = self.vjp(t, k, op, &g, data)?;
-                    for (q, pending) in writes {
-                        self.accumulate(k, op.name(), root, *q, pending.clone(), &g)?;
+                    for i in 0..writes.len() {
+                        let (q, pending) = step.write_at(shift, i).ok_or_else(|| not_planned(k, "a write"))?;
+                        self.accumulate(k, op.name(), root, q, pending, &g)?;
                     }
                 }
                 Writes::Product(writes) => {
                     let op = compact(graph, k)?.as_product().ok_or_else(|| not_planned(k, "a product"))?;
-                    self.vjp_product(t, k, op, &g, data, writes)?;
+                    // A repeated step's writes, moved to its iteration, in a buffer kept from run to run.
+                    let mut moved = core::mem::take(&mut self.moved_writes);
+                    moved.clear();
+                    moved.extend((0..writes.len()).filter_map(|i| step.write_at(shift, i)));
+                    let result = self.vjp_product(t, k, op, &g, data, &moved);
+                    self.moved_writes = moved;
+                    result?;
                 }
-                Writes::Window(q, ref pending) => {
+                Writes::Window(..) => {
                     let op = compact(graph, k)?.as_window().ok_or_else(|| not_planned(k, "a window"))?;
-                    self.vjp_window(t, k, op, &g, q, pending.clone())?;
+                    let (q, pending) = step.write_at(shift, 0).ok_or_else(|| not_planned(k, "a window"))?;
+                    self.vjp_window(t, k, op, &g, q, pending)?;
                 }
                 Writes::WholePrefix(pending) => self.vjp_node(t, k, graph, &g, data, pending)?,
             }
@@ -92,16 +100,22 @@ impl<A: Scalar> ProgramState<A> {
     /// node or user op through the graph's node, the value buffers given back after the level,
     /// then the first failure's error.
     fn run_forward<D: Sync + 'static>(&mut self, plan: &Plan, graph: &RawGraph<A, D>, data: &D) -> Result<(), Error> {
-        for level in plan.forward {
-            match level.nodes {
-                [k] if plan.nodes.get(*k).is_none_or(|n| n.kind != PlannedKind::Builtin) => {
-                    self.forward_node(*k, graph, data);
+        for (level, shift) in plan.forward.iter() {
+            let first = level.nodes.first().map(|&k| shift.at(0, k));
+            match (first, level.nodes.len()) {
+                (Some(k), _) if level.graph => self.forward_node(k, graph, data),
+                (Some(k), 1) => self.forward(k, compact(graph, k)?, data),
+                _ => {
+                    // A repeated level's nodes, moved to its iteration, in a buffer kept from run to run.
+                    let mut moved = core::mem::take(&mut self.moved_nodes);
+                    moved.clear();
+                    moved.extend(level.nodes.iter().enumerate().map(|(i, &k)| shift.at(i, k)));
+                    self.forward_level(&moved, graph, data);
+                    self.moved_nodes = moved;
                 }
-                [k] => self.forward(*k, compact(graph, *k)?, data),
-                nodes => self.forward_level(nodes, graph, data),
             }
-            for &q in level.frees {
-                self.free_value(q);
+            for (i, &q) in level.frees.iter().enumerate() {
+                self.free_value(shift.at(level.nodes.len() + i, q));
             }
         }
         self.forward_result()

@@ -1,0 +1,173 @@
+//! A plan table's rows written as the runtime's `Table`: the rows of a rolled loop's iterations
+//! that differ only by a constant change of every number from one iteration to the next are
+//! written once, for the first of them, with a `Repeat` giving those changes — so a table does
+//! not grow with a loop's trip count (the runtime moves the numbers while it reads the rows:
+//! `runtime/src/program/plan.rs`, `Table`).
+
+use core::ops::Range;
+
+use proc_macro2::TokenStream;
+use quote::quote;
+
+use super::program::lit;
+
+/// One row: its tokens, everything but its numbers (rows with different keys never repeat one
+/// another), and its numbers in the order of the runtime's `Row::numbers`.
+pub(super) struct Row {
+    pub(super) tokens: TokenStream,
+    pub(super) key: String,
+    pub(super) numbers: Vec<usize>,
+}
+
+/// Rows `start..start + per * count` are `count` iterations of `per` rows each.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct Region {
+    pub(super) start: usize,
+    pub(super) per: usize,
+    pub(super) count: usize,
+}
+
+/// At least this many iterations in a `Repeat` (fewer are written out).
+const MIN_REPEAT: usize = 3;
+
+/// The `Table` of `rows`, the runs of iterations of `regions` (ascending, disjoint) that repeat
+/// written once.
+pub(super) fn table(p: &TokenStream, rows: &[Row], regions: &[Region]) -> TokenStream {
+    let mut out: Vec<&TokenStream> = Vec::new();
+    let mut repeats = Vec::new();
+    let mut next = 0;
+    for region in regions {
+        let Region { start, per, count } = *region;
+        if per == 0 || start < next || start + per * count > rows.len() {
+            continue;
+        }
+        out.extend(rows[next..start].iter().map(|r| &r.tokens));
+        let group = |m: usize| &rows[start + m * per..start + (m + 1) * per];
+        let mut m = 0;
+        while m < count {
+            let run = repeated(count - m, |i| group(m + i));
+            let rows_of = group(m);
+            if let Some((len, deltas)) = run.filter(|(len, _)| *len >= MIN_REPEAT) {
+                let (at, per_lit, len_lit) = (lit(out.len()), lit(per), lit(len));
+                let deltas = deltas.iter().map(|&d| proc_macro2::Literal::i64_unsuffixed(d));
+                repeats.push(quote!(Repeat { at: #at, rows: #per_lit, count: #len_lit, deltas: &[#(#deltas),*] }));
+                out.extend(rows_of.iter().map(|r| &r.tokens));
+                m += len;
+            } else {
+                out.extend(rows_of.iter().map(|r| &r.tokens));
+                m += 1;
+            }
+        }
+        next = start + per * count;
+    }
+    out.extend(rows[next..].iter().map(|r| &r.tokens));
+    if repeats.is_empty() {
+        quote!(#p::plan::Table::flat(&[#(#out),*]))
+    } else {
+        quote!(#p::plan::Table { rows: &[#(#out),*], repeats: &[#(#repeats),*] })
+    }
+}
+
+/// How many of the `available` groups from the first on are one repeat (same keys, every number
+/// moving by the same delta from one group to the next), with those deltas; `None` for fewer
+/// than two.
+fn repeated<'r>(available: usize, group: impl Fn(usize) -> &'r [Row]) -> Option<(usize, Vec<i64>)> {
+    if available < 2 {
+        return None;
+    }
+    let (first, second) = (group(0), group(1));
+    let same_keys = |a: &[Row], b: &[Row]| {
+        a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.key == y.key && x.numbers.len() == y.numbers.len())
+    };
+    if !same_keys(first, second) {
+        return None;
+    }
+    let numbers = |g: &[Row]| -> Vec<i64> {
+        g.iter().flat_map(|r| r.numbers.iter().map(|&n| i64::try_from(n).unwrap_or(i64::MAX))).collect()
+    };
+    let base = numbers(first);
+    let deltas: Vec<i64> = numbers(second).iter().zip(&base).map(|(b, a)| b - a).collect();
+    let mut len = 2;
+    while len < available {
+        let g = group(len);
+        let step = i64::try_from(len).unwrap_or(i64::MAX);
+        let fits = same_keys(first, g)
+            && numbers(g)
+                .iter()
+                .zip(base.iter().zip(&deltas))
+                .all(|(&n, (&b, &d))| Some(n) == d.checked_mul(step).and_then(|x| x.checked_add(b)));
+        if !fits {
+            break;
+        }
+        len += 1;
+    }
+    Some((len, deltas))
+}
+
+/// The runs of digits of a label and their values (the runtime's `label_numbers`).
+pub(super) fn label_numbers(label: &str) -> Vec<(Range<usize>, usize)> {
+    let bytes = label.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i].is_ascii_digit() {
+            let start = i;
+            while i < bytes.len() && bytes[i].is_ascii_digit() {
+                i += 1;
+            }
+            out.push((start..i, label[start..i].parse().unwrap_or(0)));
+        } else {
+            i += 1;
+        }
+    }
+    out
+}
+
+/// A label with its digits replaced (the part of a node row's key it contributes).
+pub(super) fn label_key(label: &str) -> String {
+    label.chars().map(|c| if c.is_ascii_digit() { '#' } else { c }).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(key: &str, numbers: &[usize]) -> Row {
+        let n = numbers.iter().map(|&n| lit(n));
+        Row { tokens: quote!(r(#(#n),*)), key: key.to_owned(), numbers: numbers.to_vec() }
+    }
+
+    #[test]
+    fn iterations_moving_by_constant_deltas_are_one_repeat() {
+        let p = quote!(p);
+        // Iteration 0 differs (a carried value from before the loop), 1..5 move by (+3, -1).
+        let rows: Vec<Row> = vec![
+            row("a", &[0, 9]),
+            row("a", &[7, 10]),
+            row("a", &[10, 9]),
+            row("a", &[13, 8]),
+            row("a", &[16, 7]),
+            row("b", &[1]),
+        ];
+        let t = table(&p, &rows, &[Region { start: 0, per: 1, count: 5 }]).to_string();
+        assert!(t.contains("Repeat { at : 1 , rows : 1 , count : 4 , deltas : & [3 , - 1] }"), "{t}");
+        assert!(t.contains("rows : & [r (0 , 9) , r (7 , 10) , r (1)]"), "{t}");
+    }
+
+    #[test]
+    fn short_or_irregular_runs_are_written_out() {
+        let p = quote!(p);
+        let rows: Vec<Row> = vec![row("a", &[0]), row("a", &[1]), row("a", &[3]), row("a", &[4])];
+        let t = table(&p, &rows, &[Region { start: 0, per: 1, count: 4 }]).to_string();
+        assert!(t.starts_with("p :: plan :: Table :: flat"), "{t}");
+        let rows: Vec<Row> = vec![row("a", &[0]), row("b", &[1]), row("a", &[2])];
+        let t = table(&p, &rows, &[Region { start: 0, per: 1, count: 3 }]).to_string();
+        assert!(t.starts_with("p :: plan :: Table :: flat"), "{t}");
+    }
+
+    #[test]
+    fn labels_number_their_digit_runs() {
+        assert_eq!(label_numbers("block#12/h@i=3"), vec![(6..8, 12), (13..14, 3)]);
+        assert_eq!(label_key("block#12/h@i=3"), "block###/h@i=#");
+    }
+}
