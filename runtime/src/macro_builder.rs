@@ -50,6 +50,36 @@ position_chunk!(
     S8, S7, S6, S5, S4, S3, S2, S1, S0
 );
 
+/// A tuple of 1 to 8 [`PositionChunk`]s (a rolled loop's body of up to 8 · [`CHUNK`] nodes):
+/// its shapes as a tuple of the chunks' shape tuples, and its indices in order.
+pub trait PositionChunks<Br> {
+    /// `(C0::Shapes, …)`.
+    type Shapes;
+    /// The positions' indices, in order.
+    fn indices(&self) -> Vec<usize>;
+}
+
+macro_rules! position_chunks {
+    ($($c:ident . $i:tt),+) => {
+        impl<Br, $($c: PositionChunk<Br>),+> PositionChunks<Br> for ($($c,)+) {
+            type Shapes = ($($c::Shapes,)+);
+            fn indices(&self) -> Vec<usize> {
+                let mut out = Vec::new();
+                $(out.extend(self.$i.indices());)+
+                out
+            }
+        }
+    };
+}
+position_chunks!(C0.0);
+position_chunks!(C0.0, C1.1);
+position_chunks!(C0.0, C1.1, C2.2);
+position_chunks!(C0.0, C1.1, C2.2, C3.3);
+position_chunks!(C0.0, C1.1, C2.2, C3.3, C4.4);
+position_chunks!(C0.0, C1.1, C2.2, C3.3, C4.4, C5.5);
+position_chunks!(C0.0, C1.1, C2.2, C3.3, C4.4, C5.5, C6.6);
+position_chunks!(C0.0, C1.1, C2.2, C3.3, C4.4, C5.5, C6.6, C7.7);
+
 /// A node-list entry of `N` repetitions of a body whose node shapes are the tuple `Body`: the
 /// nodes of a `for` loop `graph!` writes as a loop ([`MacroBuilder::repeat`]).
 #[derive(Debug)]
@@ -152,10 +182,11 @@ impl<A: Scalar, D: 'static, Br, G, Done> MacroBuilder<A, D, Br, G, Done> {
     }
 
     /// Closes a rolled loop: the nodes pushed since the last chunk are `N` iterations of one body,
-    /// `last` the positions of the last iteration's nodes (in order); the node list gets one entry,
-    /// [`Repeat`] of the body's shapes — so the list's length, and the work of checking it, do
-    /// not grow with `N`. (A count or positions that do not match are recorded as a build error.)
-    pub fn repeat<const N: usize, C: PositionChunk<Br>>(
+    /// `last` the positions of the last iteration's nodes (in order, in chunks); the node list gets
+    /// one entry, [`Repeat`] of the body's shapes — so the list's length, and the work of checking
+    /// it, do not grow with `N`. (A count or positions that do not match are recorded as a build
+    /// error.)
+    pub fn repeat<const N: usize, C: PositionChunks<Br>>(
         mut self,
         last: C,
     ) -> MacroBuilder<A, D, Br, G, Snoc<Done, Repeat<C::Shapes, N>>> {

@@ -4,7 +4,7 @@
 //! broken rule at the user's expression; the builder's type records each shape, so the finished
 //! graph's lists are checked against the `…Inputs` and `…Nodes` aliases by the compiler.
 
-use exactgrad_spec::{Args, Bound, OpSpec, TypeRule};
+use exactgrad_spec::{Args, Bound, OpSpec, TypeRule, NODE_CHUNK};
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned, ToTokens};
 use syn::{Ident, Path};
@@ -193,8 +193,10 @@ impl Cx<'_> {
                 }
                 Segment::Rolled(r) => {
                     body.extend(self.rolled(r, bounds));
-                    let (count, last) = (r.count, (r.end() - r.body..r.end()).map(|j| value(n_in + j)));
-                    body.extend(quote!(let #binding = __b.repeat::<#count, _>((#(#last,)*));));
+                    let last: Vec<Ident> = (r.end() - r.body..r.end()).map(|j| value(n_in + j)).collect();
+                    let chunks = last.chunks(NODE_CHUNK).map(|c| quote!((#(#c,)*)));
+                    let count = r.count;
+                    body.extend(quote!(let #binding = __b.repeat::<#count, _>((#(#chunks,)*));));
                 }
             }
         }

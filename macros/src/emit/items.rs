@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use exactgrad_spec::Bound;
+use exactgrad_spec::{Bound, NODE_CHUNK};
 
 use crate::plan::rolled::Segment;
 use proc_macro2::{Span, TokenStream};
@@ -111,8 +111,9 @@ pub(super) fn node_list(segments: &[Segment], items: &[TokenStream]) -> TokenStr
             quote!(#p::Snoc<#acc, (#(#chunk,)*)>)
         }
         Segment::Rolled(r) => {
-            let (body, count) = (&items[r.start..r.start + r.body], r.count);
-            quote!(#p::Snoc<#acc, #p::Repeat<(#(#body,)*), #count>>)
+            let chunks = items[r.start..r.start + r.body].chunks(NODE_CHUNK).map(|c| quote!((#(#c,)*)));
+            let count = r.count;
+            quote!(#p::Snoc<#acc, #p::Repeat<(#(#chunks,)*), #count>>)
         }
     })
 }

@@ -18,6 +18,9 @@ use quote::ToTokens;
 
 use crate::ir::{ExtraArg, Fill, Graph, Node, NodeKind};
 
+/// The most nodes of a body written as a loop (`MacroBuilder::repeat` takes up to 8 chunks).
+pub(crate) const MAX_BODY: usize = 8 * NODE_CHUNK;
+
 /// How one parent of a body node is read in every iteration.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Parent {
@@ -104,8 +107,8 @@ pub(crate) fn rolled(graph: &Graph) -> Vec<Rolled> {
 fn roll(graph: &Graph, starts: &[usize], end: usize) -> Option<Rolled> {
     let (&start, count) = (starts.first()?, starts.len());
     let body = end.checked_sub(start)? / count;
-    // A body is one chunk of the node list (`Repeat` of one tuple of shapes).
-    if count < 2 || body == 0 || body > NODE_CHUNK || start + body * count != end {
+    // A body is at most 8 chunks of the node list (`Repeat` of a tuple of chunks' shapes).
+    if count < 2 || body == 0 || body > MAX_BODY || start + body * count != end {
         return None;
     }
     if starts.iter().enumerate().any(|(i, &s)| s != start + i * body) {
