@@ -13,7 +13,7 @@
 //! `A::COMPILED` is a constant once `A` is known, and rustc does not instantiate the code of a
 //! branch that is dead for the concrete type, so for `f32` and `f64` a user's crate compiles only
 //! the call through [`Compiled`], whose entries — the bodies at `f32` and `f64` — were
-//! instantiated here, in the statics [`F32`] and [`F64`]. Every other scalar (`f16`, integers,
+//! instantiated here, in the statics `F32` and `F64`. Every other scalar (`f16`, integers,
 //! rationals, a user's type) has `COMPILED = false` and runs the generic body, instantiated where
 //! it is used. The body is the same code either way: the bits cannot depend on the path.
 //!
@@ -32,7 +32,7 @@ use crate::tensor::RawTensor;
 pub(crate) type GemmFn<A> = fn(usize, usize, usize, MatrixView<'_, A>, MatrixView<'_, A>, Option<&A>, &mut Vec<A>);
 
 /// The kernels of one scalar type, compiled in this crate (see the [module docs](self)). Only
-/// this crate builds one: for `f32` ([`F32`]) and `f64` ([`F64`]).
+/// this crate builds one: for `f32` and `f64` (the statics `F32`, `F64`).
 pub struct Compiled<A: 'static> {
     /// `ops::gemm` / `ops::gemm_onto` with the cotangent on the left (`RHS_LEFT = false`).
     pub(crate) gemm: GemmFn<A>,
