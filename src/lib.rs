@@ -81,8 +81,10 @@
 //!   iteration such as `w[i]` — and whose later nodes read only its last iteration is **written as
 //!   a loop**: one body (its typed constructors, so the compiler checks its shapes once) called per
 //!   iteration, its part of the node list one `Repeat<body shapes, N>` entry, so a 2 000-iteration
-//!   loop builds about as fast as a 2-iteration one; other loops are unrolled (the graph is the same
-//!   either way, node for node). In its body `let mut h = …;` bindings from outside are reassigned (`h = h + a;`, the
+//!   loop builds about as fast as a 2-iteration one (bodies of up to 256 nodes); other loops are
+//!   unrolled (the graph is the same either way, node for node). Consecutive calls of one helper,
+//!   each starting where the last one's nodes end (`let h = layer(x, w[0]); let h = layer(h,
+//!   w[1]);`), are such a loop too. In its body `let mut h = …;` bindings from outside are reassigned (`h = h + a;`, the
 //!   new value must have the binding's first shape; errors name the iteration, `in iteration i =
 //!   3 of `for i in 0..4``), and the loop variable is a constant: `slice(z, 1, i * D, D)`,
 //!   `w[i]`. Integer positions (bounds, axes, slice arguments, indices) use checked integer

@@ -109,3 +109,50 @@ fn nodes_are_labelled_with_the_call_path() {
         assert!(text.contains(label), "{label} missing from\n{text}");
     }
 }
+
+graph! {
+    /// Three consecutive calls of one helper: built as a loop of calls.
+    fn stacked(x: [2, 3], w: [[3, 3]; 3]) -> [] {
+        let h = layer(x, w[0]);
+        let h = layer(h, w[1]);
+        let h = layer(h, w[2]);
+        sum(h)
+    }
+
+    fn layer(h, w) {
+        tanh(h.matmul(w)) * 0.5 + h
+    }
+}
+
+graph! {
+    fn stacked_by_hand(x: [2, 3], w: [[3, 3]; 3]) -> [] {
+        let h1 = tanh(x.matmul(w[0])) * 0.5 + x;
+        let h2 = tanh(h1.matmul(w[1])) * 0.5 + h1;
+        let h3 = tanh(h2.matmul(w[2])) * 0.5 + h2;
+        sum(h3)
+    }
+}
+
+fn check_stacked<A: TestFloat>(salt: u64) {
+    let (sg, sh) = stacked::<A>();
+    let (ug, uh) = stacked_by_hand::<A>();
+    assert_eq!(sg.describe(), ug.describe());
+    let inputs = |h: &StackedHandles| h.inputs(adv(salt, 0), [adv(salt, 1), adv(salt, 2), adv(salt, 3)]);
+    let by_hand = uh.inputs(adv(salt, 0), [adv(salt, 1), adv(salt, 2), adv(salt, 3)]);
+    assert_eq!(outcome(&sg, inputs(&sh), sh.output, salt), outcome(&ug, by_hand.clone(), uh.output, salt));
+    let seed: Tensor<A, ()> = adv(salt, 8);
+    let (mut si, mut ui) = (inputs(&sh), by_hand);
+    let s = all_bits(Stacked::program::<A>().gradients(&mut si, &(), &seed).unwrap().as_slice());
+    let u = all_bits(StackedByHand::program::<A>().gradients(&mut ui, &(), &seed).unwrap().as_slice());
+    assert_eq!(s, u);
+}
+
+#[test]
+fn consecutive_calls_of_a_helper_are_built_as_a_loop_and_are_the_inlined_model() {
+    assert!(core::any::type_name::<StackedNodes>().contains("Repeat<"));
+    assert!(!core::any::type_name::<StackedByHandNodes>().contains("Repeat<"));
+    for salt in 0..2 * floats::MODES {
+        check_stacked::<f64>(salt);
+        check_stacked::<f32>(salt);
+    }
+}

@@ -47,6 +47,8 @@ pub(crate) struct Lowering<'d> {
     helpers: HashMap<String, &'d HelperDef>,
     /// The calls of each helper so far (`block#2` is the second).
     calls: HashMap<String, usize>,
+    /// Every call lowered, in the order it ended: the helper and the nodes its body made.
+    call_spans: Vec<(String, usize, usize)>,
     /// The constants outside every `fn` (what a helper sees besides its parameters).
     globals: HashMap<String, Const>,
     /// The dims a helper's parameter annotations bound at the call (`x: [n, d]`).
@@ -167,6 +169,7 @@ pub(crate) fn lower(def: &GraphDef) -> Result<Graph, syn::Error> {
         iterations: Vec::new(),
         helpers: HashMap::new(),
         calls: HashMap::new(),
+        call_spans: Vec::new(),
         globals: HashMap::new(),
         dim_vars: HashMap::new(),
         steps: 0,
@@ -202,7 +205,44 @@ pub(crate) fn lower(def: &GraphDef) -> Result<Graph, syn::Error> {
             l.graph.outputs.push(v);
         }
     }
-    l.errors.into_result().map(|()| l.graph)
+    let mut graph = l.graph;
+    graph.loops.extend(repeated_calls(&l.call_spans));
+    // Outer runs first (ascending start, the longer first), as `plan::rolled` takes them.
+    graph.loops.sort_by_key(|lp| (lp.starts.first().copied().unwrap_or(0), usize::MAX - lp.end));
+    l.errors.into_result().map(|()| graph)
+}
+
+/// Runs of two or more calls of one helper, each starting where the last one's nodes ended
+/// (`h = block(h, w0); h = block(h, w1);`), as loops whose iterations are the calls: written as a
+/// loop like one when their structure is one (`plan::rolled`).
+fn repeated_calls(spans: &[(String, usize, usize)]) -> Vec<crate::ir::Loop> {
+    let mut by_helper: std::collections::BTreeMap<&str, Vec<(usize, usize)>> = std::collections::BTreeMap::new();
+    for (name, start, end) in spans {
+        by_helper.entry(name).or_default().push((*start, *end));
+    }
+    let mut out = Vec::new();
+    for calls in by_helper.values_mut() {
+        calls.sort_unstable();
+        let mut i = 0;
+        while i < calls.len() {
+            let (start, mut end) = calls[i];
+            let mut starts = vec![start];
+            let mut j = i + 1;
+            while let Some(&(s, e)) = calls.get(j) {
+                if s != end || e == s {
+                    break;
+                }
+                starts.push(s);
+                end = e;
+                j += 1;
+            }
+            if starts.len() >= 2 && end > start {
+                out.push(crate::ir::Loop { starts, end });
+            }
+            i = j;
+        }
+    }
+    out
 }
 
 /// A call that needs a declared output shape: `opaque`, `reshape`, `gather_rows` (`embedding`), or

@@ -264,6 +264,33 @@ mod tests {
     }
 
     #[test]
+    fn consecutive_calls_of_one_helper_roll_like_a_loop() {
+        let g = graph(
+            "fn f(x: [4], w0: [4], w1: [4], w2: [4]) -> [] {
+                let h = block(x, w0);
+                let h = block(h, w1);
+                let h = block(h, w2);
+                sum(h)
+            }
+            fn block(h, w) { tanh(h * w) }",
+        );
+        let r = rolled(&g);
+        assert_eq!(r.len(), 1, "{r:?}");
+        assert_eq!((r[0].start, r[0].body, r[0].count), (0, 2, 3));
+        assert_eq!(r[0].parents[0], [Parent::Carried { init: 0, from: 1 }, Parent::Table(vec![1, 2, 3])]);
+        // Calls with a node between them stay inlined one by one.
+        let g = graph(
+            "fn f(x: [4], w0: [4], w1: [4]) -> [] {
+                let h = block(x, w0) * 2.0;
+                let h = block(h, w1);
+                sum(h)
+            }
+            fn block(h, w) { tanh(h * w) }",
+        );
+        assert!(rolled(&g).is_empty());
+    }
+
+    #[test]
     fn a_loop_of_one_iteration_or_inside_a_rolled_one_is_not_rolled_again() {
         let g = graph("fn f(x: [2]) -> [2] { let mut h = x; for i in 0..1 { h = tanh(h); } h }");
         assert!(rolled(&g).is_empty());

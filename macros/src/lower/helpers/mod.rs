@@ -172,6 +172,7 @@ impl<'d> Lowering<'d> {
         let prefix = format!("{outer}in call {label} `{}`: ", pretty(call));
         let errors_before = self.errors.count();
         let poisoned_before = self.poisoned;
+        let first_node = self.graph.nodes.len();
         self.iterations.push(Iteration { label, errors_before, poisoned_before, prefix: prefix.clone(), call: true });
         self.errors.prefix = prefix;
         let scope = Scope {
@@ -200,6 +201,7 @@ impl<'d> Lowering<'d> {
         };
         let failed_in_body = self.errors.count() > body_errors;
         self.iterations.pop();
+        self.call_spans.push((name.clone(), first_node, self.graph.nodes.len()));
         self.errors.prefix = outer;
         let Scope { names, mutable, consts, arrays, dim_vars, label } = scope;
         (self.names, self.mutable, self.consts, self.arrays, self.dim_vars, self.label) =
