@@ -17,12 +17,22 @@
 //! rationals, a user's type) has `COMPILED = false` and runs the generic body, instantiated where
 //! it is used. The body is the same code either way: the bits cannot depend on the path.
 //!
+//! What is here: the matmul family (the GEMM, the products, both gradients, the product onto a
+//! uniform) and a generated program's whole run (`ProgramState::run_plan`, its forward and
+//! sweeps: it sees the graph through `program::bound::BoundGraph`, without the data's type, so it
+//! is generic over the scalar only). A model's crate compiles its graph, the thin `Bound` that
+//! forwards to its nodes' ops, and those ops' own code.
+//!
 //! (The STYLE guide's anchor: std's generic `fs::read<P: AsRef<Path>>` calling a non-generic
 //! `inner`.)
 
 use core::ops::Mul;
 
+use crate::error::Error;
 use crate::ops::MatrixView;
+use crate::program::bound::BoundGraph;
+use crate::program::state::Ran;
+use crate::program::{Pass, Plan, ProgramState};
 use crate::scalar::Scalar;
 use crate::shape::Dims;
 use crate::tensor::RawTensor;
@@ -47,6 +57,8 @@ pub struct Compiled<A: 'static> {
     /// `matmul`'s gradient of operand 0 or 1 added onto a uniform (`a`, `b`, `δ`, operand,
     /// uniform, output): `ProductVjp::product_onto`.
     pub(crate) product_onto: fn(&RawTensor<A>, &RawTensor<A>, &RawTensor<A>, usize, &A, &mut Vec<A>),
+    /// A generated program's run: `ProgramState::run_plan`.
+    pub(crate) run_plan: fn(&mut ProgramState<A>, &Plan, &dyn BoundGraph<A>, Pass) -> Result<Ran, Error>,
 }
 
 impl<A> core::fmt::Debug for Compiled<A> {
@@ -65,6 +77,7 @@ const fn table<A: Scalar + Mul<Output = A>>() -> Compiled<A> {
         left_gradient: mm::left_gradient_body::<A>,
         right_gradient: mm::right_gradient_body::<A>,
         product_onto: mm::product_onto_body::<A>,
+        run_plan: ProgramState::<A>::run_plan_body,
     }
 }
 

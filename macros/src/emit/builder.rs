@@ -48,8 +48,6 @@ pub(super) fn shape_at(s: &Shape, span: Span) -> TokenStream {
 pub(super) fn full(def: &GraphDef, graph: &Graph, names: &Names) -> TokenStream {
     let p = private();
     let s = scalar_ident(def);
-    let input_shapes: Vec<TokenStream> = graph.inputs.iter().map(|(n, sh)| shape_at(sh, n.span())).collect();
-    let node_shapes: Vec<TokenStream> = graph.nodes.iter().map(|n| shape_at(&n.shape, Span::call_site())).collect();
     let outputs: Vec<TokenStream> =
         graph.outputs.iter().map(|&o| shape_at(graph.shape_of(o), Span::call_site())).collect();
     let input_shape_list: Vec<&Shape> = graph.inputs.iter().map(|(_, s)| s).collect();
@@ -78,13 +76,20 @@ pub(super) fn full(def: &GraphDef, graph: &Graph, names: &Names) -> TokenStream 
             }
         });
     }
-    let Common { items, generics, dim_bounds, handle_generics, data_ty: data } =
-        common(def, &def.dims, &used, names, &input_decls, &outputs, node_list(&segments(graph), &node_shapes));
+    let Common { items, generics, dim_bounds, handle_generics, data_ty: data } = common(
+        def,
+        &def.dims,
+        &used,
+        names,
+        &input_decls,
+        &outputs,
+        node_list(&segments(graph), |k| shape_at(&graph.nodes[k].shape, Span::call_site())),
+    );
     let Names { alias, handles, brand, model, inputs: inputs_alias, .. } = names;
 
     let mut bounds: Vec<Bound> = Vec::new();
     let cx = Cx { p: &p, s: &s, data: &data, brand, graph, run_time: &def.run_time };
-    let body = cx.builder(&input_shapes, &mut bounds);
+    let body = cx.builder(&mut bounds);
     bounds.sort();
     bounds.dedup();
     let scalar_bounds: Vec<TokenStream> = bounds.iter().map(|&b| bound_tokens(b, &s)).collect();
@@ -143,7 +148,7 @@ pub(super) struct Cx<'a> {
 impl Cx<'_> {
     /// The builder statements: every input, the declared-shape checks, every node pushed (closing
     /// a chunk every `NODE_CHUNK` nodes, a rolled loop as a loop: [`segments`]).
-    pub(super) fn builder(&self, input_shapes: &[TokenStream], bounds: &mut Vec<Bound>) -> TokenStream {
+    pub(super) fn builder(&self, bounds: &mut Vec<Bound>) -> TokenStream {
         let Cx { p, s, data, brand, graph, .. } = self;
         let n_in = graph.inputs.len();
         let mut body = quote!(let __b = #p::MacroBuilder::<#s, #data, #brand>::new(););
@@ -154,7 +159,7 @@ impl Cx<'_> {
         }
         let mut k = 0;
         for (d, (_, n, _)) in graph.input_decls.iter().enumerate() {
-            let shape = &input_shapes[k];
+            let shape = shape_at(&graph.inputs[k].1, graph.inputs[k].0.span());
             match n {
                 None => {
                     let v = value(k);

@@ -103,15 +103,16 @@ pub(super) fn snoc(items: impl Iterator<Item = TokenStream>) -> TokenStream {
 /// The node list as a type, by the segments `MacroBuilder` builds it in: a chunk of at most
 /// `NODE_CHUNK` shapes is a tuple, a rolled loop `Repeat<(its body's shapes), N>`:
 /// `Snoc<…Snoc<Nil, (S0, …, S31)>…, Repeat<(S32, S33, S34), 2000>>`, or `Nil` without nodes.
-pub(super) fn node_list(segments: &[Segment], items: &[TokenStream]) -> TokenStream {
+pub(super) fn node_list(segments: &[Segment], shape: impl Fn(usize) -> TokenStream) -> TokenStream {
     let p = private();
     segments.iter().fold(quote!(#p::Nil), |acc, segment| match segment {
         Segment::Chunk(nodes) => {
-            let chunk = &items[nodes.clone()];
+            let chunk = nodes.clone().map(&shape);
             quote!(#p::Snoc<#acc, (#(#chunk,)*)>)
         }
         Segment::Rolled(r) => {
-            let chunks = items[r.start..r.start + r.body].chunks(NODE_CHUNK).map(|c| quote!((#(#c,)*)));
+            let body: Vec<TokenStream> = (r.start..r.start + r.body).map(&shape).collect();
+            let chunks = body.chunks(NODE_CHUNK).map(|c| quote!((#(#c,)*)));
             let count = r.count;
             quote!(#p::Snoc<#acc, #p::Repeat<(#(#chunks,)*), #count>>)
         }

@@ -96,6 +96,14 @@ pub(super) fn model(parts: &ModelParts<'_>) -> TokenStream {
          [`{model}::describe_backward`]) and its generated backward program ([`{model}::program`])."
     );
     let n = graph.nodes.len();
+    // The runtime's code only some models need, named only by them.
+    let mut hooks = TokenStream::new();
+    if !cx.run_time.is_empty() {
+        hooks.extend(quote!(.with_run_time_dims()));
+    }
+    if plan::has_custom(graph) {
+        hooks.extend(quote!(.with_runtime_passes()));
+    }
     quote! {
         #[doc = #doc]
         #[derive(Clone, Copy, Debug)]
@@ -138,7 +146,7 @@ pub(super) fn model(parts: &ModelParts<'_>) -> TokenStream {
                 #s: #p::Scalar #scalar_bounds,
                 #dim_bounds
             {
-                #p::Program::new(#graph_fn::<#s, #generics>().0, Self::plan())
+                #p::Program::new(#graph_fn::<#s, #generics>().0, Self::plan())#hooks
             }
         }
     }
@@ -159,22 +167,30 @@ fn plan_tokens(
         .nodes
         .iter()
         .map(|node| {
-            let kind = match node.kind {
-                NodeKind::Builtin(..) => quote!(builtin),
-                NodeKind::Opaque { .. } => quote!(opaque),
-                NodeKind::Custom(_) => quote!(custom),
-            };
-            let (op, parents, shape) = (node.op_name(), list(&node.parents), node.shape.to_string());
-            let label = node.label.clone().unwrap_or_default();
-            let key = format!("{kind} {op} {shape} {} {}", node.parents.len(), tables::label_key(&label));
+            let label = node.label.as_deref().unwrap_or_default();
+            let key = format!(
+                "{} {} {} {} {}",
+                kind_name(&node.kind),
+                node.op_name(),
+                node.shape,
+                node.parents.len(),
+                tables::label_key(label)
+            );
             let mut numbers = node.parents.clone();
-            numbers.extend(tables::label_numbers(&label).into_iter().map(|(_, n)| n));
-            Row { tokens: quote!(PlannedNode::#kind(#op, #parents, #shape, #label)), key, numbers }
+            numbers.extend(tables::label_numbers(label).into_iter().map(|(_, n)| n));
+            Row { key, numbers }
         })
         .collect();
+    let node_tokens = |k: usize| {
+        let node = &graph.nodes[k];
+        let kind = Ident::new(kind_name(&node.kind), proc_macro2::Span::call_site());
+        let (op, parents, shape) = (node.op_name(), list(&node.parents), node.shape.to_string());
+        let label = node.label.clone().unwrap_or_default();
+        quote!(PlannedNode::#kind(#op, #parents, #shape, #label))
+    };
     let node_regions: Vec<Region> =
         rolled.iter().map(|r| Region { start: r.start, per: r.body, count: r.count }).collect();
-    let nodes = tables::table(p, &node_rows, &node_regions);
+    let nodes = tables::table(p, &node_rows, &node_regions, node_tokens);
     let inputs = (0..graph.inputs.len()).map(|q| {
         let name = graph.input_name(q);
         if name.is_empty() {
@@ -183,21 +199,24 @@ fn plan_tokens(
             name
         }
     });
+    let through_graph = |nodes: &[usize]| nodes.iter().any(|&k| !matches!(graph.nodes[k].kind, NodeKind::Builtin(..)));
     let level_rows: Vec<Row> = values
         .levels
         .iter()
         .zip(&values.frees)
         .map(|(nodes, frees)| {
-            let through_graph = nodes.iter().any(|&k| !matches!(graph.nodes[k].kind, NodeKind::Builtin(..)));
-            let ctor = if through_graph { quote!(graph) } else { quote!(new) };
-            let key = format!("{ctor} {} {}", nodes.len(), frees.len());
-            let numbers = nodes.iter().chain(frees).copied().collect();
-            let (nodes, frees) = (list(nodes), list(frees));
-            Row { tokens: quote!(Level::#ctor(#nodes, #frees)), key, numbers }
+            let key = format!("{} {} {}", through_graph(nodes), nodes.len(), frees.len());
+            Row { key, numbers: nodes.iter().chain(frees).copied().collect() }
         })
         .collect();
+    let level_tokens = |l: usize| {
+        let (nodes, frees) = (&values.levels[l], &values.frees[l]);
+        let ctor = if through_graph(nodes) { quote!(graph) } else { quote!(new) };
+        let (nodes, frees) = (list(nodes), list(frees));
+        quote!(Level::#ctor(#nodes, #frees))
+    };
     let level_regions = regions(&rolled, values.levels.iter().map(|l| l.as_slice()));
-    let forward = tables::table(p, &level_rows, &level_regions);
+    let forward = tables::table(p, &level_rows, &level_regions, level_tokens);
     let mut passes = vec![pass(cx, &rolled, &mut statics, Some(all))];
     passes.extend(froms.iter().map(|f| pass(cx, &rolled, &mut statics, f.as_ref())));
     let gradients: Vec<Ident> =
@@ -278,15 +297,38 @@ fn pass(cx: &Cx<'_>, rolled: &[Rolled], statics: &mut Statics, sweep: Option<&Sw
     let (p, graph) = (cx.p, cx.graph);
     let rows: Vec<Row> = sweep.steps.iter().map(|step| step_row(graph, step)).collect();
     let nodes: Vec<[usize; 1]> = sweep.steps.iter().map(|step| [step.node]).collect();
-    let steps = tables::table(p, &rows, &regions(rolled, nodes.iter().map(|n| &n[..])));
+    let regions = regions(rolled, nodes.iter().map(|n| &n[..]));
+    let steps = tables::table(p, &rows, &regions, |t| step_tokens(graph, &sweep.steps[t]));
     let inputs = sweep.inputs.iter().map(range);
     let name = statics.add("SWEEP", quote!(Sweep), quote!(Sweep { steps: #steps, inputs: &[#(#inputs),*] }));
     quote!(PassPlan::Planned(&#name))
 }
 
-/// A step's row: its constructor, its variant and write count, its numbers (node, pending
-/// visits, then each write's position and pending visits).
+/// A step's row: its variant and write count, its numbers (node, pending visits, then each
+/// write's position and pending visits).
 fn step_row(graph: &crate::ir::Graph, step: &Step) -> Row {
+    let Step { node: k, cotangent, writes, .. } = step;
+    let mut numbers = vec![*k, cotangent.start, cotangent.end];
+    let key = match writes {
+        Writes::Support(w) => {
+            numbers.extend(w.iter().flat_map(|(q, r)| [*q, r.start, r.end]));
+            let variant = match plan::direct(graph, *k) {
+                Direct::Window if w.len() == 1 => "window",
+                Direct::Product => "product",
+                _ => "built",
+            };
+            format!("{variant} {}", w.len())
+        }
+        Writes::WholePrefix(w) => {
+            numbers.extend(w.iter().flat_map(|r| [r.start, r.end]));
+            format!("whole {}", w.len())
+        }
+    };
+    Row { key, numbers }
+}
+
+/// A step's constructor (`Step::built(node, pending, &[(q, pending), …])`, …).
+fn step_tokens(graph: &crate::ir::Graph, step: &Step) -> TokenStream {
     let Step { node: k, cotangent, writes, .. } = step;
     let pairs = |w: &[(usize, core::ops::Range<usize>)]| {
         let w = w.iter().map(|(q, r)| {
@@ -295,29 +337,32 @@ fn step_row(graph: &crate::ir::Graph, step: &Step) -> Row {
         });
         quote!(&[#(#w),*])
     };
-    let mut numbers = vec![*k, cotangent.start, cotangent.end];
     let (node, c) = (lit(*k), range(cotangent));
-    let (tokens, key) = match writes {
+    match writes {
         Writes::Support(w) if plan::direct(graph, *k) == Direct::Window && w.len() == 1 => {
             let (q, r) = (lit(w[0].0), range(&w[0].1));
-            (quote!(Step::window(#node, #c, #q, #r)), "window 1".to_owned())
+            quote!(Step::window(#node, #c, #q, #r))
         }
         Writes::Support(w) if plan::direct(graph, *k) == Direct::Product => {
             let ws = pairs(w);
-            (quote!(Step::product(#node, #c, #ws)), format!("product {}", w.len()))
+            quote!(Step::product(#node, #c, #ws))
         }
         Writes::Support(w) => {
             let ws = pairs(w);
-            (quote!(Step::built(#node, #c, #ws)), format!("built {}", w.len()))
+            quote!(Step::built(#node, #c, #ws))
         }
         Writes::WholePrefix(w) => {
             let rs = w.iter().map(range);
-            numbers.extend(w.iter().flat_map(|r| [r.start, r.end]));
-            (quote!(Step::whole_prefix(#node, #c, &[#(#rs),*])), format!("whole {}", w.len()))
+            quote!(Step::whole_prefix(#node, #c, &[#(#rs),*]))
         }
-    };
-    if let Writes::Support(w) = writes {
-        numbers.extend(w.iter().flat_map(|(q, r)| [*q, r.start, r.end]));
     }
-    Row { tokens, key, numbers }
+}
+
+/// A node's constructor on `PlannedNode`.
+fn kind_name(kind: &NodeKind) -> &'static str {
+    match kind {
+        NodeKind::Builtin(..) => "builtin",
+        NodeKind::Opaque { .. } => "opaque",
+        NodeKind::Custom(_) => "custom",
+    }
 }

@@ -11,10 +11,10 @@ use quote::quote;
 
 use super::program::lit;
 
-/// One row: its tokens, everything but its numbers (rows with different keys never repeat one
-/// another), and its numbers in the order of the runtime's `Row::numbers`.
+/// One row: everything but its numbers (rows with different keys never repeat one another),
+/// and its numbers in the order of the runtime's `Row::numbers`. Its tokens are made only for the
+/// rows written (`table`'s `tokens`).
 pub(super) struct Row {
-    pub(super) tokens: TokenStream,
     pub(super) key: String,
     pub(super) numbers: Vec<usize>,
 }
@@ -31,9 +31,14 @@ pub(super) struct Region {
 const MIN_REPEAT: usize = 3;
 
 /// The `Table` of `rows`, the runs of iterations of `regions` (ascending, disjoint) that repeat
-/// written once.
-pub(super) fn table(p: &TokenStream, rows: &[Row], regions: &[Region]) -> TokenStream {
-    let mut out: Vec<&TokenStream> = Vec::new();
+/// written once; `tokens(i)` is row `i`'s constructor.
+pub(super) fn table(
+    p: &TokenStream,
+    rows: &[Row],
+    regions: &[Region],
+    tokens: impl Fn(usize) -> TokenStream,
+) -> TokenStream {
+    let mut out: Vec<TokenStream> = Vec::new();
     let mut repeats = Vec::new();
     let mut next = 0;
     for region in regions {
@@ -41,26 +46,28 @@ pub(super) fn table(p: &TokenStream, rows: &[Row], regions: &[Region]) -> TokenS
         if per == 0 || start < next || start + per * count > rows.len() {
             continue;
         }
-        out.extend(rows[next..start].iter().map(|r| &r.tokens));
+        out.extend((next..start).map(&tokens));
         let group = |m: usize| &rows[start + m * per..start + (m + 1) * per];
         let mut m = 0;
         while m < count {
-            let run = repeated(count - m, |i| group(m + i));
-            let rows_of = group(m);
-            if let Some((len, deltas)) = run.filter(|(len, _)| *len >= MIN_REPEAT) {
-                let (at, per_lit, len_lit) = (lit(out.len()), lit(per), lit(len));
-                let deltas = deltas.iter().map(|&d| proc_macro2::Literal::i64_unsuffixed(d));
-                repeats.push(quote!(Repeat { at: #at, rows: #per_lit, count: #len_lit, deltas: &[#(#deltas),*] }));
-                out.extend(rows_of.iter().map(|r| &r.tokens));
-                m += len;
-            } else {
-                out.extend(rows_of.iter().map(|r| &r.tokens));
-                m += 1;
+            let first = start + m * per;
+            match repeated(count - m, |i| group(m + i)).filter(|(len, _)| *len >= MIN_REPEAT) {
+                Some((len, deltas)) => {
+                    let (at, per_lit, len_lit) = (lit(out.len()), lit(per), lit(len));
+                    let deltas = deltas.iter().map(|&d| proc_macro2::Literal::i64_unsuffixed(d));
+                    repeats.push(quote!(Repeat { at: #at, rows: #per_lit, count: #len_lit, deltas: &[#(#deltas),*] }));
+                    out.extend((first..first + per).map(&tokens));
+                    m += len;
+                }
+                None => {
+                    out.extend((first..first + per).map(&tokens));
+                    m += 1;
+                }
             }
         }
         next = start + per * count;
     }
-    out.extend(rows[next..].iter().map(|r| &r.tokens));
+    out.extend((next..rows.len()).map(&tokens));
     if repeats.is_empty() {
         quote!(#p::plan::Table::flat(&[#(#out),*]))
     } else {
@@ -133,8 +140,14 @@ mod tests {
     use super::*;
 
     fn row(key: &str, numbers: &[usize]) -> Row {
-        let n = numbers.iter().map(|&n| lit(n));
-        Row { tokens: quote!(r(#(#n),*)), key: key.to_owned(), numbers: numbers.to_vec() }
+        Row { key: key.to_owned(), numbers: numbers.to_vec() }
+    }
+
+    fn tokens(rows: &[Row]) -> impl Fn(usize) -> TokenStream + '_ {
+        |i| {
+            let n = rows[i].numbers.iter().map(|&n| lit(n));
+            quote!(r(#(#n),*))
+        }
     }
 
     #[test]
@@ -149,7 +162,7 @@ mod tests {
             row("a", &[16, 7]),
             row("b", &[1]),
         ];
-        let t = table(&p, &rows, &[Region { start: 0, per: 1, count: 5 }]).to_string();
+        let t = table(&p, &rows, &[Region { start: 0, per: 1, count: 5 }], tokens(&rows)).to_string();
         assert!(t.contains("Repeat { at : 1 , rows : 1 , count : 4 , deltas : & [3 , - 1] }"), "{t}");
         assert!(t.contains("rows : & [r (0 , 9) , r (7 , 10) , r (1)]"), "{t}");
     }
@@ -158,10 +171,10 @@ mod tests {
     fn short_or_irregular_runs_are_written_out() {
         let p = quote!(p);
         let rows: Vec<Row> = vec![row("a", &[0]), row("a", &[1]), row("a", &[3]), row("a", &[4])];
-        let t = table(&p, &rows, &[Region { start: 0, per: 1, count: 4 }]).to_string();
+        let t = table(&p, &rows, &[Region { start: 0, per: 1, count: 4 }], tokens(&rows)).to_string();
         assert!(t.starts_with("p :: plan :: Table :: flat"), "{t}");
         let rows: Vec<Row> = vec![row("a", &[0]), row("b", &[1]), row("a", &[2])];
-        let t = table(&p, &rows, &[Region { start: 0, per: 1, count: 3 }]).to_string();
+        let t = table(&p, &rows, &[Region { start: 0, per: 1, count: 3 }], tokens(&rows)).to_string();
         assert!(t.starts_with("p :: plan :: Table :: flat"), "{t}");
     }
 

@@ -12,6 +12,7 @@
 //! liveness when the macro expanded ([`MemoryPlan`]); they are allocated on the first run and
 //! reused by every later one.
 
+pub mod bound;
 mod describe;
 pub mod plan;
 pub mod state;
@@ -27,6 +28,18 @@ use crate::pack::Pack;
 use crate::scalar::Scalar;
 use crate::shape::{Dims, Position, Shape};
 use crate::tensor::{RawTensor, Tensor};
+
+/// The error of a program made without a part its plan needs (never for the code `graph!`
+/// generates, which sets what its model needs).
+#[cold]
+fn not_generated(what: &str) -> Error {
+    Error::Node {
+        node: 0,
+        op: "graph".to_owned(),
+        parent_shapes: Vec::new(),
+        message: format!("this program was made without the part that {what}"),
+    }
+}
 
 /// Which generated sweep runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -83,8 +96,21 @@ pub struct Program<A, D, G, O, Br> {
     plan: &'static Plan,
     state: Option<ProgramState<A>>,
     gradients: Pack<A, G>,
+    /// Binds a graph's run-time dims from a run's inputs and data (set for models with run-time
+    /// dims: [`with_run_time_dims`](Self::with_run_time_dims)).
+    bind: Option<BindDims<A, D>>,
+    /// The runtime's single-output loop (set for models with user compact ops:
+    /// [`with_runtime_passes`](Self::with_runtime_passes)).
+    runtime_from: Option<RuntimeFrom<A, D>>,
     marker: PhantomData<fn() -> (O, Br)>,
 }
+
+/// [`RawGraph::bound_dims`](crate::RawGraph) as a program calls it.
+type BindDims<A, D> =
+    for<'g> fn(&'g RawGraph<A, D>, &[RawTensor<A>], &D) -> Result<std::borrow::Cow<'g, [Dims]>, Error>;
+
+/// [`ProgramState::sweep_from_runtime`] as a program calls it.
+type RuntimeFrom<A, D> = fn(&mut ProgramState<A>, &RawGraph<A, D>, &D, usize) -> Result<(), Error>;
 
 /// The graph, the declared outputs, the memory plan and the build error, if any (the sweep is
 /// code, and the buffers are not shown).
@@ -127,8 +153,29 @@ impl<A: Scalar, D: Sync + 'static, G, O, Br> Program<A, D, G, O, Br> {
             plan,
             state: None,
             gradients: Pack::from_raw(None, inputs),
+            bind: None,
+            runtime_from: None,
             marker: PhantomData,
         }
+    }
+
+    /// The program of a model with run-time dims, which binds them from each run's inputs and
+    /// data. (Called by the code `graph!` generates for such models only, so other models'
+    /// crates do not compile the binding.)
+    #[doc(hidden)]
+    #[must_use]
+    pub fn with_run_time_dims(mut self) -> Self {
+        self.bind = Some(|graph, inputs, data| graph.bound_dims(inputs, data));
+        self
+    }
+
+    /// The program of a model with user compact ops, whose single-output passes run the
+    /// runtime's own loop. (Called by the code `graph!` generates for such models only.)
+    #[doc(hidden)]
+    #[must_use]
+    pub fn with_runtime_passes(mut self) -> Self {
+        self.runtime_from = Some(ProgramState::sweep_from_runtime::<D>);
+        self
     }
 
     /// The graph the program runs.
@@ -195,7 +242,8 @@ impl<A: Scalar, D: Sync + 'static, G, O, Br> Program<A, D, G, O, Br> {
         } else {
             // Run-time dims: bound from these inputs and data; the buffers are planned again when
             // the sizes change (a run at the sizes of the last one reuses them).
-            let dims = self.graph.bound_dims(inputs.as_slice(), data)?;
+            let bind = self.bind.ok_or_else(|| not_generated("binds run-time dims"))?;
+            let dims = bind(&self.graph, inputs.as_slice(), data)?;
             match &mut self.state {
                 Some(st) if st.dims() == &*dims => st,
                 slot => slot.insert(ProgramState::new(&dims, n_in, self.visits, plan)),
@@ -208,7 +256,15 @@ impl<A: Scalar, D: Sync + 'static, G, O, Br> Program<A, D, G, O, Br> {
         });
         seed(state, self.plan.outputs)?;
         state.swap_inputs(inputs.tensors_mut());
-        let result = state.run_plan(self.plan, &self.graph, data, pass);
+        let bound = bound::Bound { graph: &self.graph, data };
+        let result = match state.run_plan(self.plan, &bound, pass) {
+            Ok(state::Ran::Done) => Ok(()),
+            Ok(state::Ran::Runtime(output)) => match self.runtime_from {
+                Some(from) => from(state, &self.graph, data, output),
+                None => Err(not_generated("runs the runtime's single-output loop")),
+            },
+            Err(e) => Err(e),
+        };
         state.swap_inputs(inputs.tensors_mut());
         if result.is_ok() {
             state.swap_input_gradients(self.gradients.tensors_mut());

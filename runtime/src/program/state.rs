@@ -48,6 +48,8 @@ mod fused;
 mod run;
 mod sweep;
 
+pub use run::Ran;
+
 /// The buffers `graph!` planned for a model's program: which buffer each node's value and each
 /// position's gradient lives in (written by the macro; see the [module docs](self)).
 #[derive(Clone, Copy, Debug)]

@@ -15,9 +15,10 @@ use rayon::prelude::*;
 
 use super::ProgramState;
 use crate::error::Error;
-use crate::graph::{node_work, CompactOp, Program as NodeProgram, RawGraph, RawNode};
+use crate::graph::node_work;
 use crate::guard::guarded;
 use crate::parallel;
+use crate::program::bound::BoundGraph;
 use crate::scalar::Scalar;
 use crate::shape::Dims;
 use crate::tensor::RawTensor;
@@ -31,18 +32,18 @@ pub(super) struct LevelSlot<A> {
     error: Option<String>,
 }
 
-/// Validates `op` on `ctx` (the values below the node), then computes its value into `buf`,
-/// which must come out with the node's dims `d`.
-fn compute<A: Scalar, D, Op: CompactOp<A, D> + ?Sized>(
-    op: &Op,
+/// Validates node `k` of `graph` on `ctx` (the values below it), then computes its value into
+/// `buf`, which must come out with the node's dims `d`.
+fn compute<A: Scalar>(
+    graph: &dyn BoundGraph<A>,
+    k: usize,
     ctx: &[RawTensor<A>],
     d: Dims,
-    data: &D,
     buf: &mut Vec<A>,
 ) -> Result<(), String> {
-    op.validate(ctx, data)?;
+    graph.validate(k, ctx)?;
     buf.clear();
-    op.forward_into(ctx, data, buf);
+    graph.forward_into(k, ctx, buf);
     if buf.len() == d.numel() {
         Ok(())
     } else {
@@ -76,29 +77,29 @@ impl<A: Scalar> ProgramState<A> {
     }
 
     /// Stores node `k`'s value, or gives its buffer back and records `error`.
-    fn finish<D, Op: CompactOp<A, D> + ?Sized>(&mut self, k: usize, op: &Op, buf: Vec<A>, error: Option<String>) {
+    fn finish(&mut self, k: usize, graph: &dyn BoundGraph<A>, buf: Vec<A>, error: Option<String>) {
         let p = self.inputs + k;
         match error {
             None => self.values[p] = RawTensor::from_parts(self.dims[p], buf),
             Some(message) => {
                 self.give_back(k, buf);
-                self.fail(k, op.name(), op.parents(), message);
+                self.fail(k, graph.name(k), graph.parents(k), message);
             }
         }
     }
 
-    /// Forward of built-in node `k`: validates `op` on the values so far, then computes its value
+    /// Forward of built-in node `k`: validates it on the values so far, then computes its value
     /// into the value buffer the plan gives it. A failure (validation, or a value of the wrong
     /// length) is recorded for [`forward_result`](Self::forward_result).
     #[doc(hidden)]
-    pub fn forward<D, Op: CompactOp<A, D> + ?Sized>(&mut self, k: usize, op: &Op, data: &D) {
+    pub fn forward(&mut self, k: usize, graph: &dyn BoundGraph<A>) {
         if !self.runs(k) {
             return;
         }
         let p = self.inputs + k;
         let mut buf = self.value_buffer(k);
-        let error = compute(op, &self.values[..p], self.dims[p], data, &mut buf).err();
-        self.finish(k, op, buf, error);
+        let error = compute(graph, k, &self.values[..p], self.dims[p], &mut buf).err();
+        self.finish(k, graph, buf, error);
     }
 
     /// Forward of one level's built-in nodes of `graph` (ascending node index; none reads
@@ -106,22 +107,18 @@ impl<A: Scalar> ProgramState<A> {
     /// (elements read and written) reaches [`parallel::min_node_work`], else one after the other.
     /// Failures are recorded as by [`forward`](Self::forward).
     #[doc(hidden)]
-    pub fn forward_level<D: Sync + 'static>(&mut self, nodes: &[usize], graph: &RawGraph<A, D>, data: &D) {
-        let op = |k: usize| match graph.nodes().get(k).map(RawNode::program) {
-            Some(NodeProgram::Compact(op)) => Ok(&**op),
-            _ => Err(k),
-        };
+    pub fn forward_level(&mut self, nodes: &[usize], graph: &dyn BoundGraph<A>) {
         let work = || {
-            nodes.iter().fold(0usize, |w, &k| {
-                let parents = graph.nodes().get(k).map_or(&[][..], RawNode::parents);
-                w.saturating_add(node_work(parents, self.inputs + k, &self.dims))
-            })
+            nodes
+                .iter()
+                .fold(0usize, |w, &k| w.saturating_add(node_work(graph.parents(k), self.inputs + k, &self.dims)))
         };
-        if nodes.iter().any(|&k| op(k).is_err()) || !parallel::concurrent(nodes.len(), work) {
+        if nodes.iter().any(|&k| !graph.is_compact(k)) || !parallel::concurrent(nodes.len(), work) {
             for &k in nodes {
-                match op(k) {
-                    Ok(op) => self.forward(k, op, data),
-                    Err(k) => self.forward_node(k, graph, data),
+                if graph.is_compact(k) {
+                    self.forward(k, graph);
+                } else {
+                    self.forward_node(k, graph);
                 }
             }
             return;
@@ -139,17 +136,14 @@ impl<A: Scalar> ProgramState<A> {
                 parallel::piece(pieces, || {
                     let k = nodes[slot.entry];
                     let p = inputs + k;
-                    if let Ok(op) = op(k) {
-                        slot.error = compute(op, &values[..p], dims[p], data, &mut slot.buf).err();
-                    }
+                    slot.error = compute(graph, k, &values[..p], dims[p], &mut slot.buf).err();
                 });
             });
         });
         for slot in level.drain(..) {
             let k = nodes[slot.entry];
-            let Ok(op) = op(k) else { continue };
             if self.runs(k) {
-                self.finish(k, op, slot.buf, slot.error);
+                self.finish(k, graph, slot.buf, slot.error);
             } else {
                 // A node of lower index in this level failed: this value is not needed.
                 self.give_back(k, slot.buf);
@@ -162,19 +156,18 @@ impl<A: Scalar> ProgramState<A> {
     /// failure, or a panic of the node's code (caught at the node; the state stays usable for the
     /// next run), is recorded for [`forward_result`](Self::forward_result).
     #[doc(hidden)]
-    pub fn forward_node<D: 'static>(&mut self, k: usize, graph: &RawGraph<A, D>, data: &D) {
+    pub fn forward_node(&mut self, k: usize, graph: &dyn BoundGraph<A>) {
         if !self.runs(k) {
             return;
         }
         let p = self.inputs + k;
-        let node = &graph.nodes()[k];
         let ctx = &self.values[..p];
-        let value = match node.program() {
-            NodeProgram::Compact(op) => guarded("its validation", || op.validate(ctx, data))
-                .and_then(|checked| checked)
-                .and_then(|()| guarded("the forward", || op.forward(ctx, data))),
-            NodeProgram::Opaque { forward, .. } => guarded("the forward", || forward(ctx, data)),
+        let checked = if graph.is_compact(k) {
+            guarded("its validation", || graph.validate(k, ctx)).and_then(|c| c)
+        } else {
+            Ok(())
         };
+        let value = checked.and_then(|()| guarded("the forward", || graph.forward(k, ctx)));
         let value = value.and_then(|v| {
             if v.dims() == self.dims[p] {
                 Ok(v)
@@ -184,7 +177,7 @@ impl<A: Scalar> ProgramState<A> {
         });
         match value {
             Ok(v) => self.values[p] = v,
-            Err(message) => self.fail(k, node.name(), node.parents(), message),
+            Err(message) => self.fail(k, graph.name(k), graph.parents(k), message),
         }
     }
 

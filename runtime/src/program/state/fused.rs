@@ -9,10 +9,9 @@ use core::ops::Range;
 use super::{apply_pending, apply_pending_scalar, take_buffer, ProgramState};
 use crate::error::Error;
 use crate::gradients::Stored;
-use crate::graph::{Program as NodeProgram, RawGraph, RawNode, SavedValues};
 use crate::guard::guarded;
 use crate::ops::window_vjp as window;
-use crate::ops::{ProductVjp, WindowVjp};
+use crate::program::bound::BoundGraph;
 use crate::scalar::Scalar;
 use crate::tensor::RawTensor;
 
@@ -28,38 +27,44 @@ impl<A: Scalar> ProgramState<A> {
     /// [`Error::Vjp`] when a contribution does not fit its position or the op panics (caught at
     /// the node, as in [`vjp`](Self::vjp)).
     #[doc(hidden)]
-    pub fn vjp_product<D: Sync, Op: ProductVjp<A, D> + ?Sized>(
+    pub fn vjp_product(
         &mut self,
         visit: usize,
         k: usize,
-        op: &Op,
+        graph: &dyn BoundGraph<A>,
         g: &RawTensor<A>,
-        data: &D,
         writes: &[(usize, Range<usize>)],
     ) -> Result<(), Error> {
         let p = self.inputs + k;
-        self.uniforms[visit] = op.product_uniform();
+        let Some(uniform) = graph.product_uniform(k) else {
+            return Err(super::sweep::vjp_error(
+                k,
+                graph.name(k),
+                "the plan writes it as a product, it is none".into(),
+            ));
+        };
+        self.uniforms[visit] = uniform;
         if let [(qa, pa), (qb, pb)] = writes {
             if self.side_by_side(*qa, *qb) {
-                return self.product_pair(k, op, g, data, [(*qa, pa.clone()), (*qb, pb.clone())]);
+                return self.product_pair(k, graph, g, [(*qa, pa.clone()), (*qb, pb.clone())]);
             }
         }
         for (i, (q, pending)) in writes.iter().enumerate() {
             let q = *q;
             let Stored::Uniform(v, _) = &mut self.slots[q] else {
                 // A position already written: the contributions, built once, for the rest.
-                let root = self.vjp(visit, k, op, g, data)?;
+                let root = self.vjp(visit, k, graph, g)?;
                 for (q, pending) in &writes[i..] {
-                    self.accumulate(k, op.name(), root, *q, pending.clone(), g)?;
+                    self.accumulate(k, graph.name(k), root, *q, pending.clone(), g)?;
                 }
                 return Ok(());
             };
             apply_pending_scalar(v, &self.uniforms[pending.clone()]);
             let mut out = take_buffer(self.gradient_buffer, &mut self.gradient_pool, q);
-            let saved = SavedValues { prefix: &self.values[..p], output: &self.values[p], data };
-            guarded("the VJP", || op.product_onto(&saved, g, i, v, &mut out))
-                .map_err(|m| super::sweep::vjp_error(k, op.name(), m))?;
-            self.store_product(k, op.name(), q, out)?;
+            let (prefix, output) = (&self.values[..p], &self.values[p]);
+            guarded("the VJP", || graph.product_onto(k, prefix, output, g, i, v, &mut out))
+                .map_err(|m| super::sweep::vjp_error(k, graph.name(k), m))?;
+            self.store_product(k, graph.name(k), q, out)?;
         }
         Ok(())
     }
@@ -95,12 +100,11 @@ impl<A: Scalar> ProgramState<A> {
     /// pending uniforms applied, then the two products computed side by side, each straight into
     /// its own position's buffer (the same additions as one after the other; a failure of the
     /// first operand is reported before one of the second, as in order).
-    fn product_pair<D: Sync, Op: ProductVjp<A, D> + ?Sized>(
+    fn product_pair(
         &mut self,
         k: usize,
-        op: &Op,
+        graph: &dyn BoundGraph<A>,
         g: &RawTensor<A>,
-        data: &D,
         writes: [(usize, Range<usize>); 2],
     ) -> Result<(), Error> {
         let p = self.inputs + k;
@@ -113,14 +117,14 @@ impl<A: Scalar> ProgramState<A> {
         let [(qa, _), (qb, _)] = &writes;
         let mut out_a = take_buffer(self.gradient_buffer, &mut self.gradient_pool, *qa);
         let mut out_b = take_buffer(self.gradient_buffer, &mut self.gradient_pool, *qb);
-        let saved = SavedValues { prefix: &self.values[..p], output: &self.values[p], data };
+        let (prefix, output) = (&self.values[..p], &self.values[p]);
         let (ra, rb) = crate::parallel::pair(
-            || guarded("the VJP", || op.product_onto(&saved, g, 0, &stored[0], &mut out_a)),
-            || guarded("the VJP", || op.product_onto(&saved, g, 1, &stored[1], &mut out_b)),
+            || guarded("the VJP", || graph.product_onto(k, prefix, output, g, 0, &stored[0], &mut out_a)),
+            || guarded("the VJP", || graph.product_onto(k, prefix, output, g, 1, &stored[1], &mut out_b)),
         );
         for ((q, _), (result, out)) in writes.iter().zip([(ra, out_a), (rb, out_b)]) {
-            result.map_err(|m| super::sweep::vjp_error(k, op.name(), m))?;
-            self.store_product(k, op.name(), *q, out)?;
+            result.map_err(|m| super::sweep::vjp_error(k, graph.name(k), m))?;
+            self.store_product(k, graph.name(k), *q, out)?;
         }
         Ok(())
     }
@@ -133,24 +137,26 @@ impl<A: Scalar> ProgramState<A> {
     /// # Errors
     /// [`Error::Vjp`] when the window does not fit the position or the cotangent.
     #[doc(hidden)]
-    pub fn vjp_window<D, Op: WindowVjp<A, D> + ?Sized>(
+    pub fn vjp_window(
         &mut self,
         visit: usize,
         k: usize,
-        op: &Op,
+        graph: &dyn BoundGraph<A>,
         g: &RawTensor<A>,
         q: usize,
         pending: Range<usize>,
     ) -> Result<(), Error> {
         self.uniforms[visit] = A::zero();
         let d = self.dims[q];
-        let w = op.window(d);
+        let Some(w) = graph.window(k, d) else {
+            return Err(super::sweep::vjp_error(k, graph.name(k), "the plan writes it as a window, it is none".into()));
+        };
         if !w.fits(d.numel(), g.numel()) {
             let message = format!(
                 "its window {w:?} does not fit position {q} of shape {d} and a cotangent of shape {}",
                 g.dims()
             );
-            return Err(Error::Vjp { node: k, op: op.name().to_owned(), message });
+            return Err(Error::Vjp { node: k, op: graph.name(k).to_owned(), message });
         }
         let us = &self.uniforms[pending];
         let us = if A::ZERO_ADD_IDEMPOTENT { &us[..us.len().min(1)] } else { us };
@@ -181,72 +187,68 @@ impl<A: Scalar> ProgramState<A> {
     /// [`Error::Vjp`] for a VJP that does not fit the prefix or panics (caught at the node; the
     /// state stays usable for the next run).
     #[doc(hidden)]
-    #[allow(clippy::too_many_arguments)]
-    pub fn vjp_node<D: 'static>(
+    pub fn vjp_node(
         &mut self,
         visit: usize,
         k: usize,
-        graph: &RawGraph<A, D>,
+        graph: &dyn BoundGraph<A>,
         g: &RawTensor<A>,
-        data: &D,
         pending: &[Range<usize>],
     ) -> Result<(), Error> {
         let p = self.inputs + k;
-        let node: &RawNode<A, D> = &graph.nodes()[k];
-        let vjp_error = |message: String| Error::Vjp { node: k, op: node.name().to_owned(), message };
+        let name = graph.name(k);
+        let vjp_error = |message: String| Error::Vjp { node: k, op: name.to_owned(), message };
         self.uniforms[visit] = A::zero();
-        match node.program() {
-            NodeProgram::Opaque { vjp, .. } => {
-                let out = guarded("the VJP", || vjp(&self.values[..p], data, g)).map_err(vjp_error)?;
-                if out.len() != p {
-                    return Err(vjp_error(format!("returned {} tensors for a prefix of {p}", out.len())));
-                }
-                if let Some((q, t)) = out.iter().enumerate().find(|(q, t)| t.dims() != self.dims[*q]) {
-                    return Err(vjp_error(format!(
-                        "returned shape {} at position {q}, which has shape {}",
-                        t.dims(),
-                        self.dims[q]
-                    )));
-                }
-                for (q, t) in out.iter().enumerate() {
-                    let slot = self.dense_slot(q, pending[q].clone());
-                    for (x, y) in slot.iter_mut().zip(t.data()) {
-                        *x = A::pinned_add(x.clone(), y.clone());
-                    }
-                }
+        if graph.is_compact(k) {
+            self.contributions.clear();
+            let (prefix, output) = (&self.values[..p], &self.values[p]);
+            let c = &mut self.contributions;
+            let root = guarded("the VJP", || graph.contributions(k, prefix, output, g, c)).map_err(vjp_error)?;
+            if !c.is_handle(root) {
+                return Err(vjp_error("returned a handle that is not one of its contributions".to_owned()));
             }
-            NodeProgram::Compact(op) => {
-                self.contributions.clear();
-                let saved = SavedValues { prefix: &self.values[..p], output: &self.values[p], data };
-                let c = &mut self.contributions;
-                let root = guarded("the VJP", || op.contributions(&saved, g, c)).map_err(vjp_error)?;
-                if !c.is_handle(root) {
-                    return Err(vjp_error("returned a handle that is not one of its contributions".to_owned()));
-                }
-                let u = self.contributions.uniform(root);
-                let mut support = Vec::new();
-                self.contributions.support_into(root, &mut support);
-                if let Some(&q) = support.iter().find(|&&q| q >= p) {
-                    return Err(vjp_error(format!("contributes to position {q}, outside its prefix of {p}")));
-                }
-                for (q, pending) in pending.iter().enumerate().take(p) {
-                    if support.contains(&q) {
-                        self.accumulate(k, node.name(), root, q, pending.clone(), g)?;
-                    } else {
-                        // One more uniform, applied now: the position's pending run ends here.
-                        let us = &self.uniforms[pending.clone()];
-                        match &mut self.slots[q] {
-                            Stored::Tensor(t) => {
-                                apply_pending(t.data_mut(), us);
-                                apply_pending(t.data_mut(), core::slice::from_ref(&u));
-                            }
-                            Stored::Uniform(v, _) => {
-                                apply_pending_scalar(v, us);
-                                *v = A::pinned_add(v.clone(), u.clone());
-                            }
+            let u = self.contributions.uniform(root);
+            let mut support = Vec::new();
+            self.contributions.support_into(root, &mut support);
+            if let Some(&q) = support.iter().find(|&&q| q >= p) {
+                return Err(vjp_error(format!("contributes to position {q}, outside its prefix of {p}")));
+            }
+            for (q, pending) in pending.iter().enumerate().take(p) {
+                if support.contains(&q) {
+                    self.accumulate(k, name, root, q, pending.clone(), g)?;
+                } else {
+                    // One more uniform, applied now: the position's pending run ends here.
+                    let us = &self.uniforms[pending.clone()];
+                    match &mut self.slots[q] {
+                        Stored::Tensor(t) => {
+                            apply_pending(t.data_mut(), us);
+                            apply_pending(t.data_mut(), core::slice::from_ref(&u));
+                        }
+                        Stored::Uniform(v, _) => {
+                            apply_pending_scalar(v, us);
+                            *v = A::pinned_add(v.clone(), u.clone());
                         }
                     }
                 }
+            }
+            return Ok(());
+        }
+        let prefix = &self.values[..p];
+        let out = guarded("the VJP", || graph.opaque_vjp(k, prefix, g)).map_err(vjp_error)?.unwrap_or_default();
+        if out.len() != p {
+            return Err(vjp_error(format!("returned {} tensors for a prefix of {p}", out.len())));
+        }
+        if let Some((q, t)) = out.iter().enumerate().find(|(q, t)| t.dims() != self.dims[*q]) {
+            return Err(vjp_error(format!(
+                "returned shape {} at position {q}, which has shape {}",
+                t.dims(),
+                self.dims[q]
+            )));
+        }
+        for (q, t) in out.iter().enumerate() {
+            let slot = self.dense_slot(q, pending[q].clone());
+            for (x, y) in slot.iter_mut().zip(t.data()) {
+                *x = A::pinned_add(x.clone(), y.clone());
             }
         }
         Ok(())

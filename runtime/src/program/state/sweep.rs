@@ -9,8 +9,9 @@ use super::{apply_pending, apply_pending_scalar, take_buffer, ProgramState};
 use crate::contributions::{Contrib, Sink};
 use crate::error::Error;
 use crate::gradients::Stored;
-use crate::graph::{CompactOp, RawGraph, SavedValues};
+use crate::graph::RawGraph;
 use crate::guard::guarded;
+use crate::program::bound::BoundGraph;
 use crate::saved::View;
 use crate::scalar::Scalar;
 use crate::tensor::RawTensor;
@@ -49,7 +50,7 @@ impl<A: Scalar> ProgramState<A> {
     }
 
     /// The VJP of built-in node `k` (visit `visit`) at cotangent `g`: its contributions, built
-    /// by the concrete `op`; records their uniform. Returns the root description for
+    /// by the node's op; records their uniform. Returns the root description for
     /// [`accumulate`](Self::accumulate).
     ///
     /// # Errors
@@ -57,24 +58,27 @@ impl<A: Scalar> ProgramState<A> {
     /// node as the runtime passes catch it) or returns a handle that is not one of its
     /// contributions.
     #[doc(hidden)]
-    pub fn vjp<D, Op: CompactOp<A, D> + ?Sized>(
+    pub fn vjp(
         &mut self,
         visit: usize,
         k: usize,
-        op: &Op,
+        graph: &dyn BoundGraph<A>,
         g: &RawTensor<A>,
-        data: &D,
     ) -> Result<Contrib, Error> {
         let p = self.inputs + k;
         self.contributions.clear();
-        let saved = SavedValues { prefix: &self.values[..p], output: &self.values[p], data };
+        let (prefix, output) = (&self.values[..p], &self.values[p]);
         let c = &mut self.contributions;
-        let root = match guarded("the VJP", || op.contributions(&saved, g, c)) {
+        let root = match guarded("the VJP", || graph.contributions(k, prefix, output, g, c)) {
             Ok(root) if c.is_handle(root) => root,
             Ok(_) => {
-                return Err(vjp_error(k, op.name(), "returned a handle that is not one of its contributions".into()))
+                return Err(vjp_error(
+                    k,
+                    graph.name(k),
+                    "returned a handle that is not one of its contributions".into(),
+                ))
             }
-            Err(message) => return Err(vjp_error(k, op.name(), message)),
+            Err(message) => return Err(vjp_error(k, graph.name(k), message)),
         };
         self.uniforms[visit] = self.contributions.uniform(root);
         Ok(root)

@@ -1,0 +1,154 @@
+//! A graph bound to one run's data, seen without the data's type: what a program's steps call
+//! ([`BoundGraph`]). The steps and the routine that runs a plan are then generic over the scalar
+//! only, so for `f32` and `f64` they are compiled once, in this crate (`crate::compiled`); a
+//! model's crate compiles only [`Bound`], which forwards each call to the node's op with the data.
+
+use crate::contributions::{Contrib, Contributions};
+use crate::graph::{CompactOp, Program as NodeProgram, RawGraph, SavedValues};
+use crate::ops::Window;
+use crate::scalar::Scalar;
+use crate::shape::Dims;
+use crate::tensor::RawTensor;
+
+/// The nodes of a graph with the data of one run, by node index (`k`, 0 = the first node). A
+/// node that is not a compact op answers the compact methods as an op that does nothing (never
+/// asked by a plan of the same expansion).
+pub trait BoundGraph<A>: Sync {
+    /// Node `k`'s op name (an opaque node: its name).
+    fn name(&self, k: usize) -> &str;
+    /// The positions node `k` reads.
+    fn parents(&self, k: usize) -> &[usize];
+    /// Whether node `k` is a compact op (built-in or a user's).
+    fn is_compact(&self, k: usize) -> bool;
+    /// Node `k`'s checks on `ctx` (the values below it) and the data.
+    ///
+    /// # Errors
+    /// The op's message.
+    fn validate(&self, k: usize, ctx: &[RawTensor<A>]) -> Result<(), String>;
+    /// Node `k`'s value appended to `out`.
+    fn forward_into(&self, k: usize, ctx: &[RawTensor<A>], out: &mut Vec<A>);
+    /// Node `k`'s value by its own code: a compact op's `forward` (validated before), an opaque
+    /// node's forward closure (an empty tensor for no node).
+    fn forward(&self, k: usize, ctx: &[RawTensor<A>]) -> RawTensor<A>;
+    /// Node `k`'s contributions at cotangent `g` (its saved prefix and output).
+    fn contributions(
+        &self,
+        k: usize,
+        prefix: &[RawTensor<A>],
+        output: &RawTensor<A>,
+        g: &RawTensor<A>,
+        c: &mut Contributions<A>,
+    ) -> Contrib;
+    /// The uniform of node `k`'s contributions when it is a product written onto a uniform
+    /// ([`ProductVjp`](crate::ops::ProductVjp)), else `None`.
+    fn product_uniform(&self, k: usize) -> Option<A>;
+    /// [`ProductVjp::product_onto`](crate::ops::ProductVjp::product_onto) of node `k`.
+    #[allow(clippy::too_many_arguments)] // the node, its saved values, the cotangent and the write
+    fn product_onto(
+        &self,
+        k: usize,
+        prefix: &[RawTensor<A>],
+        output: &RawTensor<A>,
+        g: &RawTensor<A>,
+        operand: usize,
+        stored: &A,
+        out: &mut Vec<A>,
+    );
+    /// Node `k`'s window in an operand of dims `operand` when it is a window op
+    /// ([`WindowVjp`](crate::ops::WindowVjp)), else `None`.
+    fn window(&self, k: usize, operand: Dims) -> Option<Window>;
+    /// An opaque node's dense VJP at `g` (one tensor per position of `prefix`); `None` for a
+    /// compact op.
+    fn opaque_vjp(&self, k: usize, prefix: &[RawTensor<A>], g: &RawTensor<A>) -> Option<Vec<RawTensor<A>>>;
+}
+
+/// `graph` bound to `data` (see [`BoundGraph`]).
+pub struct Bound<'a, A: 'static, D: 'static> {
+    /// The graph.
+    pub graph: &'a RawGraph<A, D>,
+    /// The run's data.
+    pub data: &'a D,
+}
+
+impl<A, D> core::fmt::Debug for Bound<'_, A, D> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Bound").field("nodes", &self.graph.nodes().len()).finish_non_exhaustive()
+    }
+}
+
+impl<A: 'static, D: 'static> Bound<'_, A, D> {
+    fn compact(&self, k: usize) -> Option<&dyn CompactOp<A, D>> {
+        match self.graph.nodes().get(k).map(|n| n.program()) {
+            Some(NodeProgram::Compact(op)) => Some(&**op),
+            _ => None,
+        }
+    }
+}
+
+impl<A: Scalar, D: Sync + 'static> BoundGraph<A> for Bound<'_, A, D> {
+    fn name(&self, k: usize) -> &str {
+        self.graph.nodes().get(k).map_or("graph", |n| n.name())
+    }
+    fn parents(&self, k: usize) -> &[usize] {
+        self.graph.nodes().get(k).map_or(&[], |n| n.parents())
+    }
+    fn is_compact(&self, k: usize) -> bool {
+        self.compact(k).is_some()
+    }
+    fn validate(&self, k: usize, ctx: &[RawTensor<A>]) -> Result<(), String> {
+        self.compact(k).map_or(Ok(()), |op| op.validate(ctx, self.data))
+    }
+    fn forward_into(&self, k: usize, ctx: &[RawTensor<A>], out: &mut Vec<A>) {
+        if let Some(op) = self.compact(k) {
+            op.forward_into(ctx, self.data, out);
+        }
+    }
+    fn forward(&self, k: usize, ctx: &[RawTensor<A>]) -> RawTensor<A> {
+        match self.graph.nodes().get(k).map(|n| n.program()) {
+            Some(NodeProgram::Compact(op)) => op.forward(ctx, self.data),
+            Some(NodeProgram::Opaque { forward, .. }) => forward(ctx, self.data),
+            None => RawTensor::vacant(Dims::vector(0)),
+        }
+    }
+    fn contributions(
+        &self,
+        k: usize,
+        prefix: &[RawTensor<A>],
+        output: &RawTensor<A>,
+        g: &RawTensor<A>,
+        c: &mut Contributions<A>,
+    ) -> Contrib {
+        let saved = SavedValues { prefix, output, data: self.data };
+        match self.compact(k) {
+            Some(op) => op.contributions(&saved, g, c),
+            None => c.zero(),
+        }
+    }
+    fn product_uniform(&self, k: usize) -> Option<A> {
+        self.compact(k)?.as_product().map(|p| p.product_uniform())
+    }
+    fn product_onto(
+        &self,
+        k: usize,
+        prefix: &[RawTensor<A>],
+        output: &RawTensor<A>,
+        g: &RawTensor<A>,
+        operand: usize,
+        stored: &A,
+        out: &mut Vec<A>,
+    ) {
+        if let Some(p) = self.compact(k).and_then(|op| op.as_product()) {
+            let saved = SavedValues { prefix, output, data: self.data };
+            p.product_onto(&saved, g, operand, stored, out);
+        }
+    }
+    fn window(&self, k: usize, operand: Dims) -> Option<Window> {
+        self.compact(k)?.as_window().map(|w| w.window(operand))
+    }
+    fn opaque_vjp(&self, k: usize, prefix: &[RawTensor<A>], g: &RawTensor<A>) -> Option<Vec<RawTensor<A>>> {
+        match self.graph.nodes().get(k).map(|n| n.program()) {
+            Some(NodeProgram::Opaque { vjp, .. }) => Some(vjp(prefix, self.data, g)),
+            _ => None,
+        }
+    }
+}
