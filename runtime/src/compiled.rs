@@ -18,10 +18,12 @@
 //! it is used. The body is the same code either way: the bits cannot depend on the path.
 //!
 //! What is here: the matmul family (the GEMM, the products, both gradients, the product onto a
-//! uniform) and a generated program's whole run (`ProgramState::run_plan`, its forward and
-//! sweeps: it sees the graph through `program::bound::BoundGraph`, without the data's type, so it
-//! is generic over the scalar only). A model's crate compiles its graph, the thin `Bound` that
-//! forwards to its nodes' ops, and those ops' own code.
+//! uniform), the built-in pointwise functions' loops (forward and derivative), `compile`'s
+//! forward, the saved graph's two loops (the dense reference loop and the indexed loop every
+//! other pass runs) and a generated program's whole run (`ProgramState::run_plan`). The forward,
+//! the loops and the run see the graph through `program::bound::BoundGraph`, without the data's
+//! type, so they are generic over the scalar only. A model's crate compiles its graph, the thin
+//! `Bound` that forwards to its nodes' ops, and those ops' own (small) code.
 //!
 //! (The STYLE guide's anchor: std's generic `fs::read<P: AsRef<Path>>` calling a non-generic
 //! `inner`.)
@@ -29,10 +31,13 @@
 use core::ops::Mul;
 
 use crate::error::Error;
+use crate::gradients::Stored;
+use crate::graph::Levels;
 use crate::ops::MatrixView;
 use crate::program::bound::BoundGraph;
 use crate::program::state::Ran;
 use crate::program::{Pass, Plan, ProgramState};
+use crate::saved::{Reached, View};
 use crate::scalar::Scalar;
 use crate::shape::Dims;
 use crate::tensor::RawTensor;
@@ -40,6 +45,10 @@ use crate::tensor::RawTensor;
 /// A GEMM with an optional uniform to add onto (`ops::gemm`, `ops::gemm_onto`): rows, inner,
 /// cols, the operands, the uniform, the output appended to.
 pub(crate) type GemmFn<A> = fn(usize, usize, usize, MatrixView<'_, A>, MatrixView<'_, A>, Option<&A>, &mut Vec<A>);
+
+/// A loop of the saved graph's passes: the view, the seeds, the reached set of a single-output
+/// pass, whether node gradients are kept; one result per position.
+pub(crate) type PassLoop<A, T> = fn(&View<'_, A>, Vec<Stored<A>>, Option<Reached>, bool) -> Result<Vec<T>, Error>;
 
 /// The kernels of one scalar type, compiled in this crate (see the [module docs](self)). Only
 /// this crate builds one: for `f32` and `f64` (the statics `F32`, `F64`).
@@ -57,8 +66,20 @@ pub struct Compiled<A: 'static> {
     /// `matmul`'s gradient of operand 0 or 1 added onto a uniform (`a`, `b`, `δ`, operand,
     /// uniform, output): `ProductVjp::product_onto`.
     pub(crate) product_onto: fn(&RawTensor<A>, &RawTensor<A>, &RawTensor<A>, usize, &A, &mut Vec<A>),
+    /// `compile`'s forward over a bound graph, by levels when given.
+    pub(crate) forward:
+        fn(&(dyn BoundGraph<A> + Sync), Option<&Levels>, &[Dims], &mut Vec<RawTensor<A>>) -> Result<(), Error>,
+    /// The dense reference loop of the saved graph's passes (SEMANTICS §3, §7).
+    pub(crate) dense_loop: PassLoop<A, RawTensor<A>>,
+    /// The indexed loop of the saved graph's passes (SEMANTICS §6, §7).
+    pub(crate) array_slots: PassLoop<A, Stored<A>>,
+    /// The built-in pointwise functions' forward loops (`ops::pointwise::forward_into`), in the
+    /// order of `ops::pointwise::BUILTIN`.
+    pub(crate) pointwise_forward: [fn(&[A], &mut Vec<A>); 9],
+    /// Their derivative loops (`ops::pointwise::derivative_into`).
+    pub(crate) pointwise_derivative: [fn(&[A], &[A], &[A], &mut Vec<A>); 9],
     /// A generated program's run: `ProgramState::run_plan`.
-    pub(crate) run_plan: fn(&mut ProgramState<A>, &Plan, &dyn BoundGraph<A>, Pass) -> Result<Ran, Error>,
+    pub(crate) run_plan: fn(&mut ProgramState<A>, &Plan, &(dyn BoundGraph<A> + Sync), Pass) -> Result<Ran, Error>,
 }
 
 impl<A> core::fmt::Debug for Compiled<A> {
@@ -68,8 +89,9 @@ impl<A> core::fmt::Debug for Compiled<A> {
 }
 
 /// The table of `A`'s generic bodies (instantiated where the table is built: here).
-const fn table<A: Scalar + Mul<Output = A>>() -> Compiled<A> {
+const fn table<A: Scalar + Mul<Output = A> + num_traits::Float>() -> Compiled<A> {
     use crate::ops::bodies as mm;
+    use crate::ops::pointwise::{self, derivative_body, forward_body};
     Compiled {
         gemm: mm::gemm_body::<A, false>,
         gemm_rhs_left: mm::gemm_body::<A, true>,
@@ -77,6 +99,11 @@ const fn table<A: Scalar + Mul<Output = A>>() -> Compiled<A> {
         left_gradient: mm::left_gradient_body::<A>,
         right_gradient: mm::right_gradient_body::<A>,
         product_onto: mm::product_onto_body::<A>,
+        pointwise_forward: pointwise::compiled_loops!(forward_body, A),
+        pointwise_derivative: pointwise::compiled_loops!(derivative_body, A),
+        forward: crate::saved::forward_body::<A>,
+        dense_loop: crate::saved::dense_loop_body::<A>,
+        array_slots: crate::saved::array_slots_body::<A>,
         run_plan: ProgramState::<A>::run_plan_body,
     }
 }
@@ -89,6 +116,7 @@ pub(crate) static F64: Compiled<f64> = table::<f64>();
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ops::pointwise::{PointwiseFn, BUILTIN};
     use crate::Storage;
 
     #[test]
@@ -97,5 +125,36 @@ mod tests {
         const { assert!(!<i64 as Storage>::COMPILED && !<core::num::Wrapping<i32> as Storage>::COMPILED) };
         assert!(core::ptr::eq(f32::compiled(), &F32) && core::ptr::eq(f64::compiled(), &F64));
         assert!(format!("{:?}", f32::compiled()).contains("f32"));
+    }
+
+    /// A built-in pointwise function's index names its own loops in the table.
+    fn indexed<F: PointwiseFn<f32> + PointwiseFn<f64>>() {
+        let (i32_, i64_) = (<F as PointwiseFn<f32>>::COMPILED_INDEX, <F as PointwiseFn<f64>>::COMPILED_INDEX);
+        assert!(<F as PointwiseFn<f32>>::COMPILED && <F as PointwiseFn<f64>>::COMPILED);
+        assert_eq!(BUILTIN[i32_], <F as PointwiseFn<f32>>::NAME);
+        assert_eq!(BUILTIN[i64_], <F as PointwiseFn<f64>>::NAME);
+        // The table's loop is the function's: the same values as its generic body.
+        let x: Vec<f32> = (0..40).map(|i| i as f32 / 7.0 - 2.0).collect();
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        (F32.pointwise_forward[i32_])(&x, &mut a);
+        crate::ops::pointwise::forward_body::<f32, F>(&x, &mut b);
+        assert_eq!(
+            a.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+            b.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+        );
+    }
+
+    #[test]
+    fn every_built_in_pointwise_function_is_at_its_index() {
+        use crate::ops::{ExpFn, GeluFn, LogFn, NegFn, ReluFn, SigmoidFn, SoftplusFn, SqrtFn, TanhFn};
+        indexed::<ReluFn>();
+        indexed::<TanhFn>();
+        indexed::<ExpFn>();
+        indexed::<SigmoidFn>();
+        indexed::<SoftplusFn>();
+        indexed::<LogFn>();
+        indexed::<SqrtFn>();
+        indexed::<GeluFn>();
+        indexed::<NegFn>();
     }
 }

@@ -7,7 +7,7 @@ use super::node::failed_program;
 use super::{IntoNode, Node, RawGraph, RawNode};
 use crate::error::Error;
 use crate::scalar::Scalar;
-use crate::shape::{Nil, Position, Shape, Snoc};
+use crate::shape::{Dims, Nil, Position, Shape, Snoc};
 
 /// A typed graph: `A` the scalar, `D` the non-differentiable data (Δ), `G` the input shape list
 /// (Γ) and `Ss` the node shape list (ss), both built by snoc.
@@ -103,21 +103,30 @@ impl<A: Scalar, D: 'static, G, Ss, Br> GraphData<A, D, G, Ss, Br> {
     }
 
     pub(crate) fn push_in_place<S: Shape>(&mut self, node: Node<A, D, S>) -> Position<S, Br> {
+        let Node { data, error, origins, .. } = node;
+        let p = self.push_dims(data, error, &origins, S::dims());
+        Position::new(self.raw.id, p)
+    }
+
+    /// [`push_in_place`](Self::push_in_place) without the shape type (one body per graph type,
+    /// not per node shape): pushes `data` declared with `dims`, records its build errors, and
+    /// returns its position.
+    fn push_dims(&mut self, data: RawNode<A, D>, error: Option<String>, origins: &[u64], dims: Dims) -> usize {
         let k = self.raw.nodes.len();
         let p = self.raw.dims.len();
-        if let Some(message) = node.error {
+        if let Some(message) = error {
             self.build_errors.push((k, message));
         }
-        if let Some(other) = node.origins.iter().find(|&&o| o != self.raw.id) {
+        if let Some(other) = origins.iter().find(|&&o| o != self.raw.id) {
             self.build_errors.push((k, format!("reads a handle of another graph (graph id {other})")));
         }
         // Kept for the placeholder if the push is refused (graph building, not a hot path).
-        let (name, parents) = (node.data.name().to_owned(), node.data.parents().to_vec());
-        match self.raw.push(node.data) {
-            Ok(_) if self.raw.dims[p] != S::dims() => {
+        let (name, parents) = (data.name().to_owned(), data.parents().to_vec());
+        match self.raw.push(data) {
+            Ok(_) if self.raw.dims[p] != dims => {
                 self.build_errors
-                    .push((k, format!("its shape rule gives {}, but it was declared {}", self.raw.dims[p], S::dims())));
-                self.raw.dims[p] = S::dims();
+                    .push((k, format!("its shape rule gives {}, but it was declared {dims}", self.raw.dims[p])));
+                self.raw.dims[p] = dims;
             }
             Ok(_) => {}
             Err(e) => {
@@ -126,18 +135,14 @@ impl<A: Scalar, D: 'static, G, Ss, Br> GraphData<A, D, G, Ss, Br> {
                     other => other.to_string(),
                 };
                 self.build_errors.push((k, message));
-                self.raw.dims.push(S::dims());
+                self.raw.dims.push(dims);
                 // Parents at or above `p` are what made the push fail: keep only valid ones.
                 let parents = parents.into_iter().filter(|&q| q < p).collect();
-                self.raw.nodes.push(RawNode {
-                    program: failed_program(name, parents),
-                    dims: S::dims(),
-                    rule_checked: false,
-                });
+                self.raw.nodes.push(RawNode { program: failed_program(name, parents), dims, rule_checked: false });
                 self.raw.levels = std::sync::OnceLock::new();
             }
         }
-        Position::new(self.raw.id, p)
+        p
     }
 
     /// The same graph under other type-level shape lists. Crate-private: only the typed builders

@@ -18,6 +18,8 @@ use crate::shape::{rules::UnaryShape, Position, Shape};
 pub struct ExpFn;
 
 impl<A: Scalar + Float> PointwiseFn<A> for ExpFn {
+    const COMPILED: bool = true;
+    const COMPILED_INDEX: usize = 2;
     const NAME: &'static str = "exp";
     const DERIVATIVE_WORK: usize = 0;
     type Consts = ();

@@ -61,6 +61,8 @@ fn inner_tanh<A: Float + 'static>(x: A, c: A, k: A) -> A {
 pub struct GeluFn;
 
 impl<A: Scalar + Float> PointwiseFn<A> for GeluFn {
+    const COMPILED: bool = true;
+    const COMPILED_INDEX: usize = 7;
     const NAME: &'static str = "gelu";
     type Consts = (A, A, A, A);
     fn consts() -> (A, A, A, A) {

@@ -20,6 +20,8 @@ use crate::shape::{rules::UnaryShape, Position, Shape};
 pub struct LogFn;
 
 impl<A: Scalar + Float> PointwiseFn<A> for LogFn {
+    const COMPILED: bool = true;
+    const COMPILED_INDEX: usize = 5;
     const NAME: &'static str = "log";
     const FORWARD_WORK: usize = 48;
     const DERIVATIVE_WORK: usize = 0;

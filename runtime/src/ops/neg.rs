@@ -15,6 +15,8 @@ use crate::shape::{rules::UnaryShape, Position, Shape};
 pub struct NegFn;
 
 impl<A: Scalar + NegOp<Output = A> + SubOp<Output = A>> PointwiseFn<A> for NegFn {
+    const COMPILED: bool = true;
+    const COMPILED_INDEX: usize = 8;
     const NAME: &'static str = "neg";
     const FORWARD_WORK: usize = 0;
     const DERIVATIVE_WORK: usize = 0;

@@ -53,7 +53,36 @@ pub trait PointwiseFn<A>: 'static {
     fn reference() -> Option<crate::reference::Unary<A>> {
         None
     }
+    /// Whether this crate compiled the function's loops for `f32` and `f64` (a built-in op's), at
+    /// [`COMPILED_INDEX`](Self::COMPILED_INDEX) of [`BUILTIN`]. Set only by this crate.
+    #[doc(hidden)]
+    const COMPILED: bool = false;
+    /// See [`COMPILED`](Self::COMPILED).
+    #[doc(hidden)]
+    const COMPILED_INDEX: usize = 0;
 }
+
+/// The built-in pointwise functions' names, in the order of their loops in the compiled table
+/// (`crate::compiled`; each function's `COMPILED_INDEX`).
+pub const BUILTIN: [&str; 9] = ["relu", "tanh", "exp", "sigmoid", "softplus", "log", "sqrt", "gelu", "neg"];
+
+/// The compiled table's pointwise loops for `A` (built where the table is: `crate::compiled`).
+macro_rules! compiled_loops {
+    ($body:ident, $A:ty) => {
+        [
+            $body::<$A, crate::ops::ReluFn>,
+            $body::<$A, crate::ops::TanhFn>,
+            $body::<$A, crate::ops::ExpFn>,
+            $body::<$A, crate::ops::SigmoidFn>,
+            $body::<$A, crate::ops::SoftplusFn>,
+            $body::<$A, crate::ops::LogFn>,
+            $body::<$A, crate::ops::SqrtFn>,
+            $body::<$A, crate::ops::GeluFn>,
+            $body::<$A, crate::ops::NegFn>,
+        ]
+    };
+}
+pub(crate) use compiled_loops;
 
 /// The op `F` applied elementwise to one position.
 pub struct Pointwise<F> {
@@ -85,6 +114,16 @@ impl<F> fmt::Debug for Pointwise<F> {
 /// (`parallel::element_parts`, by [`PointwiseFn::FORWARD_WORK`]): every element is computed
 /// alone, so the split moves work only.
 pub fn forward_into<A: Scalar, F: PointwiseFn<A>>(x: &[A], out: &mut Vec<A>) {
+    // Two constants once `A` and `F` are known: the call or the body is compiled, not both.
+    if A::COMPILED && F::COMPILED {
+        return (A::compiled().pointwise_forward[F::COMPILED_INDEX])(x, out);
+    }
+    forward_body::<A, F>(x, out);
+}
+
+/// [`forward_into`]'s body (compiled in this crate for the built-in functions over `f32` and
+/// `f64`: `crate::compiled`).
+pub(crate) fn forward_body<A: Scalar, F: PointwiseFn<A>>(x: &[A], out: &mut Vec<A>) {
     let start = out.len();
     out.resize(start + x.len(), A::zero());
     let out = &mut out[start..];
@@ -104,6 +143,15 @@ pub fn forward_into<A: Scalar, F: PointwiseFn<A>>(x: &[A], out: &mut Vec<A>) {
 /// `t[i] = derivative(g[i], x[i], y[i])` appended to `out`, split over threads as
 /// [`forward_into`].
 pub fn derivative_into<A: Scalar, F: PointwiseFn<A>>(g: &[A], x: &[A], y: &[A], out: &mut Vec<A>) {
+    // Two constants once `A` and `F` are known: the call or the body is compiled, not both.
+    if A::COMPILED && F::COMPILED {
+        return (A::compiled().pointwise_derivative[F::COMPILED_INDEX])(g, x, y, out);
+    }
+    derivative_body::<A, F>(g, x, y, out);
+}
+
+/// [`derivative_into`]'s body (compiled as [`forward_body`]).
+pub(crate) fn derivative_body<A: Scalar, F: PointwiseFn<A>>(g: &[A], x: &[A], y: &[A], out: &mut Vec<A>) {
     debug_assert!(x.len() == g.len() && y.len() == g.len(), "pointwise operands of one shape");
     let start = out.len();
     out.resize(start + g.len(), A::zero());

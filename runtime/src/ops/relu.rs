@@ -14,6 +14,8 @@ use crate::shape::{rules::UnaryShape, Position, Shape};
 pub struct ReluFn;
 
 impl<A: Scalar + PartialOrd> PointwiseFn<A> for ReluFn {
+    const COMPILED: bool = true;
+    const COMPILED_INDEX: usize = 0;
     const NAME: &'static str = "relu";
     const FORWARD_WORK: usize = 0;
     const DERIVATIVE_WORK: usize = 0;

@@ -29,6 +29,8 @@ pub(crate) fn logistic<A: Float + 'static>(x: A) -> A {
 pub struct SigmoidFn;
 
 impl<A: Scalar + Float> PointwiseFn<A> for SigmoidFn {
+    const COMPILED: bool = true;
+    const COMPILED_INDEX: usize = 3;
     const NAME: &'static str = "sigmoid";
     const DERIVATIVE_WORK: usize = 0;
     type Consts = ();

@@ -38,6 +38,8 @@ fn softplus_scalar<A: Float + 'static>(x: A) -> A {
 pub struct SoftplusFn;
 
 impl<A: Scalar + Float> PointwiseFn<A> for SoftplusFn {
+    const COMPILED: bool = true;
+    const COMPILED_INDEX: usize = 4;
     const NAME: &'static str = "softplus";
     const FORWARD_WORK: usize = 128;
     type Consts = ();

@@ -21,6 +21,8 @@ use crate::shape::{rules::UnaryShape, Position, Shape};
 pub struct SqrtFn;
 
 impl<A: Scalar + Float> PointwiseFn<A> for SqrtFn {
+    const COMPILED: bool = true;
+    const COMPILED_INDEX: usize = 6;
     const NAME: &'static str = "sqrt";
     const FORWARD_WORK: usize = 0;
     const DERIVATIVE_WORK: usize = 0;

@@ -18,6 +18,8 @@ use crate::shape::{rules::UnaryShape, Position, Shape};
 pub struct TanhFn;
 
 impl<A: Scalar + Float> PointwiseFn<A> for TanhFn {
+    const COMPILED: bool = true;
+    const COMPILED_INDEX: usize = 1;
     const NAME: &'static str = "tanh";
     const DERIVATIVE_WORK: usize = 0;
     type Consts = ();

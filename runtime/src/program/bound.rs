@@ -1,5 +1,6 @@
-//! A graph bound to one run's data, seen without the data's type: what a program's steps call
-//! ([`BoundGraph`]). The steps and the routine that runs a plan are then generic over the scalar
+//! A graph bound to one run's data, seen without the data's type: what a program's steps and the
+//! saved graph's forward and passes call ([`BoundGraph`]; `+ Sync` where its nodes may run on
+//! several threads). The steps and the routine that runs a plan are then generic over the scalar
 //! only, so for `f32` and `f64` they are compiled once, in this crate (`crate::compiled`); a
 //! model's crate compiles only [`Bound`], which forwards each call to the node's op with the data.
 
@@ -13,13 +14,31 @@ use crate::tensor::RawTensor;
 /// The nodes of a graph with the data of one run, by node index (`k`, 0 = the first node). A
 /// node that is not a compact op answers the compact methods as an op that does nothing (never
 /// asked by a plan of the same expansion).
-pub trait BoundGraph<A>: Sync {
+pub trait BoundGraph<A> {
+    /// Number of inputs.
+    fn inputs(&self) -> usize;
+    /// Number of nodes.
+    fn nodes(&self) -> usize;
+    /// The declared dims of every position (run-time dims at their stand-ins).
+    fn declared_dims(&self) -> &[Dims];
+    /// Whether the graph has run-time dims.
+    fn has_run_time_dims(&self) -> bool;
     /// Node `k`'s op name (an opaque node: its name).
     fn name(&self, k: usize) -> &str;
     /// The positions node `k` reads.
     fn parents(&self, k: usize) -> &[usize];
     /// Whether node `k` is a compact op (built-in or a user's).
     fn is_compact(&self, k: usize) -> bool;
+    /// Node `k`'s declared support (`None` for an opaque node: its whole prefix).
+    fn support(&self, k: usize) -> Option<&[usize]>;
+    /// Whether node `k`'s shape rule already gave `dims` when it was pushed (so `compile` need not
+    /// run it again).
+    fn rule_checked_on(&self, k: usize, dims: Dims) -> bool;
+    /// Node `k`'s shape rule on the dims of its prefix (a compact op; `Ok(dims)` of no node).
+    ///
+    /// # Errors
+    /// The rule's message.
+    fn output_dims(&self, k: usize, prefix: &[Dims]) -> Result<Dims, String>;
     /// Node `k`'s checks on `ctx` (the values below it) and the data.
     ///
     /// # Errors
@@ -85,7 +104,31 @@ impl<A: 'static, D: 'static> Bound<'_, A, D> {
     }
 }
 
-impl<A: Scalar, D: Sync + 'static> BoundGraph<A> for Bound<'_, A, D> {
+impl<A: Scalar, D: 'static> BoundGraph<A> for Bound<'_, A, D> {
+    fn inputs(&self) -> usize {
+        self.graph.num_inputs()
+    }
+    fn nodes(&self) -> usize {
+        self.graph.nodes().len()
+    }
+    fn declared_dims(&self) -> &[Dims] {
+        self.graph.dims()
+    }
+    fn has_run_time_dims(&self) -> bool {
+        !self.graph.run_time_dims().is_empty()
+    }
+    fn support(&self, k: usize) -> Option<&[usize]> {
+        self.graph.nodes().get(k).and_then(|n| n.support())
+    }
+    fn rule_checked_on(&self, k: usize, dims: Dims) -> bool {
+        self.graph.nodes().get(k).is_some_and(|n| n.rule_checked_on(dims))
+    }
+    fn output_dims(&self, k: usize, prefix: &[Dims]) -> Result<Dims, String> {
+        match self.compact(k) {
+            Some(op) => op.output_dims(prefix),
+            None => Ok(self.graph.dims().get(self.graph.num_inputs() + k).copied().unwrap_or(Dims::scalar())),
+        }
+    }
     fn name(&self, k: usize) -> &str {
         self.graph.nodes().get(k).map_or("graph", |n| n.name())
     }

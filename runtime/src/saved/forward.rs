@@ -9,11 +9,11 @@
 
 use rayon::prelude::*;
 
-use super::node_error_at;
 use crate::error::Error;
-use crate::graph::{node_work, Levels, Program, RawGraph};
+use crate::graph::{node_work, Levels, RawGraph};
 use crate::guard::guarded;
 use crate::parallel;
+use crate::program::bound::{Bound, BoundGraph};
 use crate::scalar::Scalar;
 use crate::shape::Dims;
 use crate::tensor::RawTensor;
@@ -26,43 +26,55 @@ pub(super) fn run<A: Scalar, D: Sync + 'static>(
     data: &D,
 ) -> Result<(), Error> {
     // On one thread the levels are never computed (nor cached).
-    if parallel::threads() >= 2 && graph.levels().widest() >= 2 {
-        if by_levels(graph, graph.levels(), dims, values, data) {
+    let levels = (parallel::threads() >= 2 && graph.levels().widest() >= 2).then(|| graph.levels());
+    let bound = Bound { graph, data };
+    if A::COMPILED {
+        return (A::compiled().forward)(&bound, levels, dims, values);
+    }
+    run_body(&bound, levels, dims, values)
+}
+
+/// [`run`]'s body over the graph bound to its data (compiled in this crate for `f32` and `f64`:
+/// `crate::compiled`), by `levels` when given.
+pub(crate) fn run_body<A: Scalar>(
+    graph: &(dyn BoundGraph<A> + Sync),
+    levels: Option<&Levels>,
+    dims: &[Dims],
+    values: &mut Vec<RawTensor<A>>,
+) -> Result<(), Error> {
+    if let Some(levels) = levels {
+        if by_levels(graph, levels, dims, values) {
             return Ok(());
         }
-        values.truncate(graph.num_inputs());
+        values.truncate(graph.inputs());
     }
-    values.reserve(graph.nodes().len());
-    for k in 0..graph.nodes().len() {
-        let value = node_value(graph, dims, k, values, data)?;
+    values.reserve(graph.nodes());
+    for k in 0..graph.nodes() {
+        let value = node_value(graph, dims, k, values)?;
         values.push(value);
     }
     Ok(())
 }
 
 /// The level path: `false` (values partly filled) when a node fails.
-fn by_levels<A: Scalar, D: Sync + 'static>(
-    graph: &RawGraph<A, D>,
+fn by_levels<A: Scalar>(
+    graph: &(dyn BoundGraph<A> + Sync),
     levels: &Levels,
     dims: &[Dims],
     values: &mut Vec<RawTensor<A>>,
-    data: &D,
 ) -> bool {
-    let inputs = graph.num_inputs();
+    let inputs = graph.inputs();
     values.extend(dims[inputs..].iter().map(|&d| RawTensor::vacant(d)));
     for level in levels.iter() {
         // The elements the level reads and writes: what its nodes cost, roughly.
-        let work = || {
-            level.iter().fold(0usize, |w, &k| w.saturating_add(node_work(graph.nodes()[k].parents(), inputs + k, dims)))
-        };
+        let work =
+            || level.iter().fold(0usize, |w, &k| w.saturating_add(node_work(graph.parents(k), inputs + k, dims)));
         if parallel::concurrent(level.len(), work) {
             let prefix = &values[..];
             let computed: Vec<Option<RawTensor<A>>> = parallel::split(|| {
                 level
                     .par_iter()
-                    .map(|&k| {
-                        parallel::piece(level.len(), || node_value(graph, dims, k, &prefix[..inputs + k], data).ok())
-                    })
+                    .map(|&k| parallel::piece(level.len(), || node_value(graph, dims, k, &prefix[..inputs + k]).ok()))
                     .collect()
             });
             for (&k, value) in level.iter().zip(computed) {
@@ -71,7 +83,7 @@ fn by_levels<A: Scalar, D: Sync + 'static>(
             }
         } else {
             for &k in level {
-                let Ok(value) = node_value(graph, dims, k, &values[..inputs + k], data) else { return false };
+                let Ok(value) = node_value(graph, dims, k, &values[..inputs + k]) else { return false };
                 values[inputs + k] = value;
             }
         }
@@ -79,37 +91,53 @@ fn by_levels<A: Scalar, D: Sync + 'static>(
     true
 }
 
+/// The error at node `k` of `graph`, with its parent shapes from `dims`.
+pub(crate) fn bound_node_error<A>(
+    graph: &(dyn BoundGraph<A> + Sync),
+    dims: &[Dims],
+    k: usize,
+    message: String,
+) -> Error {
+    if k < graph.nodes() {
+        Error::Node {
+            node: k,
+            op: graph.name(k).to_owned(),
+            parent_shapes: graph.parents(k).iter().filter_map(|&q| dims.get(q).copied()).collect(),
+            message,
+        }
+    } else {
+        Error::Node { node: k, op: "graph".to_owned(), parent_shapes: Vec::new(), message }
+    }
+}
+
 /// Node `k`'s value from `prefix` (the values of every position below it; on the level path,
 /// positions the node does not read may still be vacant — only nodes reading exactly their
 /// parents run before their whole prefix is computed): its shape rule, validation and forward,
 /// each failure or panic an error at the node.
-fn node_value<A: Scalar, D: 'static>(
-    graph: &RawGraph<A, D>,
+fn node_value<A: Scalar>(
+    graph: &(dyn BoundGraph<A> + Sync),
     dims: &[Dims],
     k: usize,
     prefix: &[RawTensor<A>],
-    data: &D,
 ) -> Result<RawTensor<A>, Error> {
-    let node = &graph.nodes()[k];
-    let fail = |m| node_error_at(graph, dims, k, m);
+    let fail = |m| bound_node_error(graph, dims, k, m);
     let p = prefix.len();
     let node_dims = dims[p];
-    let value = match node.program() {
-        Program::Compact(op) => {
-            // The values so far have exactly these dims: the inputs were checked by
-            // `bound_dims` and every node's value is checked below. A built-in op's rule already
-            // gave these dims at push, from the same parent dims (`RawNode::rule_checked_on`).
-            if graph.run_time_dims().is_empty() && !node.rule_checked_on(node_dims) {
-                match guarded("its shape rule", || op.output_dims(&dims[..p])).map_err(fail)? {
-                    Ok(d) if d == node_dims => {}
-                    Ok(d) => return Err(fail(format!("shape rule gives {d}, node declares {node_dims}"))),
-                    Err(m) => return Err(fail(m)),
-                }
+    let value = if graph.is_compact(k) {
+        // The values so far have exactly these dims: the inputs were checked by `bound_dims` and
+        // every node's value is checked below. A built-in op's rule already gave these dims at
+        // push, from the same parent dims (`RawNode::rule_checked_on`).
+        if !graph.has_run_time_dims() && !graph.rule_checked_on(k, node_dims) {
+            match guarded("its shape rule", || graph.output_dims(k, &dims[..p])).map_err(fail)? {
+                Ok(d) if d == node_dims => {}
+                Ok(d) => return Err(fail(format!("shape rule gives {d}, node declares {node_dims}"))),
+                Err(m) => return Err(fail(m)),
             }
-            guarded("its validation", || op.validate(prefix, data)).map_err(fail)?.map_err(fail)?;
-            guarded("the forward", || op.forward(prefix, data)).map_err(fail)?
         }
-        Program::Opaque { forward, .. } => guarded("the forward", || forward(prefix, data)).map_err(fail)?,
+        guarded("its validation", || graph.validate(k, prefix)).map_err(fail)?.map_err(fail)?;
+        guarded("the forward", || graph.forward(k, prefix)).map_err(fail)?
+    } else {
+        guarded("the forward", || graph.forward(k, prefix)).map_err(fail)?
     };
     if value.dims() != node_dims {
         return Err(fail(format!("forward returned shape {}, the node's shape is {node_dims}", value.dims())));

@@ -1,58 +1,55 @@
 //! The loops every pass of a saved graph runs (SEMANTICS §3, §6, §7), over a [`View`] of its
 //! values: the dense reference loop, the indexed loop, and the reached set of the single-output
 //! passes. A generated program whose single-output pass is only known at run time (a model with
-//! user compact ops) runs the same loop over its own values ([`View::bound`]).
+//! user compact ops) runs the same loop over its own values ([`View::bound`]). The view sees the
+//! graph through [`BoundGraph`] (the data's type erased), so the loops are generic over the
+//! scalar only and, for `f32` and `f64`, compiled once in this crate (`crate::compiled`).
 
-use super::PreparedNode;
+use super::Prep;
 use crate::contributions::Contributions;
 use crate::error::Error;
 use crate::gradients::{GradientContext, Stored};
-use crate::graph::{RawGraph, RawNode, SavedValues};
+use crate::graph::{RawGraph, RawNode};
 use crate::pack::RawPack;
+use crate::program::bound::BoundGraph;
 use crate::scalar::Scalar;
 use crate::shape::Dims;
 use crate::tensor::RawTensor;
 
-/// The saved values of one forward execution, its graph and its data, borrowed.
-pub(crate) struct View<'v, A, D> {
-    graph: &'v RawGraph<A, D>,
+/// The saved values of one forward execution and its graph bound to its data, borrowed.
+pub(crate) struct View<'v, A> {
+    graph: &'v dyn BoundGraph<A>,
     /// Dims of every position in this execution (the graph's, run-time dims bound).
     dims: &'v [Dims],
     values: &'v [RawTensor<A>],
-    data: &'v D,
 }
 
-impl<A, D> Clone for View<'_, A, D> {
+impl<A> Clone for View<'_, A> {
     fn clone(&self) -> Self {
         *self
     }
 }
-impl<A, D> Copy for View<'_, A, D> {}
+impl<A> Copy for View<'_, A> {}
 
-impl<'v, A: Scalar, D: 'static> View<'v, A, D> {
+impl<'v, A: Scalar> View<'v, A> {
     /// The view of `values` (one per position of `graph`: Γ ++ ss, of dims `dims` — the graph's
-    /// with its run-time dims bound, see `RawGraph::bound_dims`) with `data`. A value no VJP of
-    /// the pass reads may be vacant.
-    pub(crate) fn bound(graph: &'v RawGraph<A, D>, dims: &'v [Dims], values: &'v [RawTensor<A>], data: &'v D) -> Self {
-        View { graph, dims, values, data }
+    /// with its run-time dims bound, see `RawGraph::bound_dims`). A value no VJP of the pass
+    /// reads may be vacant.
+    pub(crate) fn bound(graph: &'v dyn BoundGraph<A>, dims: &'v [Dims], values: &'v [RawTensor<A>]) -> Self {
+        View { graph, dims, values }
     }
 
-    pub(super) fn prepared(&self, k: usize, node: &'v RawNode<A, D>) -> PreparedNode<'v, A, D> {
-        let p = self.graph.num_inputs() + k;
-        PreparedNode {
-            index: k,
-            node,
-            saved: SavedValues { prefix: &self.values[..p], output: &self.values[p], data: self.data },
-            dims: &self.dims[..p],
-        }
+    fn prepared(&self, k: usize) -> Prep<'v, A> {
+        let p = self.graph.inputs() + k;
+        Prep { index: k, graph: self.graph, prefix: &self.values[..p], output: &self.values[p], dims: &self.dims[..p] }
     }
 
     /// Checks that `seeds` fit the positions; a seed left at zero for a position declared with a
     /// run-time dim (built from the graph's declared dims) takes the position's bound dims.
     pub(super) fn check_seeds(&self, seeds: &mut [Stored<A>]) -> Result<(), Error> {
         let dims = self.dims;
-        if seeds.len() == dims.len() && !self.graph.run_time_dims().is_empty() {
-            for ((s, &bound), &declared) in seeds.iter_mut().zip(dims).zip(self.graph.dims()) {
+        if seeds.len() == dims.len() && self.graph.has_run_time_dims() {
+            for ((s, &bound), &declared) in seeds.iter_mut().zip(dims).zip(self.graph.declared_dims()) {
                 s.rebind_uniform(declared, bound);
             }
         }
@@ -79,17 +76,30 @@ impl<'v, A: Scalar, D: 'static> View<'v, A, D> {
     /// returned.
     pub(super) fn dense_loop(
         &self,
+        seeds: Vec<Stored<A>>,
+        reached: Option<Reached>,
+        keep: bool,
+    ) -> Result<Vec<RawTensor<A>>, Error> {
+        if A::COMPILED {
+            return (A::compiled().dense_loop)(self, seeds, reached, keep);
+        }
+        self.dense_loop_body(seeds, reached, keep)
+    }
+
+    /// [`dense_loop`](Self::dense_loop)'s body (compiled in this crate for `f32` and `f64`).
+    pub(crate) fn dense_loop_body(
+        &self,
         mut seeds: Vec<Stored<A>>,
         mut reached: Option<Reached>,
         keep: bool,
     ) -> Result<Vec<RawTensor<A>>, Error> {
         self.check_seeds(&mut seeds)?;
         let mut acc: Vec<RawTensor<A>> = seeds.into_iter().map(Stored::into_tensor).collect();
-        let mut node_grads = Vec::with_capacity(if keep { self.graph.nodes().len() } else { 0 });
+        let mut node_grads = Vec::with_capacity(if keep { self.graph.nodes() } else { 0 });
         let mut c = Contributions::new();
         let mut support = Vec::new();
-        for (k, node) in self.graph.nodes().iter().enumerate().rev() {
-            let prepared = self.prepared(k, node);
+        for k in (0..self.graph.nodes()).rev() {
+            let prepared = self.prepared(k);
             let p = prepared.position();
             let Some(g) = acc.pop() else { unreachable!("acc holds every position") };
             if reached.as_ref().is_none_or(|r| r.contains(p)) {
@@ -100,7 +110,8 @@ impl<'v, A: Scalar, D: 'static> View<'v, A, D> {
                     a.add_assign(v).map_err(|e| prepared.vjp_error(e.to_string()))?;
                 }
                 if let Some(r) = reached.as_mut() {
-                    r.record(p, if node.is_opaque() { Touched::WholePrefix } else { Touched::Support(&support) });
+                    let opaque = !self.graph.is_compact(k);
+                    r.record(p, if opaque { Touched::WholePrefix } else { Touched::Support(&support) });
                 }
             }
             if keep {
@@ -133,6 +144,19 @@ impl<'v, A: Scalar, D: 'static> View<'v, A, D> {
     /// nodes'.
     fn array_slots(
         &self,
+        seeds: Vec<Stored<A>>,
+        reached: Option<Reached>,
+        keep: bool,
+    ) -> Result<Vec<Stored<A>>, Error> {
+        if A::COMPILED {
+            return (A::compiled().array_slots)(self, seeds, reached, keep);
+        }
+        self.array_slots_body(seeds, reached, keep)
+    }
+
+    /// [`array_slots`](Self::array_slots)'s body (compiled in this crate for `f32` and `f64`).
+    pub(crate) fn array_slots_body(
+        &self,
         mut seeds: Vec<Stored<A>>,
         mut reached: Option<Reached>,
         keep: bool,
@@ -140,10 +164,10 @@ impl<'v, A: Scalar, D: 'static> View<'v, A, D> {
         Self::storage_check()?;
         self.check_seeds(&mut seeds)?;
         let mut ctx = GradientContext::of_stored(seeds);
-        let mut node_grads = Vec::with_capacity(if keep { self.graph.nodes().len() } else { 0 });
+        let mut node_grads = Vec::with_capacity(if keep { self.graph.nodes() } else { 0 });
         let mut c = Contributions::new();
-        for (k, node) in self.graph.nodes().iter().enumerate().rev() {
-            let prepared = self.prepared(k, node);
+        for k in (0..self.graph.nodes()).rev() {
+            let prepared = self.prepared(k);
             let p = prepared.position();
             let slot = ctx.pop_stored();
             let slot = if reached.as_ref().is_none_or(|r| r.contains(p)) {
@@ -205,7 +229,7 @@ impl<'v, A: Scalar, D: 'static> View<'v, A, D> {
     /// §7 with storage equality: the indexed loop from `output` seeded by `slots`, visiting only
     /// what `output` reaches; the input gradients (node gradients freed as they finish).
     pub(crate) fn inputs_from(&self, slots: Vec<Stored<A>>, output: usize) -> Result<RawPack<A>, Error> {
-        self.array_loop(slots, Some(Reached::new(self.graph.dims().len(), output)), false)
+        self.array_loop(slots, Some(Reached::new(self.dims.len(), output)), false)
     }
 }
 
@@ -223,7 +247,7 @@ pub(super) fn reachability<A: 'static, D: 'static>(graph: &RawGraph<A, D>, outpu
 }
 
 /// What a visited node's VJP touched, as far as reachability (§7) is concerned.
-pub(super) enum Touched<'a> {
+pub(crate) enum Touched<'a> {
     /// A compact node: the support of its contributions.
     Support(&'a [usize]),
     /// An opaque node: every position below it.
@@ -246,7 +270,7 @@ impl<'a> Touched<'a> {
 /// The one place the reachability rule lives: the single-output passes and
 /// [`RawSavedGraph::reached_from`] all go through [`contains`](Self::contains) (does the node at
 /// `p` run?) and [`record`](Self::record) (what did it reach?).
-pub(super) struct Reached {
+pub(crate) struct Reached {
     marks: Vec<bool>,
     below: usize,
 }
@@ -279,4 +303,24 @@ impl Reached {
         let below = self.below;
         self.marks.into_iter().enumerate().map(|(p, m)| m || p < below).collect()
     }
+}
+
+/// [`View::dense_loop_body`] as a function of any view (the compiled table's entry).
+pub(crate) fn dense_loop_body<A: Scalar>(
+    view: &View<'_, A>,
+    seeds: Vec<Stored<A>>,
+    reached: Option<Reached>,
+    keep: bool,
+) -> Result<Vec<RawTensor<A>>, Error> {
+    view.dense_loop_body(seeds, reached, keep)
+}
+
+/// [`View::array_slots_body`] as a function of any view (the compiled table's entry).
+pub(crate) fn array_slots_body<A: Scalar>(
+    view: &View<'_, A>,
+    seeds: Vec<Stored<A>>,
+    reached: Option<Reached>,
+    keep: bool,
+) -> Result<Vec<Stored<A>>, Error> {
+    view.array_slots_body(seeds, reached, keep)
 }

@@ -18,9 +18,10 @@ use std::borrow::Cow;
 use crate::contributions::{Contrib, Contributions};
 use crate::error::Error;
 use crate::gradients::GradientContext;
-use crate::graph::{CompactOp, OpaqueVjp, Program, RawGraph, RawNode, SavedValues};
+use crate::graph::{RawGraph, RawNode, SavedValues};
 use crate::guard::guarded;
 use crate::pack::{RawPack, RawSeeds};
+use crate::program::bound::{Bound, BoundGraph};
 use crate::scalar::Scalar;
 use crate::shape::{Dims, RawPosition};
 use crate::tensor::RawTensor;
@@ -29,14 +30,17 @@ mod forward;
 mod loops;
 mod typed;
 
-pub(crate) use loops::View;
-use loops::{reachability, Reached};
+pub(crate) use forward::run_body as forward_body;
+use loops::reachability;
+pub(crate) use loops::Reached;
+pub(crate) use loops::{array_slots_body, dense_loop_body, View};
 pub use typed::{InputPack, SavedGraph};
 
 /// One node of a saved graph, together with the saved context prefix it reads and the data:
 /// everything its VJP needs, with no re-evaluation.
 pub struct PreparedNode<'s, A, D> {
     index: usize,
+    graph: &'s RawGraph<A, D>,
     node: &'s RawNode<A, D>,
     saved: SavedValues<'s, A, D>,
     /// Dims of the prefix.
@@ -77,19 +81,49 @@ impl<'s, A: Scalar, D: 'static> PreparedNode<'s, A, D> {
         self.node
     }
 
-    fn vjp_error(&self, message: String) -> Error {
-        Error::Vjp { node: self.index, op: self.node.name().to_owned(), message }
+    /// The dense VJP at cotangent `g`: one tensor per earlier position. For a compact node this is
+    /// the dense form of its contributions (built in `c`).
+    ///
+    /// # Errors
+    /// [`Error::Vjp`] when the result does not fit the prefix.
+    pub fn vjp_dense(&self, g: &RawTensor<A>, c: &mut Contributions<A>) -> Result<Vec<RawTensor<A>>, Error> {
+        let bound = Bound { graph: self.graph, data: self.saved.data };
+        let prep = Prep {
+            index: self.index,
+            graph: &bound,
+            prefix: self.saved.prefix,
+            output: self.saved.output,
+            dims: self.dims,
+        };
+        prep.vjp_dense_with_support(g, c, None)
+    }
+}
+
+/// A node of a saved graph bound to its data, as the passes' loops see it (the data's type
+/// erased): its index, its graph, the saved prefix it reads, its own value and the prefix's dims.
+pub(crate) struct Prep<'v, A> {
+    pub(crate) index: usize,
+    pub(crate) graph: &'v dyn BoundGraph<A>,
+    pub(crate) prefix: &'v [RawTensor<A>],
+    pub(crate) output: &'v RawTensor<A>,
+    pub(crate) dims: &'v [Dims],
+}
+
+impl<A: Scalar> Prep<'_, A> {
+    /// Its position in the context (`|Γ| + index`).
+    pub(crate) fn position(&self) -> usize {
+        self.prefix.len()
+    }
+
+    pub(crate) fn vjp_error(&self, message: String) -> Error {
+        Error::Vjp { node: self.index, op: self.graph.name(self.index).to_owned(), message }
     }
 
     /// The op's contributions at `g` built in `c`; a panic in the op, or a root that is not a handle
     /// of `c`, is [`Error::Vjp`].
-    fn contributions(
-        &self,
-        op: &dyn CompactOp<A, D>,
-        g: &RawTensor<A>,
-        c: &mut Contributions<A>,
-    ) -> Result<Contrib, Error> {
-        let root = guarded("the VJP", || op.contributions(&self.saved, g, c)).map_err(|m| self.vjp_error(m))?;
+    fn contributions(&self, g: &RawTensor<A>, c: &mut Contributions<A>) -> Result<Contrib, Error> {
+        let root = guarded("the VJP", || self.graph.contributions(self.index, self.prefix, self.output, g, c))
+            .map_err(|m| self.vjp_error(m))?;
         if !c.is_handle(root) {
             return Err(self.vjp_error("returned a handle that is not one of its contributions".to_owned()));
         }
@@ -97,78 +131,60 @@ impl<'s, A: Scalar, D: 'static> PreparedNode<'s, A, D> {
     }
 
     /// An opaque node's VJP closure at `g`; a panic in it is [`Error::Vjp`].
-    fn opaque_vjp(&self, vjp: &OpaqueVjp<A, D>, g: &RawTensor<A>) -> Result<Vec<RawTensor<A>>, Error> {
-        guarded("the VJP", || vjp(self.saved.prefix, self.saved.data, g)).map_err(|m| self.vjp_error(m))
+    fn opaque_vjp(&self, g: &RawTensor<A>) -> Result<Vec<RawTensor<A>>, Error> {
+        guarded("the VJP", || self.graph.opaque_vjp(self.index, self.prefix, g))
+            .map_err(|m| self.vjp_error(m))
+            .map(Option::unwrap_or_default)
     }
 
-    /// The dense VJP at cotangent `g`: one tensor per earlier position. For a compact node this is
-    /// the dense form of its contributions (built in `c`).
-    ///
-    /// # Errors
-    /// [`Error::Vjp`] when the result does not fit the prefix.
-    pub fn vjp_dense(&self, g: &RawTensor<A>, c: &mut Contributions<A>) -> Result<Vec<RawTensor<A>>, Error> {
-        self.vjp_dense_with_support(g, c, None)
-    }
-
-    /// [`vjp_dense`](Self::vjp_dense), also appending a compact node's support to `support`.
-    fn vjp_dense_with_support(
+    /// The dense VJP at `g` (see [`PreparedNode::vjp_dense`]), also appending a compact node's
+    /// support to `support`.
+    pub(crate) fn vjp_dense_with_support(
         &self,
         g: &RawTensor<A>,
         c: &mut Contributions<A>,
         support: Option<&mut Vec<usize>>,
     ) -> Result<Vec<RawTensor<A>>, Error> {
-        let prefix = self.saved.prefix;
-        match self.node.program() {
-            Program::Compact(op) => {
-                c.clear();
-                let root = self.contributions(op.as_ref(), g, c)?;
-                if let Some(s) = support {
-                    c.support_into(root, s);
-                }
-                c.dense(root, self.dims, g).map_err(|m| self.vjp_error(m))
+        let prefix = self.prefix;
+        if self.graph.is_compact(self.index) {
+            c.clear();
+            let root = self.contributions(g, c)?;
+            if let Some(s) = support {
+                c.support_into(root, s);
             }
-            Program::Opaque { vjp, .. } => {
-                let out = self.opaque_vjp(vjp, g)?;
-                if out.len() != prefix.len() {
-                    return Err(self.vjp_error(format!(
-                        "returned {} tensors for a prefix of {}",
-                        out.len(),
-                        prefix.len()
-                    )));
-                }
-                if let Some((q, t)) = out.iter().enumerate().find(|(q, t)| t.dims() != prefix[*q].dims()) {
-                    return Err(self.vjp_error(format!(
-                        "returned shape {} at position {q}, which has shape {}",
-                        t.dims(),
-                        prefix[q].dims()
-                    )));
-                }
-                Ok(out)
-            }
+            return c.dense(root, self.dims, g).map_err(|m| self.vjp_error(m));
         }
+        let out = self.opaque_vjp(g)?;
+        if out.len() != prefix.len() {
+            return Err(self.vjp_error(format!("returned {} tensors for a prefix of {}", out.len(), prefix.len())));
+        }
+        if let Some((q, t)) = out.iter().enumerate().find(|(q, t)| t.dims() != prefix[*q].dims()) {
+            return Err(self.vjp_error(format!(
+                "returned shape {} at position {q}, which has shape {}",
+                t.dims(),
+                prefix[q].dims()
+            )));
+        }
+        Ok(out)
     }
 
     /// `accumulate(node, g)` of SEMANTICS §6: compact program → `add_contributions`, opaque →
-    /// `add_dense(vjp(g))`. Calls `reach` with each support position (compact) or returns `true`
-    /// when the whole prefix was touched (opaque).
-    fn accumulate(
+    /// `add_dense(vjp(g))`. Returns `true` when the whole prefix was touched (opaque).
+    pub(crate) fn accumulate(
         &self,
         ctx: &mut GradientContext<A>,
         g: &RawTensor<A>,
         c: &mut Contributions<A>,
     ) -> Result<bool, Error> {
-        match self.node.program() {
-            Program::Compact(op) => {
-                c.clear();
-                let root = self.contributions(op.as_ref(), g, c)?;
-                ctx.add_contributions(c, root, g).map_err(|m| self.vjp_error(m))?;
-                Ok(false)
-            }
-            Program::Opaque { vjp, .. } => {
-                let out = self.opaque_vjp(vjp, g)?;
-                ctx.add_dense(&out).map_err(|m| self.vjp_error(m))?;
-                Ok(true)
-            }
+        if self.graph.is_compact(self.index) {
+            c.clear();
+            let root = self.contributions(g, c)?;
+            ctx.add_contributions(c, root, g).map_err(|m| self.vjp_error(m))?;
+            Ok(false)
+        } else {
+            let out = self.opaque_vjp(g)?;
+            ctx.add_dense(&out).map_err(|m| self.vjp_error(m))?;
+            Ok(true)
         }
     }
 }
@@ -282,13 +298,20 @@ impl<'g, A: Scalar, D: 'static> RawSavedGraph<'g, A, D> {
 
     /// The prepared nodes, first to last.
     pub fn prepared_nodes(&self) -> impl DoubleEndedIterator<Item = PreparedNode<'_, A, D>> + '_ {
-        let view = self.view();
-        self.graph.nodes().iter().enumerate().map(move |(k, node)| view.prepared(k, node))
+        let n_in = self.graph.num_inputs();
+        self.graph.nodes().iter().enumerate().map(move |(k, node)| PreparedNode {
+            index: k,
+            graph: self.graph,
+            node,
+            saved: SavedValues { prefix: &self.values[..n_in + k], output: &self.values[n_in + k], data: &self.data },
+            dims: &self.dims[..n_in + k],
+        })
     }
 
-    /// The loops' view of this execution.
-    pub(super) fn view(&self) -> View<'_, A, D> {
-        View::bound(self.graph, &self.dims, &self.values, &self.data)
+    /// Runs `f` on the loops' view of this execution (its graph bound to its data).
+    pub(super) fn with_view<R>(&self, f: impl FnOnce(View<'_, A>) -> R) -> R {
+        let bound = Bound { graph: self.graph, data: &self.data };
+        f(View::bound(&bound, &self.dims, &self.values))
     }
 
     /// §3 `backprop_all_dense`: the reference. `seeds` has one tensor per position (Γ ++ ss).
@@ -296,7 +319,8 @@ impl<'g, A: Scalar, D: 'static> RawSavedGraph<'g, A, D> {
     /// # Errors
     /// [`Error::PackShapes`] for seeds that do not fit, [`Error::Vjp`] for a malformed VJP.
     pub fn backprop_all_dense(&self, seeds: impl Into<RawSeeds<A>>) -> Result<Vec<RawTensor<A>>, Error> {
-        self.view().dense_loop(seeds.into().into_slots_for(self.graph.id())?, None, true)
+        let slots = seeds.into().into_slots_for(self.graph.id())?;
+        self.with_view(|v| v.dense_loop(slots, None, true))
     }
 
     /// §3 `backprop_inputs_dense`: the reference loop returning only the input gradients.
@@ -304,7 +328,8 @@ impl<'g, A: Scalar, D: 'static> RawSavedGraph<'g, A, D> {
     /// # Errors
     /// As [`backprop_all_dense`](Self::backprop_all_dense).
     pub fn backprop_inputs_dense(&self, seeds: impl Into<RawSeeds<A>>) -> Result<Vec<RawTensor<A>>, Error> {
-        self.view().dense_loop(seeds.into().into_slots_for(self.graph.id())?, None, false)
+        let slots = seeds.into().into_slots_for(self.graph.id())?;
+        self.with_view(|v| v.dense_loop(slots, None, false))
     }
 
     /// §6 `backprop_array`: indexed gradients with deferred uniform updates.
@@ -312,7 +337,8 @@ impl<'g, A: Scalar, D: 'static> RawSavedGraph<'g, A, D> {
     /// # Errors
     /// [`Error::NoStorageEquality`] for a scalar without storage equality, else as the dense pass.
     pub fn backprop_all_array(&self, seeds: impl Into<RawSeeds<A>>) -> Result<Vec<RawTensor<A>>, Error> {
-        self.view().array_tensors(seeds.into().into_slots_for(self.graph.id())?, true)
+        let slots = seeds.into().into_slots_for(self.graph.id())?;
+        self.with_view(|v| v.array_tensors(slots, true))
     }
 
     /// §6 `backprop_inputs_array`: as the array pass, freeing each intermediate gradient as soon
@@ -321,7 +347,8 @@ impl<'g, A: Scalar, D: 'static> RawSavedGraph<'g, A, D> {
     /// # Errors
     /// As [`backprop_all_array`](Self::backprop_all_array).
     pub fn backprop_inputs_array(&self, seeds: impl Into<RawSeeds<A>>) -> Result<Vec<RawTensor<A>>, Error> {
-        self.view().array_tensors(seeds.into().into_slots_for(self.graph.id())?, false)
+        let slots = seeds.into().into_slots_for(self.graph.id())?;
+        self.with_view(|v| v.array_tensors(slots, false))
     }
 
     /// §6 `backprop_stored`: the array pass when the scalar has storage equality, else the dense one.
@@ -329,7 +356,8 @@ impl<'g, A: Scalar, D: 'static> RawSavedGraph<'g, A, D> {
     /// # Errors
     /// As [`backprop_all_dense`](Self::backprop_all_dense).
     pub fn backprop_all_stored(&self, seeds: impl Into<RawSeeds<A>>) -> Result<Vec<RawTensor<A>>, Error> {
-        self.view().all_stored_tensors(seeds.into().into_slots_for(self.graph.id())?, true)
+        let slots = seeds.into().into_slots_for(self.graph.id())?;
+        self.with_view(|v| v.all_stored_tensors(slots, true))
     }
 
     /// §6 `backprop_inputs_stored`.
@@ -337,7 +365,8 @@ impl<'g, A: Scalar, D: 'static> RawSavedGraph<'g, A, D> {
     /// # Errors
     /// As [`backprop_all_dense`](Self::backprop_all_dense).
     pub fn backprop_inputs_stored(&self, seeds: impl Into<RawSeeds<A>>) -> Result<Vec<RawTensor<A>>, Error> {
-        self.view().all_stored_tensors(seeds.into().into_slots_for(self.graph.id())?, false)
+        let slots = seeds.into().into_slots_for(self.graph.id())?;
+        self.with_view(|v| v.all_stored_tensors(slots, false))
     }
 
     /// §7 `backprop_from(output, seed)`: visits only what `output` depends on (an opaque node
@@ -351,12 +380,14 @@ impl<'g, A: Scalar, D: 'static> RawSavedGraph<'g, A, D> {
     /// seed of another shape than the output, [`Error::Vjp`] for a malformed VJP.
     pub fn backprop_from(&self, output: RawPosition, seed: RawTensor<A>) -> Result<RawPack<A>, Error> {
         let output = self.graph.check_position(output)?;
-        let slots = self.view().single_seed(output, seed)?;
-        if A::HAS_STORAGE_EQUALITY {
-            self.view().array_loop(slots, Some(Reached::new(self.graph.dims().len(), output)), true)
-        } else {
-            Ok(RawPack::from_tensors(self.view().dense_loop(slots, None, true)?))
-        }
+        self.with_view(|v| {
+            let slots = v.single_seed(output, seed)?;
+            if A::HAS_STORAGE_EQUALITY {
+                v.array_loop(slots, Some(Reached::new(self.graph.dims().len(), output)), true)
+            } else {
+                Ok(RawPack::from_tensors(v.dense_loop(slots, None, true)?))
+            }
+        })
     }
 
     /// §7 `backprop_from_dense`: the reference of [`backprop_from`](Self::backprop_from) — the same
@@ -366,12 +397,10 @@ impl<'g, A: Scalar, D: 'static> RawSavedGraph<'g, A, D> {
     /// As [`backprop_from`](Self::backprop_from).
     pub fn backprop_from_dense(&self, output: RawPosition, seed: RawTensor<A>) -> Result<RawPack<A>, Error> {
         let output = self.graph.check_position(output)?;
-        let slots = self.view().single_seed(output, seed)?;
-        Ok(RawPack::from_tensors(self.view().dense_loop(
-            slots,
-            Some(Reached::new(self.graph.dims().len(), output)),
-            true,
-        )?))
+        self.with_view(|v| {
+            let slots = v.single_seed(output, seed)?;
+            Ok(RawPack::from_tensors(v.dense_loop(slots, Some(Reached::new(self.graph.dims().len(), output)), true)?))
+        })
     }
 
     /// Which positions [`backprop_from(output, …)`](Self::backprop_from) reaches: one flag per
@@ -384,7 +413,7 @@ impl<'g, A: Scalar, D: 'static> RawSavedGraph<'g, A, D> {
     /// read from their declarations ([`RawNode::support`]) since no VJP runs here, while the
     /// pass follows the support of the contributions each visited VJP actually builds. For every
     /// built-in op the two are the same set, so the flags are exactly the pass's. For a user
-    /// [`CompactOp`] they can differ, and the flags then say what the pass
+    /// [`CompactOp`](crate::CompactOp) they can differ, and the flags then say what the pass
     /// *may* reach, not what it does:
     ///
     /// * a **narrow** user op — its contributions touch only part of its declared

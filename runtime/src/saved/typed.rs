@@ -139,7 +139,8 @@ impl<'g, A: Scalar, D: 'static, G, Ss, Br> SavedGraph<'g, A, D, G, Ss, Br> {
     /// # Errors
     /// [`Error::Vjp`] for a malformed opaque VJP; [`Error::ForeignPosition`] for seeds of another graph.
     pub fn backprop_all_dense(&self, seeds: Seeds<A, G, Ss, Br>) -> Result<ContextPack<A, G, Ss, Br>, Error> {
-        Ok(self.all(RawPack::from_tensors(self.raw.view().dense_loop(self.seeds(seeds)?, None, true)?)))
+        let seeds = self.seeds(seeds)?;
+        Ok(self.all(RawPack::from_tensors(self.raw.with_view(|v| v.dense_loop(seeds, None, true))?)))
     }
 
     /// §6 array pass, all seeds.
@@ -147,7 +148,8 @@ impl<'g, A: Scalar, D: 'static, G, Ss, Br> SavedGraph<'g, A, D, G, Ss, Br> {
     /// # Errors
     /// As [`backprop_all_dense`](Self::backprop_all_dense), and [`Error::NoStorageEquality`].
     pub fn backprop_all_array(&self, seeds: Seeds<A, G, Ss, Br>) -> Result<ContextPack<A, G, Ss, Br>, Error> {
-        Ok(self.all(self.raw.view().array_loop(self.seeds(seeds)?, None, true)?))
+        let seeds = self.seeds(seeds)?;
+        Ok(self.all(self.raw.with_view(|v| v.array_loop(seeds, None, true))?))
     }
 
     /// §6 stored pass (array when the scalar has storage equality, else dense), all seeds.
@@ -155,7 +157,8 @@ impl<'g, A: Scalar, D: 'static, G, Ss, Br> SavedGraph<'g, A, D, G, Ss, Br> {
     /// # Errors
     /// As [`backprop_all_dense`](Self::backprop_all_dense).
     pub fn backprop_all_stored(&self, seeds: Seeds<A, G, Ss, Br>) -> Result<ContextPack<A, G, Ss, Br>, Error> {
-        Ok(self.all(self.raw.view().all_stored(self.seeds(seeds)?, true)?))
+        let seeds = self.seeds(seeds)?;
+        Ok(self.all(self.raw.with_view(|v| v.all_stored(seeds, true))?))
     }
 
     /// §3 dense reference, input gradients only.
@@ -163,7 +166,8 @@ impl<'g, A: Scalar, D: 'static, G, Ss, Br> SavedGraph<'g, A, D, G, Ss, Br> {
     /// # Errors
     /// As [`backprop_all_dense`](Self::backprop_all_dense).
     pub fn backprop_inputs_dense(&self, seeds: Seeds<A, G, Ss, Br>) -> Result<Pack<A, G>, Error> {
-        Ok(self.inputs(self.raw.view().dense_loop(self.seeds(seeds)?, None, false)?))
+        let seeds = self.seeds(seeds)?;
+        Ok(self.inputs(self.raw.with_view(|v| v.dense_loop(seeds, None, false))?))
     }
 
     /// §6 array pass, input gradients only; each intermediate gradient is freed once its node ran.
@@ -171,7 +175,8 @@ impl<'g, A: Scalar, D: 'static, G, Ss, Br> SavedGraph<'g, A, D, G, Ss, Br> {
     /// # Errors
     /// As [`backprop_all_array`](Self::backprop_all_array).
     pub fn backprop_inputs_array(&self, seeds: Seeds<A, G, Ss, Br>) -> Result<Pack<A, G>, Error> {
-        Ok(self.inputs(self.raw.view().array_loop(self.seeds(seeds)?, None, false)?.into_vec()))
+        let seeds = self.seeds(seeds)?;
+        Ok(self.inputs(self.raw.with_view(|v| v.array_loop(seeds, None, false))?.into_vec()))
     }
 
     /// §6 stored pass, input gradients only.
@@ -179,7 +184,8 @@ impl<'g, A: Scalar, D: 'static, G, Ss, Br> SavedGraph<'g, A, D, G, Ss, Br> {
     /// # Errors
     /// As [`backprop_all_dense`](Self::backprop_all_dense).
     pub fn backprop_inputs_stored(&self, seeds: Seeds<A, G, Ss, Br>) -> Result<Pack<A, G>, Error> {
-        Ok(self.inputs(self.raw.view().all_stored(self.seeds(seeds)?, false)?.into_vec()))
+        let seeds = self.seeds(seeds)?;
+        Ok(self.inputs(self.raw.with_view(|v| v.all_stored(seeds, false))?.into_vec()))
     }
 
     /// §7 single-output pass from `output` with cotangent `seed`.

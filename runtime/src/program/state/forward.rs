@@ -35,7 +35,7 @@ pub(super) struct LevelSlot<A> {
 /// Validates node `k` of `graph` on `ctx` (the values below it), then computes its value into
 /// `buf`, which must come out with the node's dims `d`.
 fn compute<A: Scalar>(
-    graph: &dyn BoundGraph<A>,
+    graph: &(dyn BoundGraph<A> + Sync),
     k: usize,
     ctx: &[RawTensor<A>],
     d: Dims,
@@ -77,7 +77,7 @@ impl<A: Scalar> ProgramState<A> {
     }
 
     /// Stores node `k`'s value, or gives its buffer back and records `error`.
-    fn finish(&mut self, k: usize, graph: &dyn BoundGraph<A>, buf: Vec<A>, error: Option<String>) {
+    fn finish(&mut self, k: usize, graph: &(dyn BoundGraph<A> + Sync), buf: Vec<A>, error: Option<String>) {
         let p = self.inputs + k;
         match error {
             None => self.values[p] = RawTensor::from_parts(self.dims[p], buf),
@@ -92,7 +92,7 @@ impl<A: Scalar> ProgramState<A> {
     /// into the value buffer the plan gives it. A failure (validation, or a value of the wrong
     /// length) is recorded for [`forward_result`](Self::forward_result).
     #[doc(hidden)]
-    pub fn forward(&mut self, k: usize, graph: &dyn BoundGraph<A>) {
+    pub fn forward(&mut self, k: usize, graph: &(dyn BoundGraph<A> + Sync)) {
         if !self.runs(k) {
             return;
         }
@@ -107,7 +107,7 @@ impl<A: Scalar> ProgramState<A> {
     /// (elements read and written) reaches [`parallel::min_node_work`], else one after the other.
     /// Failures are recorded as by [`forward`](Self::forward).
     #[doc(hidden)]
-    pub fn forward_level(&mut self, nodes: &[usize], graph: &dyn BoundGraph<A>) {
+    pub fn forward_level(&mut self, nodes: &[usize], graph: &(dyn BoundGraph<A> + Sync)) {
         let work = || {
             nodes
                 .iter()
@@ -156,7 +156,7 @@ impl<A: Scalar> ProgramState<A> {
     /// failure, or a panic of the node's code (caught at the node; the state stays usable for the
     /// next run), is recorded for [`forward_result`](Self::forward_result).
     #[doc(hidden)]
-    pub fn forward_node(&mut self, k: usize, graph: &dyn BoundGraph<A>) {
+    pub fn forward_node(&mut self, k: usize, graph: &(dyn BoundGraph<A> + Sync)) {
         if !self.runs(k) {
             return;
         }

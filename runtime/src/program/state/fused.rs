@@ -31,7 +31,7 @@ impl<A: Scalar> ProgramState<A> {
         &mut self,
         visit: usize,
         k: usize,
-        graph: &dyn BoundGraph<A>,
+        graph: &(dyn BoundGraph<A> + Sync),
         g: &RawTensor<A>,
         writes: &[(usize, Range<usize>)],
     ) -> Result<(), Error> {
@@ -103,7 +103,7 @@ impl<A: Scalar> ProgramState<A> {
     fn product_pair(
         &mut self,
         k: usize,
-        graph: &dyn BoundGraph<A>,
+        graph: &(dyn BoundGraph<A> + Sync),
         g: &RawTensor<A>,
         writes: [(usize, Range<usize>); 2],
     ) -> Result<(), Error> {
@@ -141,7 +141,7 @@ impl<A: Scalar> ProgramState<A> {
         &mut self,
         visit: usize,
         k: usize,
-        graph: &dyn BoundGraph<A>,
+        graph: &(dyn BoundGraph<A> + Sync),
         g: &RawTensor<A>,
         q: usize,
         pending: Range<usize>,
@@ -191,7 +191,7 @@ impl<A: Scalar> ProgramState<A> {
         &mut self,
         visit: usize,
         k: usize,
-        graph: &dyn BoundGraph<A>,
+        graph: &(dyn BoundGraph<A> + Sync),
         g: &RawTensor<A>,
         pending: &[Range<usize>],
     ) -> Result<(), Error> {

@@ -42,7 +42,7 @@ impl<A: Scalar> ProgramState<A> {
     /// # Errors
     /// The first failing node's error (as `compile` reports it), or a VJP's error.
     #[doc(hidden)]
-    pub fn run_plan(&mut self, plan: &Plan, graph: &dyn BoundGraph<A>, pass: Pass) -> Result<Ran, Error> {
+    pub fn run_plan(&mut self, plan: &Plan, graph: &(dyn BoundGraph<A> + Sync), pass: Pass) -> Result<Ran, Error> {
         if A::COMPILED {
             return (A::compiled().run_plan)(self, plan, graph, pass);
         }
@@ -50,7 +50,12 @@ impl<A: Scalar> ProgramState<A> {
     }
 
     /// [`run_plan`](Self::run_plan)'s body (compiled in this crate for `f32` and `f64`).
-    pub(crate) fn run_plan_body(&mut self, plan: &Plan, graph: &dyn BoundGraph<A>, pass: Pass) -> Result<Ran, Error> {
+    pub(crate) fn run_plan_body(
+        &mut self,
+        plan: &Plan,
+        graph: &(dyn BoundGraph<A> + Sync),
+        pass: Pass,
+    ) -> Result<Ran, Error> {
         self.run_forward(plan, graph)?;
         let index = match pass {
             Pass::All => 0,
@@ -102,7 +107,7 @@ impl<A: Scalar> ProgramState<A> {
     /// The plan's forward: each level's built-in nodes (together when two or more), an opaque
     /// node or user op through the graph's node, the value buffers given back after the level,
     /// then the first failure's error.
-    fn run_forward(&mut self, plan: &Plan, graph: &dyn BoundGraph<A>) -> Result<(), Error> {
+    fn run_forward(&mut self, plan: &Plan, graph: &(dyn BoundGraph<A> + Sync)) -> Result<(), Error> {
         for (level, shift) in plan.forward.iter() {
             let first = level.nodes.first().map(|&k| shift.at(0, k));
             match (first, level.nodes.len()) {

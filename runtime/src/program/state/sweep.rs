@@ -11,7 +11,7 @@ use crate::error::Error;
 use crate::gradients::Stored;
 use crate::graph::RawGraph;
 use crate::guard::guarded;
-use crate::program::bound::BoundGraph;
+use crate::program::bound::{Bound, BoundGraph};
 use crate::saved::View;
 use crate::scalar::Scalar;
 use crate::tensor::RawTensor;
@@ -62,7 +62,7 @@ impl<A: Scalar> ProgramState<A> {
         &mut self,
         visit: usize,
         k: usize,
-        graph: &dyn BoundGraph<A>,
+        graph: &(dyn BoundGraph<A> + Sync),
         g: &RawTensor<A>,
     ) -> Result<Contrib, Error> {
         let p = self.inputs + k;
@@ -167,7 +167,8 @@ impl<A: Scalar> ProgramState<A> {
             .zip(&self.dims)
             .map(|(s, &d)| core::mem::replace(s, Stored::Uniform(A::zero(), d)))
             .collect();
-        let gradients = View::bound(graph, &self.dims, &self.values, data).inputs_from(slots, output)?;
+        let bound = Bound { graph, data };
+        let gradients = View::bound(&bound, &self.dims, &self.values).inputs_from(slots, output)?;
         for (q, t) in gradients.into_vec().into_iter().enumerate().take(self.inputs) {
             self.input_gradients[q] = t;
             self.input_fills[q] = None;
