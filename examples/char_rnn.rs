@@ -164,25 +164,13 @@ pub(crate) fn sample(
             }
         };
         let values = g.eval(inputs, StepData { id: vec![id] })?;
-        next = pick(values.get(h.output1)?.data(), rng);
+        let probs: Vec<f64> = values.get(h.output1)?.data().iter().map(|&p| f64::from(p)).collect();
+        next = rng.pick(&probs);
         state.copy_from_slice(values.get(h.output0)?.data());
         inputs = values.into_inputs();
         inputs.data_mut(h.h.index()).ok_or("the state is an input")?.copy_from_slice(&state);
     }
     Ok(out)
-}
-
-/// Draws an index from the probabilities `probs`.
-fn pick(probs: &[f32], rng: &mut SplitMix64) -> usize {
-    let u = rng.unit() * probs.iter().sum::<f32>();
-    let mut acc = 0.0;
-    for (i, &p) in probs.iter().enumerate() {
-        acc += p;
-        if u < acc {
-            return i;
-        }
-    }
-    probs.len() - 1
 }
 
 /// The mean loss over the whole text: consecutive batches of windows tiling it (the tail that

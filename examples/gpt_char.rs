@@ -176,26 +176,17 @@ pub(crate) fn sample(
         let logits = values.get(h.output1)?.data();
         for (b, stream) in streams.iter_mut().enumerate() {
             let row = (b * CONTEXT + last) * Vocab::USIZE;
-            stream.push(pick(&logits[row..row + Vocab::USIZE], rng));
+            stream.push(rng.pick(&softmax_weights(&logits[row..row + Vocab::USIZE])));
         }
         inputs = values.into_inputs();
     }
     Ok(streams.iter().map(|s| s.iter().map(|&c| corpus.chars[c]).collect()).collect())
 }
 
-/// Draws an index from the probabilities `softmax(logits)`.
-fn pick(logits: &[f32], rng: &mut SplitMix64) -> usize {
+/// The weights `exp(l - max)` of `softmax(logits)` (unnormalised), for drawing a character.
+fn softmax_weights(logits: &[f32]) -> Vec<f64> {
     let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-    let weights: Vec<f64> = logits.iter().map(|&l| f64::from(l - max).exp()).collect();
-    let u = f64::from(rng.unit()) * weights.iter().sum::<f64>();
-    let mut acc = 0.0;
-    for (i, &w) in weights.iter().enumerate() {
-        acc += w;
-        if u < acc {
-            return i;
-        }
-    }
-    weights.len() - 1
+    logits.iter().map(|&l| f64::from(l - max).exp()).collect()
 }
 
 /// What `run` does.

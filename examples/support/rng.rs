@@ -1,4 +1,4 @@
-//! The examples' random numbers (`iris`, `digits_cnn`, `char_rnn`): `SplitMix64`, a small, fully
+//! The examples' random numbers (`iris`, `digits_cnn`, `char_rnn`, `gpt_char`): `SplitMix64`, a small, fully
 //! specified generator, so the same seed gives the same splits, batches and samples on every
 //! platform and every version.
 // Each example uses a part of it.
@@ -25,6 +25,20 @@ impl SplitMix64 {
     /// A uniform number in `[0, 1)` with 24 random bits (every value exact in `f32`).
     pub(crate) fn unit(&mut self) -> f32 {
         (self.next_u64() >> 40) as f32 / (1u64 << 24) as f32
+    }
+
+    /// An index drawn with probability proportional to `weights` (non-negative; the last index
+    /// when rounding leaves the draw past their sum).
+    pub(crate) fn pick(&mut self, weights: &[f64]) -> usize {
+        let u = f64::from(self.unit()) * weights.iter().sum::<f64>();
+        let mut acc = 0.0;
+        for (i, &w) in weights.iter().enumerate() {
+            acc += w;
+            if u < acc {
+                return i;
+            }
+        }
+        weights.len().saturating_sub(1)
     }
 
     /// Fisher–Yates.
