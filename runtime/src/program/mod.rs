@@ -112,8 +112,8 @@ type BindDims<A, D> =
 /// [`ProgramState::sweep_from_runtime`] as a program calls it.
 type RuntimeFrom<A, D> = fn(&mut ProgramState<A>, &RawGraph<A, D>, &D, usize) -> Result<(), Error>;
 
-/// The graph, the declared outputs, the memory plan and the build error, if any (the sweep is
-/// code, and the buffers are not shown).
+/// The graph, the declared outputs, the memory plan and the build error, if any (the plan's
+/// other tables and the buffers are not shown).
 impl<A: 'static, D: 'static, G, O, Br> core::fmt::Debug for Program<A, D, G, O, Br> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("Program")
