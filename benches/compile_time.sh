@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Build cost of `graph!` models as a user meets it: a crate depending on exactgrad (its
-# dependencies already built), rebuilt after a `touch` of its source, in the debug and the
-# release profile (cargo's defaults: debug incremental, release not).
+# dependencies already built), rebuilt after a one-line change of its `main.rs` (a constant's
+# value), in the debug and the release profile (cargo's defaults: debug incremental, release not).
 #
 # Models (each a throw-away crate whose `main` builds the graph and runs its generated program once):
 #   floor        a one-node model (`sum(x)`): the cost of any model crate, the figures' yardstick
 #   loop N       `for i in 0..N { x = tanh(x * a[i] + b[i]) }` with `a, b: [[16]; N]` (3N + 1 nodes)
 #   unrolled N   the same chain written out without a loop, N nodes (`v = tanh(v * a)`, ...)
-# then the workspace's examples, rebuilt in release after a touch of their file.
+# then the workspace's examples, rebuilt in release after a touch of their file (release builds
+# are not incremental: a touch rebuilds the example's crate whole, as a one-line change does).
 #
 # Columns: nodes; debug and release rebuild seconds and their ratio to the floor's; the release
 # binary's size and its `.text` (machine code) size; the expansion's lines per node
@@ -57,7 +58,11 @@ TOML
 # The graph and its generated program, both instantiated and run once.
 main_fn() { # inputs expression
   cat <<RS
+/// The line each measured rebuild changes.
+const EDIT: u32 = 0;
+
 fn main() {
+    std::hint::black_box(EDIT);
     let (g, h) = model::<f32>();
     let mut inputs = $1;
     let mut prog = Model::program::<f32>();
@@ -120,9 +125,9 @@ seconds() { # command...: wall seconds
 measure() { # name
   local dir="$work/$1" d r nodes bin text lines
   (cd "$dir" && cargo build -q && cargo build -q --release)
-  touch "$dir/src/main.rs"
+  sed -i 's/^const EDIT: u32 = .*;/const EDIT: u32 = 1;/' "$dir/src/main.rs"
   d=$(cd "$dir" && seconds cargo build -q)
-  touch "$dir/src/main.rs"
+  sed -i 's/^const EDIT: u32 = .*;/const EDIT: u32 = 2;/' "$dir/src/main.rs"
   r=$(cd "$dir" && seconds cargo build -q --release)
   nodes=$("$CARGO_TARGET_DIR/release/$1")
   bin=$(stat -c %s "$CARGO_TARGET_DIR/release/$1")

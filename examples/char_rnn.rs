@@ -25,6 +25,8 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 #[path = "support/rng.rs"]
 mod rng;
+#[path = "support/text.rs"]
+mod text;
 pub(crate) use rng::SplitMix64;
 
 graph! {
@@ -87,27 +89,14 @@ pub(crate) struct Corpus {
 
 impl Corpus {
     fn new(text: &str) -> Result<Self, Box<dyn Error>> {
-        let mut chars: Vec<char> = text.chars().collect();
-        chars.sort_unstable();
-        chars.dedup();
-        if chars.len() != VOCAB {
-            return Err(
-                format!("the model is built for {VOCAB} distinct characters, the text has {}", chars.len()).into()
-            );
-        }
-        let ids = text.chars().map(|c| chars.binary_search(&c).unwrap_or(0)).collect();
+        let (chars, ids) = text::encode(text, VOCAB)?;
         Ok(Corpus { chars, ids })
     }
 
     /// The entropy of the character frequencies, in nats: the loss of the best model that
     /// predicts every character without looking at the context.
     pub(crate) fn unigram_entropy(&self) -> f64 {
-        let mut counts = vec![0usize; self.chars.len()];
-        for &c in &self.ids {
-            counts[c] += 1;
-        }
-        let n = self.ids.len() as f64;
-        counts.iter().filter(|&&k| k > 0).map(|&k| k as f64 / n).map(|p| -p * p.ln()).sum()
+        text::unigram_entropy(&self.ids, self.chars.len())
     }
 
     /// The data of a batch of windows starting at `starts` (each needs `STEPS + 1` characters).

@@ -36,6 +36,8 @@ mod gpt_model;
 mod plot;
 #[path = "support/rng.rs"]
 mod rng;
+#[path = "support/text.rs"]
+mod text;
 pub(crate) use gpt_model::{gpt, init, Gpt, GptData, BATCH, CONTEXT, PARAMETERS};
 pub(crate) use rng::SplitMix64;
 
@@ -65,18 +67,7 @@ pub(crate) struct Corpus {
 
 impl Corpus {
     fn new(text: &str) -> Result<Self, Box<dyn Error>> {
-        let mut chars: Vec<char> = text.chars().collect();
-        chars.sort_unstable();
-        chars.dedup();
-        if chars.len() != Vocab::USIZE {
-            return Err(format!(
-                "the model is built for {} distinct characters, the text has {}",
-                Vocab::USIZE,
-                chars.len()
-            )
-            .into());
-        }
-        let ids: Vec<usize> = text.chars().map(|c| chars.binary_search(&c).unwrap_or(0)).collect();
+        let (chars, ids) = text::encode(text, Vocab::USIZE)?;
         let split = ids.len() * 9 / 10;
         Ok(Corpus { chars, ids, split })
     }
@@ -84,12 +75,7 @@ impl Corpus {
     /// The entropy of the character frequencies of the whole text, in nats: the loss of the
     /// best model that predicts every character without looking at the context.
     pub(crate) fn unigram_entropy(&self) -> f64 {
-        let mut counts = vec![0usize; self.chars.len()];
-        for &c in &self.ids {
-            counts[c] += 1;
-        }
-        let n = self.ids.len() as f64;
-        counts.iter().filter(|&&k| k > 0).map(|&k| k as f64 / n).map(|p| -p * p.ln()).sum()
+        text::unigram_entropy(&self.ids, self.chars.len())
     }
 
     /// The data of the windows starting at `starts` (`BATCH` of them, each needing

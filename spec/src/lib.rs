@@ -16,6 +16,7 @@
 #![forbid(unsafe_code)]
 
 pub mod docs;
+pub mod labels;
 pub mod levels;
 pub mod ops;
 pub mod rules;

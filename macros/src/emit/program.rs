@@ -174,10 +174,10 @@ fn plan_tokens(
                 node.op_name(),
                 node.shape,
                 node.parents.len(),
-                tables::label_key(label)
+                exactgrad_spec::labels::shape(label)
             );
             let mut numbers = node.parents.clone();
-            numbers.extend(tables::label_numbers(label).into_iter().map(|(_, n)| n));
+            numbers.extend(exactgrad_spec::labels::numbers(label).map(|(_, n)| n));
             Row { key, numbers }
         })
         .collect();

@@ -4,8 +4,6 @@
 //! not grow with a loop's trip count (the runtime moves the numbers while it reads the rows:
 //! `runtime/src/program/plan.rs`, `Table`).
 
-use core::ops::Range;
-
 use proc_macro2::TokenStream;
 use quote::quote;
 
@@ -111,30 +109,6 @@ fn repeated<'r>(available: usize, group: impl Fn(usize) -> &'r [Row]) -> Option<
     Some((len, deltas))
 }
 
-/// The runs of digits of a label and their values (the runtime's `label_numbers`).
-pub(super) fn label_numbers(label: &str) -> Vec<(Range<usize>, usize)> {
-    let bytes = label.as_bytes();
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i].is_ascii_digit() {
-            let start = i;
-            while i < bytes.len() && bytes[i].is_ascii_digit() {
-                i += 1;
-            }
-            out.push((start..i, label[start..i].parse().unwrap_or(0)));
-        } else {
-            i += 1;
-        }
-    }
-    out
-}
-
-/// A label with its digits replaced (the part of a node row's key it contributes).
-pub(super) fn label_key(label: &str) -> String {
-    label.chars().map(|c| if c.is_ascii_digit() { '#' } else { c }).collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -176,11 +150,5 @@ mod tests {
         let rows: Vec<Row> = vec![row("a", &[0]), row("b", &[1]), row("a", &[2])];
         let t = table(&p, &rows, &[Region { start: 0, per: 1, count: 3 }], tokens(&rows)).to_string();
         assert!(t.starts_with("p :: plan :: Table :: flat"), "{t}");
-    }
-
-    #[test]
-    fn labels_number_their_digit_runs() {
-        assert_eq!(label_numbers("block#12/h@i=3"), vec![(6..8, 12), (13..14, 3)]);
-        assert_eq!(label_key("block#12/h@i=3"), "block###/h@i=#");
     }
 }

@@ -218,6 +218,12 @@ impl Shift<'_> {
         }
     }
 
+    /// Whether the shift moves any number (else the row reads as written).
+    #[must_use]
+    pub fn moves(&self) -> bool {
+        self.k != 0 && self.deltas.iter().any(|&d| d != 0)
+    }
+
     /// Numbers `i` and `i + 1` of the row, written `r` in the table.
     #[must_use]
     pub fn range(&self, i: usize, r: &Range<usize>) -> Range<usize> {
@@ -314,9 +320,13 @@ impl PlannedNode {
     pub fn label_at(&self, shift: Shift<'_>) -> String {
         let mut out = String::new();
         let mut end = 0;
-        for (j, (r, n)) in label_numbers(self.label).enumerate() {
+        for (j, (r, n)) in exactgrad_spec::labels::numbers(self.label).enumerate() {
             out.push_str(&self.label[end..r.start]);
-            out.push_str(&shift.at(self.parents.len() + j, n).to_string());
+            // A number the shift leaves alone keeps its text (digits past `usize` included).
+            match shift.at(self.parents.len() + j, n) {
+                m if m == n => out.push_str(&self.label[r.clone()]),
+                m => out.push_str(&m.to_string()),
+            }
             end = r.end;
         }
         out.push_str(&self.label[end..]);
@@ -326,24 +336,8 @@ impl PlannedNode {
 
 impl Row for PlannedNode {
     fn numbers(&self) -> usize {
-        self.parents.len() + label_numbers(self.label).count()
+        self.parents.len() + exactgrad_spec::labels::numbers(self.label).count()
     }
-}
-
-/// The runs of digits of a label (`block#2/h@i=3`: 2 and 3), which a [`Repeat`] moves.
-pub(crate) fn label_numbers(label: &str) -> impl Iterator<Item = (Range<usize>, usize)> + '_ {
-    let bytes = label.as_bytes();
-    let mut i = 0;
-    core::iter::from_fn(move || {
-        while i < bytes.len() && !bytes[i].is_ascii_digit() {
-            i += 1;
-        }
-        let start = i;
-        while i < bytes.len() && bytes[i].is_ascii_digit() {
-            i += 1;
-        }
-        (start < i).then(|| (start..i, label[start..i].parse().unwrap_or(0)))
-    })
 }
 
 impl Step {
@@ -396,4 +390,33 @@ pub struct Plan {
     pub passes: &'static [PassPlan],
     /// The buffers.
     pub memory: MemoryPlan,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    static NODE: PlannedNode = PlannedNode::builtin("tanh", &[7], "[4]", "block#2/h99999999999999999999999@i=3");
+
+    #[test]
+    fn a_shift_moves_a_label_s_numbers_and_leaves_the_rest_as_written() {
+        // Numbers: the parent, then the label's runs of digits (2, the huge one, 3).
+        let deltas = [3, 1, 0, 1];
+        assert_eq!(NODE.numbers(), 4);
+        assert_eq!(NODE.label_at(Shift::NONE), NODE.label);
+        let shift = Shift { deltas: &deltas, k: 2 };
+        assert!(shift.moves() && !Shift::NONE.moves());
+        assert_eq!(NODE.parents_at(shift).collect::<Vec<_>>(), [13]);
+        assert_eq!(NODE.label_at(shift), "block#4/h99999999999999999999999@i=5");
+    }
+
+    #[test]
+    fn a_table_expands_its_repeats_in_row_order() {
+        static ROWS: [Level; 3] = [Level::new(&[0], &[]), Level::new(&[1], &[0]), Level::new(&[9], &[])];
+        static REPEATS: [Repeat; 1] = [Repeat { at: 1, rows: 1, count: 3, deltas: &[2, 2] }];
+        let table = Table { rows: &ROWS, repeats: &REPEATS };
+        let nodes: Vec<(usize, usize)> =
+            table.iter().map(|(l, s)| (s.at(0, l.nodes[0]), s.at(1, l.frees.first().copied().unwrap_or(99)))).collect();
+        assert_eq!(nodes, [(0, 99), (1, 0), (3, 2), (5, 4), (9, 99)]);
+    }
 }

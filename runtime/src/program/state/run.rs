@@ -81,8 +81,10 @@ impl<A: Scalar> ProgramState<A> {
                         self.accumulate(k, graph.name(k), root, q, pending, &g)?;
                     }
                 }
+                Writes::Product(writes) if !shift.moves() => self.vjp_product(t, k, graph, &g, writes)?,
                 Writes::Product(writes) => {
-                    // The step's writes, moved to its iteration, in a buffer kept from run to run.
+                    // A repeated step's writes, moved to its iteration, in a buffer kept from run
+                    // to run.
                     let mut moved = core::mem::take(&mut self.moved_writes);
                     moved.clear();
                     moved.extend((0..writes.len()).filter_map(|i| step.write_at(shift, i)));
@@ -113,6 +115,7 @@ impl<A: Scalar> ProgramState<A> {
             match (first, level.nodes.len()) {
                 (Some(k), _) if level.graph => self.forward_node(k, graph),
                 (Some(k), 1) => self.forward(k, graph),
+                _ if !shift.moves() => self.forward_level(level.nodes, graph),
                 _ => {
                     // A repeated level's nodes, moved to its iteration, in a buffer kept from run to run.
                     let mut moved = core::mem::take(&mut self.moved_nodes);
