@@ -33,6 +33,7 @@ use core::ops::Mul;
 use crate::error::Error;
 use crate::gradients::Stored;
 use crate::graph::Levels;
+use crate::ops::pointwise::BUILTIN;
 use crate::ops::MatrixView;
 use crate::program::bound::BoundGraph;
 use crate::program::state::Ran;
@@ -75,9 +76,9 @@ pub struct Compiled<A: 'static> {
     pub(crate) array_slots: PassLoop<A, Stored<A>>,
     /// The built-in pointwise functions' forward loops (`ops::pointwise::forward_into`), in the
     /// order of `ops::pointwise::BUILTIN`.
-    pub(crate) pointwise_forward: [fn(&[A], &mut Vec<A>); 9],
+    pub(crate) pointwise_forward: [fn(&[A], &mut Vec<A>); BUILTIN.len()],
     /// Their derivative loops (`ops::pointwise::derivative_into`).
-    pub(crate) pointwise_derivative: [fn(&[A], &[A], &[A], &mut Vec<A>); 9],
+    pub(crate) pointwise_derivative: [fn(&[A], &[A], &[A], &mut Vec<A>); BUILTIN.len()],
     /// A generated program's run: `ProgramState::run_plan`.
     pub(crate) run_plan: fn(&mut ProgramState<A>, &Plan, &(dyn BoundGraph<A> + Sync), Pass) -> Result<Ran, Error>,
 }
@@ -91,7 +92,6 @@ impl<A> core::fmt::Debug for Compiled<A> {
 /// The table of `A`'s generic bodies (instantiated where the table is built: here).
 const fn table<A: Scalar + Mul<Output = A> + num_traits::Float>() -> Compiled<A> {
     use crate::ops::bodies as mm;
-    use crate::ops::pointwise::{self, derivative_body, forward_body};
     Compiled {
         gemm: mm::gemm_body::<A, false>,
         gemm_rhs_left: mm::gemm_body::<A, true>,
@@ -99,8 +99,8 @@ const fn table<A: Scalar + Mul<Output = A> + num_traits::Float>() -> Compiled<A>
         left_gradient: mm::left_gradient_body::<A>,
         right_gradient: mm::right_gradient_body::<A>,
         product_onto: mm::product_onto_body::<A>,
-        pointwise_forward: pointwise::compiled_loops!(forward_body, A),
-        pointwise_derivative: pointwise::compiled_loops!(derivative_body, A),
+        pointwise_forward: crate::ops::builtin::forward_loops::<A>(),
+        pointwise_derivative: crate::ops::builtin::derivative_loops::<A>(),
         forward: crate::saved::forward_body::<A>,
         dense_loop: crate::saved::dense_loop_body::<A>,
         array_slots: crate::saved::array_slots_body::<A>,
@@ -128,33 +128,38 @@ mod tests {
     }
 
     /// A built-in pointwise function's index names its own loops in the table.
-    fn indexed<F: PointwiseFn<f32> + PointwiseFn<f64>>() {
-        let (i32_, i64_) = (<F as PointwiseFn<f32>>::COMPILED_INDEX, <F as PointwiseFn<f64>>::COMPILED_INDEX);
-        assert!(<F as PointwiseFn<f32>>::COMPILED && <F as PointwiseFn<f64>>::COMPILED);
-        assert_eq!(BUILTIN[i32_], <F as PointwiseFn<f32>>::NAME);
-        assert_eq!(BUILTIN[i64_], <F as PointwiseFn<f64>>::NAME);
-        // The table's loop is the function's: the same values as its generic body.
-        let x: Vec<f32> = (0..40).map(|i| i as f32 / 7.0 - 2.0).collect();
-        let (mut a, mut b) = (Vec::new(), Vec::new());
-        (F32.pointwise_forward[i32_])(&x, &mut a);
-        crate::ops::pointwise::forward_body::<f32, F>(&x, &mut b);
-        assert_eq!(
-            a.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
-            b.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
-        );
+    struct Indexed(usize);
+
+    impl crate::ops::builtin::Visit for Indexed {
+        fn visit<F: PointwiseFn<f32> + PointwiseFn<f64>>(&mut self) {
+            let (i32_, i64_) = (<F as PointwiseFn<f32>>::COMPILED_INDEX, <F as PointwiseFn<f64>>::COMPILED_INDEX);
+            assert!(<F as PointwiseFn<f32>>::COMPILED && <F as PointwiseFn<f64>>::COMPILED);
+            assert_eq!((i32_, i64_), (self.0, self.0), "{} is not at its place in the table", BUILTIN[self.0]);
+            assert_eq!(BUILTIN[i32_], <F as PointwiseFn<f32>>::NAME);
+            // The table's loops are the function's: the same values as its generic bodies.
+            let x: Vec<f32> = (0..40).map(|i| i as f32 / 7.0 - 2.0).collect();
+            let g: Vec<f32> = (0..40).map(|i| 1.5 - i as f32 / 9.0).collect();
+            let (mut a, mut b) = (Vec::new(), Vec::new());
+            (F32.pointwise_forward[i32_])(&x, &mut a);
+            crate::ops::pointwise::forward_body::<f32, F>(&x, &mut b);
+            (F32.pointwise_derivative[i32_])(&g, &x, &a.clone(), &mut a);
+            crate::ops::pointwise::derivative_body::<f32, F>(&g, &x, &b.clone(), &mut b);
+            let xd: Vec<f64> = x.iter().map(|&v| f64::from(v)).collect();
+            let (mut c, mut d) = (Vec::new(), Vec::new());
+            (F64.pointwise_forward[i64_])(&xd, &mut c);
+            crate::ops::pointwise::forward_body::<f64, F>(&xd, &mut d);
+            let bits32 = |v: &[f32]| v.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+            let bits64 = |v: &[f64]| v.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits32(&a), bits32(&b), "{}", BUILTIN[self.0]);
+            assert_eq!(bits64(&c), bits64(&d), "{}", BUILTIN[self.0]);
+            self.0 += 1;
+        }
     }
 
     #[test]
     fn every_built_in_pointwise_function_is_at_its_index() {
-        use crate::ops::{ExpFn, GeluFn, LogFn, NegFn, ReluFn, SigmoidFn, SoftplusFn, SqrtFn, TanhFn};
-        indexed::<ReluFn>();
-        indexed::<TanhFn>();
-        indexed::<ExpFn>();
-        indexed::<SigmoidFn>();
-        indexed::<SoftplusFn>();
-        indexed::<LogFn>();
-        indexed::<SqrtFn>();
-        indexed::<GeluFn>();
-        indexed::<NegFn>();
+        let mut v = Indexed(0);
+        crate::ops::builtin::each(&mut v);
+        assert_eq!(v.0, BUILTIN.len());
     }
 }

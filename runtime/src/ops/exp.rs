@@ -7,11 +7,10 @@
 
 use num_traits::Float;
 
-use super::pointwise::{self, Pointwise, PointwiseFn};
-use crate::graph::Compact;
+use super::pointwise::PointwiseFn;
 use crate::reference::{FloatKit, Unary};
 use crate::scalar::Scalar;
-use crate::shape::{rules::UnaryShape, Position, Shape};
+
 
 /// `exp` as a [`PointwiseFn`]: the forward and the derivative of the module docs.
 #[derive(Clone, Copy, Debug)]
@@ -19,7 +18,6 @@ pub struct ExpFn;
 
 impl<A: Scalar + Float> PointwiseFn<A> for ExpFn {
     const COMPILED: bool = true;
-    const COMPILED_INDEX: usize = 2;
     const NAME: &'static str = "exp";
     const DERIVATIVE_WORK: usize = 0;
     type Consts = ();
@@ -37,20 +35,10 @@ impl<A: Scalar + Float> PointwiseFn<A> for ExpFn {
     }
 }
 
-/// Elementwise exponential.
-pub type Exp = Pointwise<ExpFn>;
-
-/// Typed `exp(a)`.
-#[must_use]
-pub fn exp<A: Scalar + Float, D: 'static, S: UnaryShape<Output = O>, O: Shape, Br>(
-    a: Position<S, Br>,
-) -> Compact<Exp, A, D, O> {
-    pointwise::node::<A, D, ExpFn, S, O, Br>(a)
-}
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::ops::Exp;
     use crate::ops::testing::{gradcheck, sample};
 
     #[test]

@@ -29,11 +29,10 @@
 
 use num_traits::Float;
 
-use super::pointwise::{self, Pointwise, PointwiseFn};
-use crate::graph::Compact;
+use super::pointwise::PointwiseFn;
 use crate::reference::{FloatKit, Unary};
 use crate::scalar::Scalar;
-use crate::shape::{rules::UnaryShape, Position, Shape};
+
 
 /// `√(2/π)`.
 const C: f64 = 0.797_884_560_802_865_4;
@@ -62,7 +61,6 @@ pub struct GeluFn;
 
 impl<A: Scalar + Float> PointwiseFn<A> for GeluFn {
     const COMPILED: bool = true;
-    const COMPILED_INDEX: usize = 7;
     const NAME: &'static str = "gelu";
     type Consts = (A, A, A, A);
     fn consts() -> (A, A, A, A) {
@@ -87,20 +85,11 @@ impl<A: Scalar + Float> PointwiseFn<A> for GeluFn {
     }
 }
 
-/// GELU, tanh approximation.
-pub type Gelu = Pointwise<GeluFn>;
-
-/// Typed `gelu(a)` (tanh approximation).
-#[must_use]
-pub fn gelu<A: Scalar + Float, D: 'static, S: UnaryShape<Output = O>, O: Shape, Br>(
-    a: Position<S, Br>,
-) -> Compact<Gelu, A, D, O> {
-    pointwise::node::<A, D, GeluFn, S, O, Br>(a)
-}
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ops::Gelu;
     use crate::ops::testing::{bits, forward, gradcheck, sample, vjp};
     use crate::shape::Dims;
     use crate::tensor::RawTensor;

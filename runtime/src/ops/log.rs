@@ -9,11 +9,10 @@
 
 use num_traits::Float;
 
-use super::pointwise::{self, Pointwise, PointwiseFn};
-use crate::graph::Compact;
+use super::pointwise::PointwiseFn;
 use crate::reference::{FloatKit, Unary};
 use crate::scalar::Scalar;
-use crate::shape::{rules::UnaryShape, Position, Shape};
+
 
 /// `log` as a [`PointwiseFn`]: the forward and the derivative of the module docs.
 #[derive(Clone, Copy, Debug)]
@@ -21,7 +20,6 @@ pub struct LogFn;
 
 impl<A: Scalar + Float> PointwiseFn<A> for LogFn {
     const COMPILED: bool = true;
-    const COMPILED_INDEX: usize = 5;
     const NAME: &'static str = "log";
     const FORWARD_WORK: usize = 48;
     const DERIVATIVE_WORK: usize = 0;
@@ -40,20 +38,10 @@ impl<A: Scalar + Float> PointwiseFn<A> for LogFn {
     }
 }
 
-/// Elementwise natural logarithm.
-pub type Log = Pointwise<LogFn>;
-
-/// Typed `log(a)`.
-#[must_use]
-pub fn log<A: Scalar + Float, D: 'static, S: UnaryShape<Output = O>, O: Shape, Br>(
-    a: Position<S, Br>,
-) -> Compact<Log, A, D, O> {
-    pointwise::node::<A, D, LogFn, S, O, Br>(a)
-}
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::ops::Log;
     use crate::ops::testing::{bits, forward, gradcheck, sample, vjp};
     use crate::shape::Dims;
     use crate::tensor::RawTensor;

@@ -28,11 +28,8 @@ mod data_tensor;
 mod div;
 mod div_const;
 mod dropout;
-mod exp;
 mod gather_rows;
-mod gelu;
 mod layer_norm;
-mod log;
 mod log_softmax;
 mod masked_fill;
 mod matmul;
@@ -44,27 +41,21 @@ mod mean_axis;
 mod min;
 mod mse;
 mod mul;
-mod neg;
 mod offset;
 mod opaque;
 mod permute;
 pub mod pointwise;
 mod product_vjp;
-mod relu;
 mod reshape;
 mod scale;
 mod select;
-mod sigmoid;
 mod slice;
 mod sliding;
 mod softmax;
-mod softplus;
-mod sqrt;
 mod square;
 mod sub;
 mod sum;
 mod sum_axis;
-mod tanh;
 mod transpose;
 pub(crate) mod window_vjp;
 
@@ -81,11 +72,8 @@ pub use data_tensor::{data_tensor, DataTensor};
 pub use div::{div, Div};
 pub use dropout::{dropout, keeps, splitmix64, Dropout, SeedAccessor};
 pub use exactgrad_spec::rules::Sliding;
-pub use exp::{exp, Exp, ExpFn};
 pub use gather_rows::{gather_rows, GatherRows};
-pub use gelu::{gelu, Gelu, GeluFn};
 pub use layer_norm::{layer_norm, LayerNorm};
-pub use log::{log, Log, LogFn};
 pub use log_softmax::{log_softmax, LogSoftmax};
 pub use masked_fill::{masked_fill, MaskAccessor, MaskedFill};
 pub(crate) use matmul::{elementwise, Batch, WideLoop};
@@ -103,28 +91,90 @@ pub use mean_axis::{mean_axis, MeanAxis};
 pub use min::{min, Min};
 pub use mse::{mse, Mse};
 pub use mul::{mul, Mul};
-pub use neg::{neg, Neg, NegFn};
 pub use opaque::opaque;
 pub use permute::{permute, Permute};
 pub use pointwise::{Pointwise, PointwiseFn};
+
+/// Declares the built-in pointwise ops from one line each — `name: Op = OpFn, "what it is";` —
+/// in the order of their loops in the compiled table ([`pointwise::BUILTIN`]). Each line makes:
+/// the module `name.rs` (which holds `OpFn`, the [`PointwiseFn`] with the forward, the derivative
+/// and the reference), the op type `Op = Pointwise<OpFn>`, its typed constructor `name(a)` (the
+/// scalar bounds are `OpFn`'s), and its `f32`/`f64` loops in `crate::compiled`.
+macro_rules! builtin_pointwise {
+    ($($name:ident: $op:ident = $f:ident, $what:literal;)*) => {
+        $(
+            mod $name;
+            pub use $name::$f;
+            #[doc = concat!($what, ": [`", stringify!($f), "`] applied to every element.")]
+            pub type $op = Pointwise<$f>;
+            #[doc = concat!("Typed `", stringify!($name), "(a)`: [`", stringify!($op), "`], the shape kept ([`UnaryShape`](crate::shape::rules::UnaryShape)).")]
+            #[must_use]
+            pub fn $name<A, D, S, O, Br>(a: crate::shape::Position<S, Br>) -> crate::graph::Compact<$op, A, D, O>
+            where
+                A: crate::scalar::Scalar,
+                D: 'static,
+                S: crate::shape::rules::UnaryShape<Output = O>,
+                O: crate::shape::Shape,
+                $f: PointwiseFn<A>,
+            {
+                pointwise::node::<A, D, $f, S, O, Br>(a)
+            }
+            // The table's name is the function's own (`COMPILED_INDEX` is found by name).
+            const _: () = assert!(pointwise::same_name(<$f as PointwiseFn<f64>>::NAME, stringify!($name)));
+        )*
+        pub(crate) mod builtin {
+            //! The built-in pointwise functions as one list, for `pointwise::BUILTIN` and the
+            //! compiled table.
+            use super::*;
+            /// Their names, in table order.
+            pub(crate) const NAMES: &[&str] = &[$(stringify!($name)),*];
+            /// Their forward loops for `A`, in table order.
+            pub(crate) const fn forward_loops<A: crate::scalar::Scalar + num_traits::Float>() -> [fn(&[A], &mut Vec<A>); NAMES.len()] {
+                [$(pointwise::forward_body::<A, $f>),*]
+            }
+            /// Their derivative loops for `A`, in table order.
+            pub(crate) const fn derivative_loops<A: crate::scalar::Scalar + num_traits::Float>() -> [fn(&[A], &[A], &[A], &mut Vec<A>); NAMES.len()] {
+                [$(pointwise::derivative_body::<A, $f>),*]
+            }
+            /// What a test does with each built-in function.
+            #[cfg(test)]
+            pub(crate) trait Visit {
+                /// Called once per function, in table order.
+                fn visit<F: PointwiseFn<f32> + PointwiseFn<f64>>(&mut self);
+            }
+            /// Calls `v` with every built-in function, in table order.
+            #[cfg(test)]
+            pub(crate) fn each(v: &mut impl Visit) {
+                $(v.visit::<$f>();)*
+            }
+        }
+    };
+}
+
+builtin_pointwise! {
+    relu: Relu = ReluFn, "Rectified linear unit";
+    tanh: Tanh = TanhFn, "Hyperbolic tangent";
+    exp: Exp = ExpFn, "Exponential";
+    sigmoid: Sigmoid = SigmoidFn, "Logistic sigmoid";
+    softplus: Softplus = SoftplusFn, "Softplus `ln(1 + exp(x))`, in a stable form";
+    log: Log = LogFn, "Natural logarithm";
+    sqrt: Sqrt = SqrtFn, "Square root";
+    gelu: Gelu = GeluFn, "GELU, tanh approximation";
+    neg: Neg = NegFn, "Negation";
+}
 pub use product_vjp::ProductVjp;
 pub use window_vjp::{Window, WindowVjp};
 
 pub use div_const::{div_const, DivConst};
 pub use offset::{offset, Offset};
-pub use relu::{relu, Relu, ReluFn};
 pub use reshape::{reshape, Reshape};
 pub use scale::{scale, Scale};
-pub use sigmoid::{sigmoid, Sigmoid, SigmoidFn};
 pub use slice::{slice, Slice};
 pub use softmax::{softmax, Softmax};
-pub use softplus::{softplus, Softplus, SoftplusFn};
-pub use sqrt::{sqrt, Sqrt, SqrtFn};
 pub use square::{square, Square};
 pub use sub::{sub, Sub};
 pub use sum::{sum, Sum};
 pub use sum_axis::{sum_axis, SumAxis};
-pub use tanh::{tanh, Tanh, TanhFn};
 pub use transpose::{transpose, Transpose};
 
 use exactgrad_spec::rules;

@@ -4,11 +4,10 @@
 
 use core::ops::{Neg as NegOp, Sub as SubOp};
 
-use super::pointwise::{self, Pointwise, PointwiseFn};
-use crate::graph::Compact;
+use super::pointwise::PointwiseFn;
 use crate::reference::Unary;
 use crate::scalar::Scalar;
-use crate::shape::{rules::UnaryShape, Position, Shape};
+
 
 /// `neg` as a [`PointwiseFn`]: the forward and the derivative of the module docs.
 #[derive(Clone, Copy, Debug)]
@@ -16,7 +15,6 @@ pub struct NegFn;
 
 impl<A: Scalar + NegOp<Output = A> + SubOp<Output = A>> PointwiseFn<A> for NegFn {
     const COMPILED: bool = true;
-    const COMPILED_INDEX: usize = 8;
     const NAME: &'static str = "neg";
     const FORWARD_WORK: usize = 0;
     const DERIVATIVE_WORK: usize = 0;
@@ -35,20 +33,10 @@ impl<A: Scalar + NegOp<Output = A> + SubOp<Output = A>> PointwiseFn<A> for NegFn
     }
 }
 
-/// Elementwise negation.
-pub type Neg = Pointwise<NegFn>;
-
-/// Typed `neg(a)`.
-#[must_use]
-pub fn neg<A: Scalar + NegOp<Output = A> + SubOp<Output = A>, D: 'static, S: UnaryShape<Output = O>, O: Shape, Br>(
-    a: Position<S, Br>,
-) -> Compact<Neg, A, D, O> {
-    pointwise::node::<A, D, NegFn, S, O, Br>(a)
-}
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::ops::Neg;
     use crate::ops::testing::{bits, forward, gradcheck, sample, vjp};
     use crate::shape::Dims;
     use crate::tensor::RawTensor;

@@ -53,36 +53,48 @@ pub trait PointwiseFn<A>: 'static {
     fn reference() -> Option<crate::reference::Unary<A>> {
         None
     }
-    /// Whether this crate compiled the function's loops for `f32` and `f64` (a built-in op's), at
-    /// [`COMPILED_INDEX`](Self::COMPILED_INDEX) of [`BUILTIN`]. Set only by this crate.
+    /// Whether this crate compiled the function's loops for `f32` and `f64` (a built-in op's:
+    /// `crate::ops`' `builtin_pointwise!` table). Set only by this crate.
     #[doc(hidden)]
     const COMPILED: bool = false;
-    /// See [`COMPILED`](Self::COMPILED).
+    /// The place of its loops in the compiled table: its name's place in [`BUILTIN`] (a compile
+    /// error when `COMPILED` is set on a function the table does not list).
     #[doc(hidden)]
-    const COMPILED_INDEX: usize = 0;
+    const COMPILED_INDEX: usize = compiled_index(Self::NAME, Self::COMPILED);
 }
 
 /// The built-in pointwise functions' names, in the order of their loops in the compiled table
-/// (`crate::compiled`; each function's `COMPILED_INDEX`).
-pub const BUILTIN: [&str; 9] = ["relu", "tanh", "exp", "sigmoid", "softplus", "log", "sqrt", "gelu", "neg"];
+/// (`crate::compiled`), as `crate::ops` declares them.
+pub const BUILTIN: &[&str] = super::builtin::NAMES;
 
-/// The compiled table's pointwise loops for `A` (built where the table is: `crate::compiled`).
-macro_rules! compiled_loops {
-    ($body:ident, $A:ty) => {
-        [
-            $body::<$A, crate::ops::ReluFn>,
-            $body::<$A, crate::ops::TanhFn>,
-            $body::<$A, crate::ops::ExpFn>,
-            $body::<$A, crate::ops::SigmoidFn>,
-            $body::<$A, crate::ops::SoftplusFn>,
-            $body::<$A, crate::ops::LogFn>,
-            $body::<$A, crate::ops::SqrtFn>,
-            $body::<$A, crate::ops::GeluFn>,
-            $body::<$A, crate::ops::NegFn>,
-        ]
-    };
+/// Whether two names are equal (usable in a constant).
+pub(crate) const fn same_name(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
 }
-pub(crate) use compiled_loops;
+
+/// `name`'s place in [`BUILTIN`] when `compiled`, else `0` (unused).
+const fn compiled_index(name: &str, compiled: bool) -> usize {
+    let mut i = 0;
+    while i < BUILTIN.len() {
+        if same_name(BUILTIN[i], name) {
+            return i;
+        }
+        i += 1;
+    }
+    assert!(!compiled, "a compiled pointwise function that ops::builtin_pointwise! does not list");
+    0
+}
 
 /// The op `F` applied elementwise to one position.
 pub struct Pointwise<F> {

@@ -3,11 +3,10 @@
 //! VJP: `single(a, m)` with `m[i] = if a[i] > 0 { δ[i] } else { 0 }` (a select, not a product, so
 //! a NaN cotangent does not leak through inactive units).
 
-use super::pointwise::{self, Pointwise, PointwiseFn};
-use crate::graph::Compact;
+use super::pointwise::PointwiseFn;
 use crate::reference::Unary;
 use crate::scalar::Scalar;
-use crate::shape::{rules::UnaryShape, Position, Shape};
+
 
 /// `relu` as a [`PointwiseFn`]: the forward and the derivative of the module docs.
 #[derive(Clone, Copy, Debug)]
@@ -15,7 +14,6 @@ pub struct ReluFn;
 
 impl<A: Scalar + PartialOrd> PointwiseFn<A> for ReluFn {
     const COMPILED: bool = true;
-    const COMPILED_INDEX: usize = 0;
     const NAME: &'static str = "relu";
     const FORWARD_WORK: usize = 0;
     const DERIVATIVE_WORK: usize = 0;
@@ -43,20 +41,10 @@ impl<A: Scalar + PartialOrd> PointwiseFn<A> for ReluFn {
     }
 }
 
-/// Rectified linear unit.
-pub type Relu = Pointwise<ReluFn>;
-
-/// Typed `relu(a)`.
-#[must_use]
-pub fn relu<A: Scalar + PartialOrd, D: 'static, S: UnaryShape<Output = O>, O: Shape, Br>(
-    a: Position<S, Br>,
-) -> Compact<Relu, A, D, O> {
-    pointwise::node::<A, D, ReluFn, S, O, Br>(a)
-}
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::ops::Relu;
     use crate::ops::testing::{bits, forward, gradcheck, vjp};
     use crate::shape::Dims;
     use crate::tensor::RawTensor;

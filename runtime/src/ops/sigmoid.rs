@@ -11,11 +11,10 @@
 
 use num_traits::Float;
 
-use super::pointwise::{self, Pointwise, PointwiseFn};
-use crate::graph::Compact;
+use super::pointwise::PointwiseFn;
 use crate::reference::{FloatKit, Unary};
 use crate::scalar::Scalar;
-use crate::shape::{rules::UnaryShape, Position, Shape};
+
 
 /// The logistic function `1 / (1 + exp(-x))` of one scalar, in the order documented on the
 /// module (shared with [`Softplus`](super::Softplus), whose derivative it is).
@@ -30,7 +29,6 @@ pub struct SigmoidFn;
 
 impl<A: Scalar + Float> PointwiseFn<A> for SigmoidFn {
     const COMPILED: bool = true;
-    const COMPILED_INDEX: usize = 3;
     const NAME: &'static str = "sigmoid";
     const DERIVATIVE_WORK: usize = 0;
     type Consts = ();
@@ -48,20 +46,10 @@ impl<A: Scalar + Float> PointwiseFn<A> for SigmoidFn {
     }
 }
 
-/// Logistic sigmoid.
-pub type Sigmoid = Pointwise<SigmoidFn>;
-
-/// Typed `sigmoid(a)`.
-#[must_use]
-pub fn sigmoid<A: Scalar + Float, D: 'static, S: UnaryShape<Output = O>, O: Shape, Br>(
-    a: Position<S, Br>,
-) -> Compact<Sigmoid, A, D, O> {
-    pointwise::node::<A, D, SigmoidFn, S, O, Br>(a)
-}
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::ops::Sigmoid;
     use crate::ops::testing::{bits, forward, gradcheck, sample, vjp};
     use crate::shape::Dims;
     use crate::tensor::RawTensor;

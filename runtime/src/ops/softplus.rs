@@ -17,12 +17,11 @@
 
 use num_traits::Float;
 
-use super::pointwise::{self, Pointwise, PointwiseFn};
+use super::pointwise::PointwiseFn;
 use super::sigmoid::logistic;
-use crate::graph::Compact;
 use crate::reference::{FloatKit, Unary};
 use crate::scalar::Scalar;
-use crate::shape::{rules::UnaryShape, Position, Shape};
+
 
 #[inline]
 fn softplus_scalar<A: Float + 'static>(x: A) -> A {
@@ -39,7 +38,6 @@ pub struct SoftplusFn;
 
 impl<A: Scalar + Float> PointwiseFn<A> for SoftplusFn {
     const COMPILED: bool = true;
-    const COMPILED_INDEX: usize = 4;
     const NAME: &'static str = "softplus";
     const FORWARD_WORK: usize = 128;
     type Consts = ();
@@ -57,20 +55,10 @@ impl<A: Scalar + Float> PointwiseFn<A> for SoftplusFn {
     }
 }
 
-/// Softplus `ln(1 + exp(x))`, in the stable form documented on the module.
-pub type Softplus = Pointwise<SoftplusFn>;
-
-/// Typed `softplus(a)`.
-#[must_use]
-pub fn softplus<A: Scalar + Float, D: 'static, S: UnaryShape<Output = O>, O: Shape, Br>(
-    a: Position<S, Br>,
-) -> Compact<Softplus, A, D, O> {
-    pointwise::node::<A, D, SoftplusFn, S, O, Br>(a)
-}
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::ops::Softplus;
     use crate::ops::testing::{bits, forward, gradcheck, sample, vjp};
     use crate::ops::Sigmoid;
     use crate::shape::Dims;

@@ -10,11 +10,10 @@
 
 use num_traits::Float;
 
-use super::pointwise::{self, Pointwise, PointwiseFn};
-use crate::graph::Compact;
+use super::pointwise::PointwiseFn;
 use crate::reference::{FloatKit, Unary};
 use crate::scalar::Scalar;
-use crate::shape::{rules::UnaryShape, Position, Shape};
+
 
 /// `sqrt` as a [`PointwiseFn`]: the forward and the derivative of the module docs.
 #[derive(Clone, Copy, Debug)]
@@ -22,7 +21,6 @@ pub struct SqrtFn;
 
 impl<A: Scalar + Float> PointwiseFn<A> for SqrtFn {
     const COMPILED: bool = true;
-    const COMPILED_INDEX: usize = 6;
     const NAME: &'static str = "sqrt";
     const FORWARD_WORK: usize = 0;
     const DERIVATIVE_WORK: usize = 0;
@@ -41,20 +39,10 @@ impl<A: Scalar + Float> PointwiseFn<A> for SqrtFn {
     }
 }
 
-/// Elementwise square root.
-pub type Sqrt = Pointwise<SqrtFn>;
-
-/// Typed `sqrt(a)`.
-#[must_use]
-pub fn sqrt<A: Scalar + Float, D: 'static, S: UnaryShape<Output = O>, O: Shape, Br>(
-    a: Position<S, Br>,
-) -> Compact<Sqrt, A, D, O> {
-    pointwise::node::<A, D, SqrtFn, S, O, Br>(a)
-}
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::ops::Sqrt;
     use crate::ops::testing::{bits, forward, gradcheck, sample, vjp};
     use crate::shape::Dims;
     use crate::tensor::RawTensor;

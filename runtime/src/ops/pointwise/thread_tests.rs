@@ -7,7 +7,7 @@
 use proptest::prelude::*;
 
 use super::{derivative_into, forward_into, PointwiseFn};
-use crate::ops::{ExpFn, GeluFn, LogFn, NegFn, ReluFn, SigmoidFn, SoftplusFn, SqrtFn, TanhFn};
+use crate::ops::builtin::{each, Visit};
 use crate::parallel;
 use crate::scalar::Scalar;
 
@@ -32,21 +32,20 @@ fn runs<A: Scalar, F: PointwiseFn<A>>(x: &[A], g: &[A], bits: fn(&A) -> u64) -> 
         .collect()
 }
 
-macro_rules! all_ops {
-    ($a:ty, $x:expr, $g:expr, $bits:expr) => {{
-        let (x, g): (&[$a], &[$a]) = ($x, $g);
-        vec![
-            runs::<$a, ExpFn>(x, g, $bits),
-            runs::<$a, GeluFn>(x, g, $bits),
-            runs::<$a, LogFn>(x, g, $bits),
-            runs::<$a, NegFn>(x, g, $bits),
-            runs::<$a, ReluFn>(x, g, $bits),
-            runs::<$a, SigmoidFn>(x, g, $bits),
-            runs::<$a, SoftplusFn>(x, g, $bits),
-            runs::<$a, SqrtFn>(x, g, $bits),
-            runs::<$a, TanhFn>(x, g, $bits),
-        ]
-    }};
+/// Every built-in function's runs on `x32`/`g32` then on `x64`/`g64`.
+struct AllOps<'a> {
+    x32: &'a [f32],
+    g32: &'a [f32],
+    x64: &'a [f64],
+    g64: &'a [f64],
+    runs: Vec<Vec<Vec<u64>>>,
+}
+
+impl Visit for AllOps<'_> {
+    fn visit<F: PointwiseFn<f32> + PointwiseFn<f64>>(&mut self) {
+        self.runs.push(runs::<f32, F>(self.x32, self.g32, |v| u64::from(v.to_bits())));
+        self.runs.push(runs::<f64, F>(self.x64, self.g64, |v| v.to_bits()));
+    }
 }
 
 proptest! {
@@ -64,10 +63,9 @@ proptest! {
             (x.iter().map(|&b| f32::from_bits(b as u32)).collect(), g.iter().map(|&b| f32::from_bits(b as u32)).collect());
         let (x64, g64): (Vec<f64>, Vec<f64>) =
             (x.iter().map(|&b| f64::from_bits(b)).collect(), g.iter().map(|&b| f64::from_bits(b)).collect());
-        for (k, per_pool) in all_ops!(f32, &x32, &g32, |v: &f32| u64::from(v.to_bits()))
-            .into_iter()
-            .chain(all_ops!(f64, &x64, &g64, |v: &f64| v.to_bits()))
-            .enumerate()
+        let mut all = AllOps { x32: &x32, g32: &g32, x64: &x64, g64: &g64, runs: Vec::new() };
+        each(&mut all);
+        for (k, per_pool) in all.runs.into_iter().enumerate()
         {
             for (threads, got) in per_pool.iter().enumerate().skip(1) {
                 prop_assert!(got == &per_pool[0], "op {}: {} threads differ from one", k, threads + 1);
