@@ -66,7 +66,7 @@ graph! {
         let d = a - b;
         let m = a * b;
         let q = div(a, b);
-        let act = relu(s) + tanh(d) + exp(m * 0.01) + sigmoid(q) + softplus(max(a, b)) + gelu(min(a, b));
+        let act = relu(s) + tanh(d) + exp(m * 0.01) + sigmoid(q) + softplus(max(a, b)) + gelu(min(a, b)) + silu(m);
         let t = act + square(-a) + log(exp(b)) + sqrt(exp(a)) * 0.5 + r;
         (t, sum(t * a))
     }

@@ -205,6 +205,7 @@ pub const OPS: &[OpSpec] = {
         op!("log", 1, Unary, Unary, S0, OPERAND, POINTWISE, bounds = &[Float]),
         op!("sqrt", 1, Unary, Unary, S0, OUTPUT, POINTWISE, bounds = &[Float]),
         op!("gelu", 1, Unary, Unary, S0, OPERAND, POINTWISE, bounds = &[Float]),
+        op!("silu", 1, Unary, Unary, S0, OPERAND, POINTWISE, bounds = &[Float]),
         op!("square", 1, Unary, Unary, Pattern::Add(&S0, &S0), OPERAND, POINTWISE, bounds = &[Mul]),
         op!(
             "scale",

@@ -1,5 +1,5 @@
 //! Elementwise ops: binary (`add`, `sub`, `mul`, `div`, `max`, `min`) and pointwise (`neg`,
-//! `scale`, `offset`, `div_const`, `square`, `relu`, `tanh`, `exp`, `sigmoid`, `softplus`, `log`, `sqrt`, `gelu`).
+//! `scale`, `offset`, `div_const`, `square`, `relu`, `tanh`, `exp`, `sigmoid`, `softplus`, `log`, `sqrt`, `gelu`, `silu`).
 
 use exactgrad::{ops, GraphData, Pack};
 
@@ -292,6 +292,19 @@ fn gelu() {
         let (g, a) = GraphData::<f64, ()>::new().input::<M23>();
         let (g, w) = g.input::<M23>();
         let (g, y) = g.push(ops::gelu(a));
+        let (g, l) = weighted_sum(g, y, w);
+        let saved = g.compile(Pack::new().push(t(&x[0])).push(weights()), ()).unwrap();
+        run(&saved, l, &[a.index()])
+    });
+}
+
+/// SiLU: inputs of both signs and up to `±4`, where `sigmoid` bends.
+#[test]
+fn silu() {
+    check(&[sample(6, 43).iter().map(|v| 4.0 * v).collect()], |x| {
+        let (g, a) = GraphData::<f64, ()>::new().input::<M23>();
+        let (g, w) = g.input::<M23>();
+        let (g, y) = g.push(ops::silu(a));
         let (g, l) = weighted_sum(g, y, w);
         let saved = g.compile(Pack::new().push(t(&x[0])).push(weights()), ()).unwrap();
         run(&saved, l, &[a.index()])

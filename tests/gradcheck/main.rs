@@ -71,6 +71,7 @@ const CHECKED: &[&str] = &[
     "log",
     "sqrt",
     "gelu",
+    "silu",
     "square",
     "scale",
     "offset",

@@ -43,7 +43,7 @@ pub trait TestScalar:
     fn nan_vjp() -> Self;
     /// `tanh(a)` (`exp(a)` when `exp`) for floats; a built-in op that fits for other scalars.
     fn transcendental(exp: bool, a: usize) -> RawNode<Self, ()>;
-    /// For floats, one of `sigmoid`, `softplus`, `log`, `sqrt`, `gelu` (by `which`); a built-in op
+    /// For floats, one of `sigmoid`, `softplus`, `log`, `sqrt`, `gelu`, `silu` (by `which`); a built-in op
     /// that fits for other scalars.
     fn elementary(which: u8, a: usize) -> RawNode<Self, ()>;
     /// `div(a, b)` for floats; `mul(a, b)` for integers (whose `/` panics on a zero divisor).
@@ -88,12 +88,13 @@ pub fn float_rowwise<T: TestScalar + num_traits::Float>(
 
 /// The float ops without an integer counterpart, by `which`.
 pub fn float_elementary<T: TestScalar + num_traits::Float>(which: u8, a: usize) -> RawNode<T, ()> {
-    match which % 5 {
+    match which % 6 {
         0 => RawNode::compact(ops::Sigmoid::new(a)),
         1 => RawNode::compact(ops::Softplus::new(a)),
         2 => RawNode::compact(ops::Log::new(a)),
         3 => RawNode::compact(ops::Sqrt::new(a)),
-        _ => RawNode::compact(ops::Gelu::new(a)),
+        4 => RawNode::compact(ops::Gelu::new(a)),
+        _ => RawNode::compact(ops::Silu::new(a)),
     }
 }
 

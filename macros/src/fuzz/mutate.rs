@@ -97,6 +97,7 @@ pub(super) const IDENTS: &[&str] = &[
     "sigmoid",
     "softplus",
     "gelu",
+    "silu",
     "transpose",
     "neg",
     "scale",

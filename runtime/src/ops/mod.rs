@@ -161,6 +161,7 @@ builtin_pointwise! {
     sqrt: Sqrt = SqrtFn, "Square root";
     gelu: Gelu = GeluFn, "GELU, tanh approximation";
     neg: Neg = NegFn, "Negation";
+    silu: Silu = SiluFn, "SiLU (swish) `x · sigmoid(x)`";
 }
 pub use product_vjp::ProductVjp;
 pub use window_vjp::{Window, WindowVjp};

@@ -1,5 +1,5 @@
 //! The one implementation of every pointwise op (`relu`, `tanh`, `exp`, `sigmoid`, `softplus`,
-//! `log`, `sqrt`, `gelu`, `neg`): an op is a [`PointwiseFn`] — its forward and its derivative
+//! `log`, `sqrt`, `gelu`, `neg`, `silu`): an op is a [`PointwiseFn`] — its forward and its derivative
 //! applied to the cotangent — handed to [`Pointwise`], which supplies the shape rule, the forward
 //! loop and the compact VJP `single(a, t)` with `t[i] = derivative(δ[i], a[i], y[i])`.
 //!

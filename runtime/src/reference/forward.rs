@@ -170,6 +170,7 @@ fn unary<A: Scalar>(f: &Unary<A>, x: &A) -> A {
             let half = (k.constant)(0.5);
             (k.mul)((k.mul)(half, x.clone()), plus(k.one.clone(), gelu_tanh(k, x)))
         }
+        Unary::Silu(k) => (k.div)(x.clone(), plus(k.one.clone(), (k.exp)((k.neg)(x.clone())))),
     }
 }
 

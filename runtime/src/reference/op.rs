@@ -98,6 +98,8 @@ pub enum Unary<A> {
     Sqrt(FloatKit<A>),
     /// GELU, tanh approximation.
     Gelu(FloatKit<A>),
+    /// SiLU `x / (1 + exp(-x))`.
+    Silu(FloatKit<A>),
 }
 
 /// A built-in op as the reference sees it: its name, the positions it reads, its parameters and

@@ -53,6 +53,12 @@ fn unary<A: Scalar>(f: &Unary<A>, g: &A, x: &A, y: &A) -> A {
             };
             (k.mul)(g.clone(), plus((k.mul)(half, plus(k.one.clone(), t)), tail))
         }
+        Unary::Silu(k) => {
+            let s = logistic(k, x);
+            let rest = (k.sub)(k.one.clone(), s.clone());
+            let t = if (k.cmp)(&rest, &zero) == Some(Ordering::Equal) { zero } else { (k.mul)(x.clone(), rest) };
+            (k.mul)(g.clone(), (k.mul)(s, plus(k.one.clone(), t)))
+        }
     }
 }
 
