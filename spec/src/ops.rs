@@ -519,19 +519,27 @@ pub fn lookup(name: &str) -> Option<&'static OpSpec> {
     OPS.iter().find(|op| op.form != Form::Lowered && (op.name == name || op.aliases.contains(&name)))
 }
 
+/// The entry of the op whose runtime name is `name`, in a const context (the runtime's typed
+/// constructors check their table against it). Fails to evaluate, so fails to compile, for a name
+/// no op has.
+#[must_use]
+pub const fn spec_of(name: &str) -> &'static OpSpec {
+    let mut i = 0;
+    while i < OPS.len() {
+        if bytes_eq(OPS[i].name.as_bytes(), name.as_bytes()) {
+            return &OPS[i];
+        }
+        i += 1;
+    }
+    panic!("no op has this name")
+}
+
 /// The saved reads of the op whose runtime name is `name`, in a const context (the runtime's
 /// pointwise ops take theirs from here). Fails to evaluate, so fails to compile, for a name no op
 /// has.
 #[must_use]
 pub const fn reads_of(name: &str) -> crate::Reads {
-    let mut i = 0;
-    while i < OPS.len() {
-        if bytes_eq(OPS[i].name.as_bytes(), name.as_bytes()) {
-            return OPS[i].reads;
-        }
-        i += 1;
-    }
-    panic!("no op has this name")
+    spec_of(name).reads
 }
 
 const fn bytes_eq(a: &[u8], b: &[u8]) -> bool {

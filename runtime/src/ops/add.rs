@@ -4,11 +4,11 @@
 //! At `a` the reader gives `δ + 0`; when `a == b` it gives `δ + δ`.
 
 use crate::contributions::{Contrib, Contributions};
-use crate::graph::{Compact, CompactOp, SavedValues};
+use crate::graph::{CompactOp, SavedValues};
 use crate::reference::RefOp;
 use crate::scalar::Scalar;
-use crate::shape::rules::ElementwiseShape;
-use crate::shape::{Dims, Position, Shape};
+use crate::shape::rules::by_rule;
+use crate::shape::Dims;
 use crate::tensor::RawTensor;
 
 /// Elementwise sum of two positions of the same shape.
@@ -52,14 +52,7 @@ impl<A: Scalar, D> CompactOp<A, D> for Add {
     }
 }
 
-/// Typed `a + b` (elementwise): both operands of one shape ([`ElementwiseShape`]).
-#[must_use]
-pub fn add<A: Scalar, D: 'static, L: ElementwiseShape<R, Output = O>, R, O: Shape, Br>(
-    a: Position<L, Br>,
-    b: Position<R, Br>,
-) -> Compact<Add, A, D, O> {
-    Compact::new(Add::new(a.index(), b.index()), &[&a, &b])
-}
+typed_op!(add(a: L, b: R) -> Add: Elementwise, "`a + b` (elementwise), both operands of one shape");
 
 #[cfg(test)]
 mod tests {

@@ -5,11 +5,11 @@
 //! sums in ascending row order).
 
 use crate::contributions::{Contrib, Contributions};
-use crate::graph::{Compact, CompactOp, SavedValues};
+use crate::graph::{CompactOp, SavedValues};
 use crate::reference::RefOp;
 use crate::scalar::Scalar;
-use crate::shape::rules::AddRowShape;
-use crate::shape::{Dims, Position, Shape};
+use crate::shape::rules::by_rule;
+use crate::shape::Dims;
 use crate::tensor::RawTensor;
 
 /// Broadcast add of a row vector (a bias) to a matrix.
@@ -69,14 +69,7 @@ impl<A: Scalar, D> CompactOp<A, D> for AddRow {
     }
 }
 
-/// Typed broadcast add: `(M, N)` + `(N,)` → `(M, N)` ([`AddRowShape`]).
-#[must_use]
-pub fn add_row<A: Scalar, D: 'static, S: AddRowShape<R, Output = O>, R, O: Shape, Br>(
-    x: Position<S, Br>,
-    b: Position<R, Br>,
-) -> Compact<AddRow, A, D, O> {
-    Compact::new(AddRow::new(x.index(), b.index()), &[&x, &b])
-}
+typed_op!(add_row(x: L, b: R) -> AddRow: AddRow, "broadcast add, `(M, N)` + `(N,)` → `(M, N)`");
 
 #[cfg(test)]
 mod tests {

@@ -9,11 +9,11 @@
 //! `δ[…, i, j]` bit for bit.
 
 use crate::contributions::{Contrib, Contributions};
-use crate::graph::{Compact, CompactOp, SavedValues};
+use crate::graph::{CompactOp, SavedValues};
 use crate::reference::RefOp;
 use crate::scalar::Scalar;
-use crate::shape::rules::CausalShape;
-use crate::shape::{Dims, Position, Shape};
+use crate::shape::rules::by_rule;
+use crate::shape::Dims;
 use crate::tensor::RawTensor;
 
 /// Fill with a constant above the diagonal of the last two axes.
@@ -71,14 +71,7 @@ impl<A: Scalar, D> CompactOp<A, D> for CausalMask<A> {
     }
 }
 
-/// Typed `causal_mask(scores, value)`: `(T, T)`, `(B, T, T)` or `(B, H, T, T)` kept
-/// ([`CausalShape`]).
-pub fn causal_mask<A: Scalar, D: 'static, S: CausalShape<Output = O>, O: Shape, Br>(
-    scores: Position<S, Br>,
-    value: A,
-) -> Compact<CausalMask<A>, A, D, O> {
-    Compact::new(CausalMask::new(scores.index(), value), &[&scores])
-}
+typed_op!(causal_mask(scores: S; value) -> CausalMask<A>: Causal, "`causal_mask(scores, value)`, `(T, T)`, `(B, T, T)` or `(B, H, T, T)` kept");
 
 #[cfg(test)]
 mod tests {

@@ -15,13 +15,13 @@
 //! [`Error::Node`](crate::Error::Node) naming the node, the op and the element.
 
 use crate::reference::RefOp;
-use crate::shape::rules::ElementwiseShape;
 use core::ops::{Div as DivOp, Mul as MulOp, Sub as SubOp};
 
 use crate::contributions::{Contrib, Contributions};
-use crate::graph::{Compact, CompactOp, SavedValues};
+use crate::graph::{CompactOp, SavedValues};
 use crate::scalar::Scalar;
-use crate::shape::{Dims, Position, Shape};
+use crate::shape::rules::by_rule;
+use crate::shape::Dims;
 use crate::tensor::RawTensor;
 
 /// Elementwise quotient of two positions of the same shape.
@@ -78,21 +78,7 @@ impl<A: Scalar + DivOp<Output = A> + MulOp<Output = A> + SubOp<Output = A>, D> C
     }
 }
 
-/// Typed `a / b` (elementwise): both operands of one shape ([`ElementwiseShape`]).
-#[must_use]
-pub fn div<
-    A: Scalar + DivOp<Output = A> + MulOp<Output = A> + SubOp<Output = A>,
-    D: 'static,
-    L: ElementwiseShape<R, Output = O>,
-    R,
-    O: Shape,
-    Br,
->(
-    a: Position<L, Br>,
-    b: Position<R, Br>,
-) -> Compact<Div, A, D, O> {
-    Compact::new(Div::new(a.index(), b.index()), &[&a, &b])
-}
+typed_op!(div(a: L, b: R) -> Div: Elementwise, "`a / b` (elementwise), both operands of one shape");
 
 #[cfg(test)]
 mod tests {

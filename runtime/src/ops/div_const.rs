@@ -9,13 +9,13 @@
 //! [`Error::Node`](crate::Error::Node) naming the node and the op.
 
 use crate::reference::RefOp;
-use crate::shape::rules::UnaryShape;
 use core::ops::Div as DivOp;
 
 use crate::contributions::{Contrib, Contributions};
-use crate::graph::{Compact, CompactOp, SavedValues};
+use crate::graph::{CompactOp, SavedValues};
 use crate::scalar::Scalar;
-use crate::shape::{Dims, Position, Shape};
+use crate::shape::rules::by_rule;
+use crate::shape::Dims;
 use crate::tensor::RawTensor;
 
 /// Division by a constant.
@@ -67,13 +67,7 @@ impl<A: Scalar + DivOp<Output = A>, D> CompactOp<A, D> for DivConst<A> {
     }
 }
 
-/// Typed `a / divisor`.
-pub fn div_const<A: Scalar + DivOp<Output = A>, D: 'static, S: UnaryShape<Output = O>, O: Shape, Br>(
-    a: Position<S, Br>,
-    divisor: A,
-) -> Compact<DivConst<A>, A, D, O> {
-    Compact::new(DivConst::new(a.index(), divisor), &[&a])
-}
+typed_op!(div_const(a: S; divisor) -> DivConst<A>: Unary, "`a / divisor`");
 
 #[cfg(test)]
 mod tests {

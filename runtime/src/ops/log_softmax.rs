@@ -12,14 +12,14 @@
 //! a time by its slice form).
 
 use crate::reference::{FloatKit, RefOp};
-use crate::shape::rules::LastAxisShape;
 use num_traits::Float;
 
 use super::softmax::{exp_rows, rows_dims, ROW_WORK};
 use crate::contributions::{Contrib, Contributions};
-use crate::graph::{Compact, CompactOp, SavedValues};
+use crate::graph::{CompactOp, SavedValues};
 use crate::scalar::Scalar;
-use crate::shape::{Dims, Position, Shape};
+use crate::shape::rules::by_rule;
+use crate::shape::Dims;
 use crate::tensor::RawTensor;
 
 /// Log-softmax over the last axis.
@@ -83,13 +83,7 @@ impl<A: Scalar + Float, D> CompactOp<A, D> for LogSoftmax {
     }
 }
 
-/// Typed `log_softmax(x)` over the last axis ([`LastAxisShape`]).
-#[must_use]
-pub fn log_softmax<A: Scalar + Float, D: 'static, S: LastAxisShape<Output = O>, O: Shape, Br>(
-    x: Position<S, Br>,
-) -> Compact<LogSoftmax, A, D, O> {
-    Compact::new(LogSoftmax::new(x.index()), &[&x])
-}
+typed_op!(log_softmax(x: S) -> LogSoftmax: LastAxis, "`log_softmax(x)` over the last axis");
 
 #[cfg(test)]
 mod tests {

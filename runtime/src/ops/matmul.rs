@@ -18,16 +18,18 @@
 //! independent outputs: for enough work, blocks of items run on threads ([`each_item`]).
 
 use crate::reference::RefOp;
-use crate::shape::rules::MatMulShape;
 use core::ops::Mul;
 
 use crate::contributions::{Contrib, Contributions};
-use crate::graph::{Compact, CompactOp, SavedValues};
+use crate::graph::{CompactOp, SavedValues};
 use crate::scalar::Scalar;
-use crate::shape::{Dims, Position, Shape};
+use crate::shape::rules::by_rule;
+use crate::shape::Dims;
 use crate::tensor::RawTensor;
 
 mod fast;
+typed_op!(matmul(a: L, b: R) -> MatMul: MatMul, "`a · b`, `(M, K)` · `(K, N)` → `(M, N)`, `(B, M, K)` · `(B, K, N)` → `(B, M, N)` or `(B, M, K)` · `(K, N)` → `(B, M, N)`");
+
 #[cfg(test)]
 mod gemm_tests;
 #[cfg(target_arch = "x86_64")]
@@ -466,16 +468,6 @@ impl<A: Scalar + Mul<Output = A>, D> CompactOp<A, D> for MatMul {
     fn as_product(&self) -> Option<&dyn super::ProductVjp<A, D>> {
         Some(self)
     }
-}
-
-/// Typed `a · b`: `(M, K)` · `(K, N)` → `(M, N)`, `(B, M, K)` · `(B, K, N)` → `(B, M, N)` or
-/// `(B, M, K)` · `(K, N)` → `(B, M, N)` ([`MatMulShape`]).
-#[must_use]
-pub fn matmul<A: Scalar + Mul<Output = A>, D: 'static, L: MatMulShape<R, Output = O>, R, O: Shape, Br>(
-    a: Position<L, Br>,
-    b: Position<R, Br>,
-) -> Compact<MatMul, A, D, O> {
-    Compact::new(MatMul::new(a.index(), b.index()), &[&a, &b])
 }
 
 #[cfg(test)]

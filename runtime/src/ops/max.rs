@@ -11,22 +11,12 @@
 //! does not leak to the operand that was not chosen. With `a == b` (same position) the local
 //! gradient is `δ + 0`.
 
-use crate::graph::Compact;
-use crate::scalar::Scalar;
-use crate::shape::rules::ElementwiseShape;
-use crate::shape::{Position, Shape};
+use crate::shape::rules::by_rule;
 
 /// Elementwise maximum of two positions of the same shape (ties and NaNs: see the module docs).
 pub type Max = super::select::Select<true>;
 
-/// Typed `max(a, b)` (elementwise): both operands of one shape ([`ElementwiseShape`]).
-#[must_use]
-pub fn max<A: Scalar + PartialOrd, D: 'static, L: ElementwiseShape<R, Output = O>, R, O: Shape, Br>(
-    a: Position<L, Br>,
-    b: Position<R, Br>,
-) -> Compact<Max, A, D, O> {
-    Compact::new(Max::new(a.index(), b.index()), &[&a, &b])
-}
+typed_op!(max(a: L, b: R) -> Max: Elementwise, "`max(a, b)` (elementwise), both operands of one shape");
 
 #[cfg(test)]
 mod tests {

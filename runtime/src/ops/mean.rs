@@ -3,15 +3,15 @@
 //! VJP: `single(a, full(δ / n))`.
 
 use crate::reference::RefOp;
-use crate::shape::rules::ReduceShape;
 use core::ops::Div;
 
 use num_traits::FromPrimitive;
 
 use crate::contributions::{Contrib, Contributions};
-use crate::graph::{Compact, CompactOp, SavedValues};
+use crate::graph::{CompactOp, SavedValues};
 use crate::scalar::Scalar;
-use crate::shape::{Dims, Position, Shape};
+use crate::shape::rules::by_rule;
+use crate::shape::Dims;
 use crate::tensor::RawTensor;
 
 /// Mean of all elements.
@@ -66,13 +66,7 @@ impl<A: Scalar + Div<Output = A> + FromPrimitive, D> CompactOp<A, D> for Mean {
     }
 }
 
-/// Typed `mean(a)`: any shape → `()` ([`ReduceShape`]).
-#[must_use]
-pub fn mean<A: Scalar + Div<Output = A> + FromPrimitive, D: 'static, S: ReduceShape<Output = O>, O: Shape, Br>(
-    a: Position<S, Br>,
-) -> Compact<Mean, A, D, O> {
-    Compact::new(Mean::new(a.index()), &[&a])
-}
+typed_op!(mean(a: S) -> Mean: Reduce, "`mean(a)`, any shape → `()`");
 
 #[cfg(test)]
 mod tests {

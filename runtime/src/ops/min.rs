@@ -11,22 +11,12 @@
 //! does not leak to the operand that was not chosen. With `a == b` (same position) the local
 //! gradient is `δ + 0`.
 
-use crate::graph::Compact;
-use crate::scalar::Scalar;
-use crate::shape::rules::ElementwiseShape;
-use crate::shape::{Position, Shape};
+use crate::shape::rules::by_rule;
 
 /// Elementwise minimum of two positions of the same shape (ties and NaNs: see the module docs).
 pub type Min = super::select::Select<false>;
 
-/// Typed `min(a, b)` (elementwise): both operands of one shape ([`ElementwiseShape`]).
-#[must_use]
-pub fn min<A: Scalar + PartialOrd, D: 'static, L: ElementwiseShape<R, Output = O>, R, O: Shape, Br>(
-    a: Position<L, Br>,
-    b: Position<R, Br>,
-) -> Compact<Min, A, D, O> {
-    Compact::new(Min::new(a.index(), b.index()), &[&a, &b])
-}
+typed_op!(min(a: L, b: R) -> Min: Elementwise, "`min(a, b)` (elementwise), both operands of one shape");
 
 #[cfg(test)]
 mod tests {

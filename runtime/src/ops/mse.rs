@@ -5,13 +5,13 @@
 //! `gb[i] = 0 − ga[i]`; when `a == b` the two terms are added first (`ga + gb`).
 
 use crate::reference::{FloatKit, RefOp};
-use crate::shape::rules::ElementwiseToScalarShape;
 use num_traits::{Float, FromPrimitive};
 
 use crate::contributions::{Contrib, Contributions};
-use crate::graph::{Compact, CompactOp, SavedValues};
+use crate::graph::{CompactOp, SavedValues};
 use crate::scalar::Scalar;
-use crate::shape::{Dims, Position, Shape};
+use crate::shape::rules::by_rule;
+use crate::shape::Dims;
 use crate::tensor::RawTensor;
 
 /// Mean squared error of two tensors of one shape.
@@ -75,21 +75,7 @@ impl<A: Scalar + Float + FromPrimitive, D> CompactOp<A, D> for Mse {
     }
 }
 
-/// Typed `mse(a, b)`: two tensors of one shape → `()` ([`ElementwiseToScalarShape`]).
-#[must_use]
-pub fn mse<
-    A: Scalar + Float + FromPrimitive,
-    D: 'static,
-    L: ElementwiseToScalarShape<R, Output = O>,
-    R,
-    O: Shape,
-    Br,
->(
-    a: Position<L, Br>,
-    b: Position<R, Br>,
-) -> Compact<Mse, A, D, O> {
-    Compact::new(Mse::new(a.index(), b.index()), &[&a, &b])
-}
+typed_op!(mse(a: L, b: R) -> Mse: ElementwiseToScalar, "`mse(a, b)`, two tensors of one shape → `()`");
 
 #[cfg(test)]
 mod tests {

@@ -3,13 +3,13 @@
 //! VJP: `add(single(a, δ * b), single(b, δ * a))` (δ left in products).
 
 use crate::reference::RefOp;
-use crate::shape::rules::ElementwiseShape;
 use core::ops::Mul as MulOp;
 
 use crate::contributions::{Contrib, Contributions};
-use crate::graph::{Compact, CompactOp, SavedValues};
+use crate::graph::{CompactOp, SavedValues};
 use crate::scalar::Scalar;
-use crate::shape::{Dims, Position, Shape};
+use crate::shape::rules::by_rule;
+use crate::shape::Dims;
 use crate::tensor::RawTensor;
 
 /// Elementwise product of two positions of the same shape.
@@ -57,14 +57,7 @@ impl<A: Scalar + MulOp<Output = A>, D> CompactOp<A, D> for Mul {
     }
 }
 
-/// Typed `a * b` (elementwise): both operands of one shape ([`ElementwiseShape`]).
-#[must_use]
-pub fn mul<A: Scalar + MulOp<Output = A>, D: 'static, L: ElementwiseShape<R, Output = O>, R, O: Shape, Br>(
-    a: Position<L, Br>,
-    b: Position<R, Br>,
-) -> Compact<Mul, A, D, O> {
-    Compact::new(Mul::new(a.index(), b.index()), &[&a, &b])
-}
+typed_op!(mul(a: L, b: R) -> Mul: Elementwise, "`a * b` (elementwise), both operands of one shape");
 
 #[cfg(test)]
 mod tests {

@@ -5,12 +5,12 @@
 //! engine's (`pinned_add`: a NaN result keeps the left operand's payload, quieted).
 
 use crate::reference::RefOp;
-use crate::shape::rules::UnaryShape;
 
 use crate::contributions::{Contrib, Contributions};
-use crate::graph::{Compact, CompactOp, SavedValues};
+use crate::graph::{CompactOp, SavedValues};
 use crate::scalar::Scalar;
-use crate::shape::{Dims, Position, Shape};
+use crate::shape::rules::by_rule;
+use crate::shape::Dims;
 use crate::tensor::RawTensor;
 
 /// Addition of a constant.
@@ -51,13 +51,7 @@ impl<A: Scalar, D> CompactOp<A, D> for Offset<A> {
     }
 }
 
-/// Typed `a + constant`.
-pub fn offset<A: Scalar, D: 'static, S: UnaryShape<Output = O>, O: Shape, Br>(
-    a: Position<S, Br>,
-    constant: A,
-) -> Compact<Offset<A>, A, D, O> {
-    Compact::new(Offset::new(a.index(), constant), &[&a])
-}
+typed_op!(offset(a: S; constant) -> Offset<A>: Unary, "`a + constant`");
 
 #[cfg(test)]
 mod tests {

@@ -3,13 +3,13 @@
 //! VJP: `single(a, δ * k)` (δ left).
 
 use crate::reference::RefOp;
-use crate::shape::rules::UnaryShape;
 use core::ops::Mul as MulOp;
 
 use crate::contributions::{Contrib, Contributions};
-use crate::graph::{Compact, CompactOp, SavedValues};
+use crate::graph::{CompactOp, SavedValues};
 use crate::scalar::Scalar;
-use crate::shape::{Dims, Position, Shape};
+use crate::shape::rules::by_rule;
+use crate::shape::Dims;
 use crate::tensor::RawTensor;
 
 /// Multiplication by a constant.
@@ -52,13 +52,7 @@ impl<A: Scalar + MulOp<Output = A>, D> CompactOp<A, D> for Scale<A> {
     }
 }
 
-/// Typed `a * factor`.
-pub fn scale<A: Scalar + MulOp<Output = A>, D: 'static, S: UnaryShape<Output = O>, O: Shape, Br>(
-    a: Position<S, Br>,
-    factor: A,
-) -> Compact<Scale<A>, A, D, O> {
-    Compact::new(Scale::new(a.index(), factor), &[&a])
-}
+typed_op!(scale(a: S; factor) -> Scale<A>: Unary, "`a * factor`");
 
 #[cfg(test)]
 mod tests {

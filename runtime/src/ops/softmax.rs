@@ -15,13 +15,13 @@
 //! (ascending, δ left): `single(x, t)` with `t[j] = (δ[j] − d) * y[j]` (δ-side factor left).
 
 use crate::reference::{FloatKit, RefOp};
-use crate::shape::rules::LastAxisShape;
 use num_traits::Float;
 
 use crate::contributions::{Contrib, Contributions};
-use crate::graph::{Compact, CompactOp, SavedValues};
+use crate::graph::{CompactOp, SavedValues};
 use crate::scalar::Scalar;
-use crate::shape::{Dims, Position, Shape};
+use crate::shape::rules::by_rule;
+use crate::shape::Dims;
 use crate::tensor::RawTensor;
 
 /// Softmax over the last axis.
@@ -140,13 +140,7 @@ impl<A: Scalar + Float, D> CompactOp<A, D> for Softmax {
     }
 }
 
-/// Typed `softmax(x)` over the last axis ([`LastAxisShape`]).
-#[must_use]
-pub fn softmax<A: Scalar + Float, D: 'static, S: LastAxisShape<Output = O>, O: Shape, Br>(
-    x: Position<S, Br>,
-) -> Compact<Softmax, A, D, O> {
-    Compact::new(Softmax::new(x.index()), &[&x])
-}
+typed_op!(softmax(x: S) -> Softmax: LastAxis, "`softmax(x)` over the last axis");
 
 #[cfg(test)]
 mod tests {

@@ -7,13 +7,13 @@
 //! differently (and overflow differently).
 
 use crate::reference::RefOp;
-use crate::shape::rules::UnaryShape;
 use core::ops::Mul as MulOp;
 
 use crate::contributions::{Contrib, Contributions};
-use crate::graph::{Compact, CompactOp, SavedValues};
+use crate::graph::{CompactOp, SavedValues};
 use crate::scalar::Scalar;
-use crate::shape::{Dims, Position, Shape};
+use crate::shape::rules::by_rule;
+use crate::shape::Dims;
 use crate::tensor::RawTensor;
 
 /// Elementwise square, bit-identical to `mul(a, a)`.
@@ -60,13 +60,7 @@ impl<A: Scalar + MulOp<Output = A>, D> CompactOp<A, D> for Square {
     }
 }
 
-/// Typed `a * a` (elementwise), the same as `mul(a, a)`.
-#[must_use]
-pub fn square<A: Scalar + MulOp<Output = A>, D: 'static, S: UnaryShape<Output = O>, O: Shape, Br>(
-    a: Position<S, Br>,
-) -> Compact<Square, A, D, O> {
-    Compact::new(Square::new(a.index()), &[&a])
-}
+typed_op!(square(a: S) -> Square: Unary, "`a * a` (elementwise), the same as `mul(a, a)`");
 
 #[cfg(test)]
 mod tests {

@@ -3,13 +3,13 @@
 //! VJP: `add(single(a, δ), single(b, 0 - δ))` (negation as `0 - δ`, SEMANTICS §4).
 
 use crate::reference::RefOp;
-use crate::shape::rules::ElementwiseShape;
 use core::ops::Sub as SubOp;
 
 use crate::contributions::{Contrib, Contributions};
-use crate::graph::{Compact, CompactOp, SavedValues};
+use crate::graph::{CompactOp, SavedValues};
 use crate::scalar::Scalar;
-use crate::shape::{Dims, Position, Shape};
+use crate::shape::rules::by_rule;
+use crate::shape::Dims;
 use crate::tensor::RawTensor;
 
 /// Elementwise difference of two positions of the same shape.
@@ -55,14 +55,7 @@ impl<A: Scalar + SubOp<Output = A>, D> CompactOp<A, D> for Sub {
     }
 }
 
-/// Typed `a - b` (elementwise): both operands of one shape ([`ElementwiseShape`]).
-#[must_use]
-pub fn sub<A: Scalar + SubOp<Output = A>, D: 'static, L: ElementwiseShape<R, Output = O>, R, O: Shape, Br>(
-    a: Position<L, Br>,
-    b: Position<R, Br>,
-) -> Compact<Sub, A, D, O> {
-    Compact::new(Sub::new(a.index(), b.index()), &[&a, &b])
-}
+typed_op!(sub(a: L, b: R) -> Sub: Elementwise, "`a - b` (elementwise), both operands of one shape");
 
 #[cfg(test)]
 mod tests {

@@ -3,11 +3,11 @@
 //! VJP: `single(a, full(δ))` — every element receives the scalar cotangent.
 
 use crate::contributions::{Contrib, Contributions};
-use crate::graph::{Compact, CompactOp, SavedValues};
+use crate::graph::{CompactOp, SavedValues};
 use crate::reference::RefOp;
 use crate::scalar::Scalar;
-use crate::shape::rules::ReduceShape;
-use crate::shape::{Dims, Position, Shape};
+use crate::shape::rules::by_rule;
+use crate::shape::Dims;
 use crate::tensor::RawTensor;
 
 /// Sum of all elements.
@@ -70,13 +70,7 @@ impl<A: Scalar, D> CompactOp<A, D> for Sum {
     }
 }
 
-/// Typed `sum(a)`: any shape → `()` ([`ReduceShape`]).
-#[must_use]
-pub fn sum<A: Scalar, D: 'static, S: ReduceShape<Output = O>, O: Shape, Br>(
-    a: Position<S, Br>,
-) -> Compact<Sum, A, D, O> {
-    Compact::new(Sum::new(a.index()), &[&a])
-}
+typed_op!(sum(a: S) -> Sum: Reduce, "`sum(a)`, any shape → `()`");
 
 #[cfg(test)]
 mod tests {

@@ -3,11 +3,11 @@
 //! VJP: `single(a, δᵀ)`.
 
 use crate::contributions::{Contrib, Contributions};
-use crate::graph::{Compact, CompactOp, SavedValues};
+use crate::graph::{CompactOp, SavedValues};
 use crate::reference::RefOp;
 use crate::scalar::Scalar;
-use crate::shape::rules::TransposeShape;
-use crate::shape::{Dims, Position, Shape};
+use crate::shape::rules::by_rule;
+use crate::shape::Dims;
 use crate::tensor::RawTensor;
 
 /// Matrix transpose.
@@ -62,13 +62,7 @@ impl<A: Scalar, D> CompactOp<A, D> for Transpose {
     }
 }
 
-/// Typed `aᵀ`: `(M, N)` → `(N, M)` ([`TransposeShape`]).
-#[must_use]
-pub fn transpose<A: Scalar, D: 'static, S: TransposeShape<Output = O>, O: Shape, Br>(
-    a: Position<S, Br>,
-) -> Compact<Transpose, A, D, O> {
-    Compact::new(Transpose::new(a.index()), &[&a])
-}
+typed_op!(transpose(a: S) -> Transpose: Transpose, "`aᵀ`, `(M, N)` → `(N, M)`");
 
 #[cfg(test)]
 mod tests {

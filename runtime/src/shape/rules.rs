@@ -54,6 +54,12 @@ use super::Shape;
 macro_rules! rule_traits {
     ($(($variant:ident, $trait:ident, $message:literal, $label:literal, $note:literal)),* $(,)?) => {
         $( rule_traits!(@ $trait, $message, $label, $note); )*
+        /// Every rule's trait under the name of its `exactgrad_spec::TypeRule` variant
+        /// (`by_rule::MatMul` is [`MatMulShape`]), so that a table naming an op's rule as the spec
+        /// does can name its trait.
+        pub mod by_rule {
+            $( pub use super::$trait as $variant; )*
+        }
     };
     (@ ElementwiseShape, $m:literal, $l:literal, $n:literal) => {
         /// `[s] , [s] → [s]`: both operands have the same shape.
