@@ -170,7 +170,7 @@
 //! markers.
 //!
 //! And the model type `Name` (see [Generated backward programs](#generated-backward-programs)):
-//! `Name::SUPPORT` and `Name::READS` (per node, its static support and the saved values its VJP
+//! `Name::support()` and `Name::reads()` (per node, its static support and the saved values its VJP
 //! reads), `Name::describe_backward()` and `Name::program::<Scalar, B>()`.
 //!
 //! `graph! { pub fn affine(x: [2, 3], w: [3, 4]) -> [2, 4] { relu(x.matmul(w)) } }` expands to

@@ -66,8 +66,8 @@ fn one_concat_node_per_call_and_one_slice_per_part() {
         ]
         .map(|(n, p)| (n, p))
     );
-    assert_eq!(Mixer::SUPPORT[0], [0, 1, 0]);
-    assert_eq!(Mixer::READS[5], [] as [usize; 0], "dropout reads the seed from the data, no saved value");
+    assert_eq!(Mixer::support()[0], [0, 1, 0]);
+    assert_eq!(Mixer::reads()[5], [] as [usize; 0], "dropout reads the seed from the data, no saved value");
 
     // The same graph by hand.
     let h = GraphData::<f64, ()>::new();

@@ -23,6 +23,20 @@ fn same<A: TestFloat>(model: &str, pass: &str, salt: u64, got: &[RawTensor<A>], 
     assert_eq!(all_bits(got), all_bits(want), "{model}: {pass}, salt {salt}");
 }
 
+/// The model's static support (derived from its plan and the op table) names the positions its
+/// graph's does: each node's `CompactOp::support`, every position below an opaque node. (The
+/// model's lists one entry per term of the VJP — `square`'s `a` twice — the graph's one per
+/// position, so the two are compared as sets.)
+fn same_support<A: TestFloat>(model: &str, g: &exactgrad::RawGraph<A, ()>, support: &[Vec<usize>]) {
+    let n_in = g.num_inputs();
+    let set = |q: &[usize]| q.iter().copied().collect::<std::collections::BTreeSet<usize>>();
+    assert_eq!(support.len(), g.nodes().len(), "{model}: one support per node");
+    for (k, (node, got)) in g.nodes().iter().zip(support).enumerate() {
+        let want: Vec<usize> = node.support().map_or_else(|| (0..n_in + k).collect(), <[usize]>::to_vec);
+        assert_eq!(set(got), set(&want), "{model}: node {k} ({})", node.name());
+    }
+}
+
 macro_rules! corpus_case {
     ($f:ident, $m:ident, [$($i:literal),*], one) => {
         mod $f {
@@ -32,6 +46,7 @@ macro_rules! corpus_case {
                 let (g, h) = super::$f::<A>();
                 let n = [$($i),*].len();
                 let mut prog = super::$m::program::<A>();
+                same_support(stringify!($f), g.raw(), &super::$m::support());
                 for salt in 0..SALTS {
                     let mut inputs = h.inputs($(adv(salt, $i)),*);
                     let s: Tensor<A, _> = adv(salt, 40);
@@ -60,6 +75,7 @@ macro_rules! corpus_case {
                 let (g, h) = super::$f::<A>();
                 let n = [$($i),*].len();
                 let mut prog = super::$m::program::<A>();
+                same_support(stringify!($f), g.raw(), &super::$m::support());
                 for salt in 0..SALTS {
                     let mut inputs = h.inputs($(adv(salt, $i)),*);
                     let (s0, s1): (Tensor<A, _>, Tensor<A, _>) = (adv(salt, 40), adv(salt, 41));

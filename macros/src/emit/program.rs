@@ -73,12 +73,6 @@ impl Statics {
 pub(super) fn model(parts: &ModelParts<'_>) -> TokenStream {
     let ModelParts { cx, model, graph_fn, generics, dim_bounds, scalar_bounds, inputs_ty, seeds_ty, vis } = parts;
     let (p, s, data, brand, graph) = (cx.p, cx.s, cx.data, cx.brand, cx.graph);
-    let n_in = graph.inputs.len();
-    let support = (0..graph.nodes.len()).map(|k| {
-        let q: Vec<usize> = plan::support(graph, k).unwrap_or_else(|| (0..n_in + k).collect());
-        list(&q)
-    });
-    let reads = (0..graph.nodes.len()).map(|k| list(&plan::reads(graph, k)));
     let all = plan::sweep(graph, None);
     let froms: Vec<Option<Sweep>> =
         graph.outputs.iter().map(|&o| (!plan::has_custom(graph)).then(|| plan::sweep(graph, Some(o)))).collect();
@@ -112,11 +106,19 @@ pub(super) fn model(parts: &ModelParts<'_>) -> TokenStream {
         impl #model {
             /// Per node, in order, the positions its compact VJP contributes to: its static
             /// support, duplicates kept (an opaque node or a user op: every position below it).
-            pub const SUPPORT: &'static [&'static [usize]] = &[#(#support),*];
+            /// Derived from the plan's nodes and the op table ([`Plan::support`](#p::Plan::support)).
+            #[must_use]
+            pub fn support() -> ::std::vec::Vec<::std::vec::Vec<usize>> {
+                Self::plan().support()
+            }
 
             /// Per node, the positions whose saved values its VJP reads (its own position: its
-            /// output); labels, ids and data tensors come from the data.
-            pub const READS: &'static [&'static [usize]] = &[#(#reads),*];
+            /// output); labels, ids and data tensors come from the data
+            /// ([`Plan::reads`](#p::Plan::reads)).
+            #[must_use]
+            pub fn reads() -> ::std::vec::Vec<::std::vec::Vec<usize>> {
+                Self::plan().reads()
+            }
 
             /// Number of nodes.
             pub const NODES: usize = #n;

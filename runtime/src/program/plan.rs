@@ -10,6 +10,7 @@
 //! [`describe`](Plan::describe) prints the same tables in words.
 
 use core::ops::Range;
+use exactgrad_spec::OpSpec;
 
 use super::state::MemoryPlan;
 
@@ -390,6 +391,49 @@ pub struct Plan {
     pub passes: &'static [PassPlan],
     /// The buffers.
     pub memory: MemoryPlan,
+}
+
+impl Plan {
+    /// Per node, in order, the positions its compact VJP contributes to: its static support (its
+    /// op's `exactgrad_spec` pattern over its parents), duplicates kept; an opaque node or a user
+    /// op: every position below it.
+    #[must_use]
+    pub fn support(&self) -> Vec<Vec<usize>> {
+        self.per_node(false, |spec, parents, _| {
+            spec.vjp.support(parents.len()).iter().filter_map(|&i| parents.get(i).copied()).collect()
+        })
+    }
+
+    /// Per node, the positions whose saved values its VJP reads (its own position: its output;
+    /// an opaque node or a user op: its whole prefix and its output). Labels, ids and data tensors
+    /// come from the data.
+    #[must_use]
+    pub fn reads(&self) -> Vec<Vec<usize>> {
+        self.per_node(true, |spec, parents, own| {
+            let mut q: Vec<usize> = spec.reads.operands.iter().filter_map(|&i| parents.get(i).copied()).collect();
+            if spec.reads.output {
+                q.push(own);
+            }
+            q
+        })
+    }
+
+    /// `f(spec, parents, own position)` for every built-in node; for the others every position
+    /// below the node, and its own when `own_too`.
+    fn per_node(&self, own_too: bool, f: impl Fn(&OpSpec, &[usize], usize) -> Vec<usize>) -> Vec<Vec<usize>> {
+        let n_in = self.inputs.len();
+        let builtin = |(k, (node, shift)): (usize, (&PlannedNode, Shift<'_>))| {
+            let spec = match node.kind {
+                PlannedKind::Builtin => exactgrad_spec::ops::by_name(node.op),
+                PlannedKind::Opaque | PlannedKind::Custom => None,
+            };
+            match spec {
+                Some(spec) => f(spec, &node.parents_at(shift).collect::<Vec<_>>(), n_in + k),
+                None => (0..n_in + k + usize::from(own_too)).collect(),
+            }
+        };
+        self.nodes.iter().enumerate().map(builtin).collect()
+    }
 }
 
 #[cfg(test)]
