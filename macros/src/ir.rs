@@ -198,22 +198,6 @@ pub(crate) struct Graph {
 }
 
 impl Graph {
-    /// The name of input `q`: `w`, or `w[1]` for an element of a parameter array.
-    pub(crate) fn input_name(&self, q: usize) -> String {
-        let mut first = 0;
-        for (name, count, _) in &self.input_decls {
-            let n = count.unwrap_or(1);
-            if q < first + n {
-                return match count {
-                    Some(_) => format!("{name}[{}]", q - first),
-                    None => name.to_string(),
-                };
-            }
-            first += n;
-        }
-        String::new()
-    }
-
     pub(crate) fn shape_of(&self, value: usize) -> &Shape {
         if value < self.inputs.len() {
             &self.inputs[value].1

@@ -306,14 +306,18 @@ pub(super) fn common(
         };
         quote!(let __pack = __pack.#push(#name);)
     });
-    // One name per pack position: an array parameter `w: [[…]; n]` gives `w[0]` … `w[n - 1]`.
-    let input_name_strs: Vec<String> = input_decls
+    // One name per pack position: an array parameter `w: [[…]; n]` gives `w[0]` … `w[n - 1]`
+    // (made at run time from one declaration, so the list does not grow with `n`).
+    let input_name_decls: Vec<TokenStream> = input_decls
         .iter()
-        .flat_map(|(name, n, _)| {
+        .map(|(name, n, _)| {
             let name = syn::ext::IdentExt::unraw(name).to_string();
             match n {
-                None => vec![name],
-                Some(n) => (0..*n).map(|k| format!("{name}[{k}]")).collect(),
+                None => quote!(#p::plan::InputDecl::one(#name)),
+                Some(n) => {
+                    let n = proc_macro2::Literal::usize_unsuffixed(*n);
+                    quote!(#p::plan::InputDecl::array(#name, #n))
+                }
             }
         })
         .collect();
@@ -352,7 +356,8 @@ pub(super) fn common(
             #[must_use]
             #[allow(clippy::unused_self)]
             #vis fn input_names(&self) -> &'static [&'static str] {
-                &[#(#input_name_strs),*]
+                static NAMES: ::std::sync::OnceLock<::std::vec::Vec<&'static str>> = ::std::sync::OnceLock::new();
+                NAMES.get_or_init(|| #p::plan::InputDecl::static_names(&[#(#input_name_decls),*]))
             }
 
             /// The input pack, in declaration order.

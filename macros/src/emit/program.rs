@@ -58,12 +58,25 @@ struct Statics {
 impl Statics {
     /// The name of a static of type `ty` holding `value`.
     fn add(&mut self, prefix: &str, ty: TokenStream, value: TokenStream) -> Ident {
-        let key = format!("{ty}={value}");
+        self.item(prefix, ty, value, false)
+    }
+
+    /// As [`add`](Self::add), a `const` (for a value other items copy).
+    fn add_const(&mut self, prefix: &str, ty: TokenStream, value: TokenStream) -> Ident {
+        self.item(prefix, ty, value, true)
+    }
+
+    fn item(&mut self, prefix: &str, ty: TokenStream, value: TokenStream, constant: bool) -> Ident {
+        let key = format!("{constant} {ty}={value}");
         if let Some(name) = self.seen.get(&key) {
             return name.clone();
         }
         let name = format_ident!("__{}{}", prefix, self.seen.len());
-        self.items.extend(quote!(static #name: #ty = #value;));
+        self.items.extend(if constant {
+            quote!(const #name: #ty = #value;)
+        } else {
+            quote!(static #name: #ty = #value;)
+        });
         self.seen.insert(key, name.clone());
         name
     }
@@ -193,14 +206,7 @@ fn plan_tokens(
     let node_regions: Vec<Region> =
         rolled.iter().map(|r| Region { start: r.start, per: r.body, count: r.count }).collect();
     let nodes = tables::table(p, &node_rows, &node_regions, node_tokens);
-    let inputs = (0..graph.inputs.len()).map(|q| {
-        let name = graph.input_name(q);
-        if name.is_empty() {
-            graph.inputs[q].0.to_string()
-        } else {
-            name
-        }
-    });
+    let inputs = input_decls(graph);
     let through_graph = |nodes: &[usize]| nodes.iter().any(|&k| !matches!(graph.nodes[k].kind, NodeKind::Builtin(..)));
     let level_rows: Vec<Row> = values
         .levels
@@ -221,27 +227,33 @@ fn plan_tokens(
     let forward = tables::table(p, &level_rows, &level_regions, level_tokens);
     let mut passes = vec![pass(cx, &rolled, &mut statics, Some(all))];
     passes.extend(froms.iter().map(|f| pass(cx, &rolled, &mut statics, f.as_ref())));
-    let gradients: Vec<Ident> =
-        grads.iter().map(|(b, _)| statics.add("GRADIENT_BUFFERS", quote!(&[usize]), list(b))).collect();
+    // Per node, the periods of the rolled loops' bodies (and twice them: buffers alternate).
+    let periods = periods(&rolled);
+    let gradients: Vec<Ident> = grads
+        .iter()
+        .map(|(b, _)| statics.add_const("GRADIENT_BUFFERS", quote!(#p::plan::Table<usize>), numbers(p, b, &periods)))
+        .collect();
     let outputs = list(&graph.outputs);
     let Values { buffer, kept, buffers, .. } = values;
-    let value_buffers = list(buffer);
+    let value_buffers = numbers(p, buffer, &periods);
+    let kept_rows: Vec<Row> = kept.iter().map(|k| Row { key: k.to_string(), numbers: Vec::new() }).collect();
+    let kept = tables::runs(p, &kept_rows, &periods, |k| if kept[k] { quote!(true) } else { quote!(false) });
     let count = lit(grads.iter().map(|(_, c)| *c).max().unwrap_or(0));
     let buffers = lit(*buffers);
     let items = statics.items;
     quote! {
-        use #p::plan::{Level, PassPlan, Plan, PlannedNode, Repeat, Step, Sweep};
+        use #p::plan::{InputDecl, Level, PassPlan, Plan, PlannedNode, Repeat, Step, Sweep};
         use #p::MemoryPlan;
         #items
         static __PLAN: Plan = Plan {
             nodes: #nodes,
-            inputs: &[#(#inputs),*],
+            inputs: #inputs,
             outputs: #outputs,
             forward: #forward,
             passes: &[#(#passes),*],
             memory: MemoryPlan {
                 values: #value_buffers,
-                kept: &[#(#kept),*],
+                kept: #kept,
                 value_buffers: #buffers,
                 gradients: &[#(#gradients),*],
                 gradient_buffers: #count,
@@ -249,6 +261,48 @@ fn plan_tokens(
         };
         &__PLAN
     }
+}
+
+/// A list of numbers as a `Table` (`tables::runs`).
+fn numbers(p: &TokenStream, ns: &[usize], periods: &[usize]) -> TokenStream {
+    let rows: Vec<Row> = ns.iter().map(|&n| Row { key: String::new(), numbers: vec![n] }).collect();
+    tables::runs(p, &rows, periods, |k| {
+        let n = lit(ns[k]);
+        quote!(#n)
+    })
+}
+
+/// The periods `tables::runs` tries on a per-node or per-input list: 1 to 4, and each rolled
+/// loop's body and twice it (a loop's buffers may alternate between iterations).
+fn periods(rolled: &[Rolled]) -> Vec<usize> {
+    let mut out: Vec<usize> = (1..=4).chain(rolled.iter().flat_map(|r| [r.body, 2 * r.body])).collect();
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+/// The plan's input declarations: one per declared input (a parameter array once).
+fn input_decls(graph: &crate::ir::Graph) -> TokenStream {
+    let declared: usize = graph.input_decls.iter().map(|(_, n, _)| n.unwrap_or(1)).sum();
+    let decls: Vec<TokenStream> = if declared == graph.inputs.len() {
+        graph
+            .input_decls
+            .iter()
+            .map(|(name, n, _)| {
+                let name = name.to_string();
+                match n {
+                    Some(n) => {
+                        let n = lit(*n);
+                        quote!(InputDecl::array(#name, #n))
+                    }
+                    None => quote!(InputDecl::one(#name)),
+                }
+            })
+            .collect()
+    } else {
+        graph.inputs.iter().map(|(name, _)| name.to_string()).map(|name| quote!(InputDecl::one(#name))).collect()
+    };
+    quote!(&[#(#decls),*])
 }
 
 /// The regions of a table whose rows each cover nodes of one iteration of a rolled loop: per
@@ -301,8 +355,10 @@ fn pass(cx: &Cx<'_>, rolled: &[Rolled], statics: &mut Statics, sweep: Option<&Sw
     let nodes: Vec<[usize; 1]> = sweep.steps.iter().map(|step| [step.node]).collect();
     let regions = regions(rolled, nodes.iter().map(|n| &n[..]));
     let steps = tables::table(p, &rows, &regions, |t| step_tokens(graph, &sweep.steps[t]));
-    let inputs = sweep.inputs.iter().map(range);
-    let name = statics.add("SWEEP", quote!(Sweep), quote!(Sweep { steps: #steps, inputs: &[#(#inputs),*] }));
+    let input_rows: Vec<Row> =
+        sweep.inputs.iter().map(|r| Row { key: String::new(), numbers: vec![r.start, r.end] }).collect();
+    let inputs = tables::runs(p, &input_rows, &periods(rolled), |q| range(&sweep.inputs[q]));
+    let name = statics.add("SWEEP", quote!(Sweep), quote!(Sweep { steps: #steps, inputs: #inputs }));
     quote!(PassPlan::Planned(&#name))
 }
 

@@ -66,6 +66,71 @@ pub(super) fn table(
         next = start + per * count;
     }
     out.extend((next..rows.len()).map(&tokens));
+    written(p, &out, &repeats)
+}
+
+/// The `Table` of `rows` with its repeats found greedily, for a list with no loop structure of
+/// its own (per node or per input: value buffers, kept flags, gradient buffers, the inputs'
+/// pending visits): from each row on, the period of `periods` whose repeat covers the most rows
+/// (at least `MIN_REPEAT` iterations; the shorter period on a tie), else the row alone.
+pub(super) fn runs(
+    p: &TokenStream,
+    rows: &[Row],
+    periods: &[usize],
+    tokens: impl Fn(usize) -> TokenStream,
+) -> TokenStream {
+    let mut out: Vec<TokenStream> = Vec::new();
+    let mut repeats = Vec::new();
+    for Run { first, per, count, deltas } in found_runs(rows, periods) {
+        if count > 1 {
+            let (at, per_lit, len_lit) = (lit(out.len()), lit(per), lit(count));
+            let deltas = deltas.iter().map(|&d| proc_macro2::Literal::i64_unsuffixed(d));
+            repeats.push(quote!(Repeat { at: #at, rows: #per_lit, count: #len_lit, deltas: &[#(#deltas),*] }));
+        }
+        out.extend((first..first + per).map(&tokens));
+    }
+    written(p, &out, &repeats)
+}
+
+/// Rows `first..first + per` written once, standing for `count` iterations whose numbers move
+/// by `deltas` from one to the next (`count = 1`: written as they are).
+#[derive(Debug, PartialEq, Eq)]
+struct Run {
+    first: usize,
+    per: usize,
+    count: usize,
+    deltas: Vec<i64>,
+}
+
+/// [`runs`]' choice: from each row on, the longest repeat of a period of `periods`, else the row.
+fn found_runs(rows: &[Row], periods: &[usize]) -> Vec<Run> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < rows.len() {
+        let best = periods
+            .iter()
+            .filter(|&&per| per > 0 && i + per * MIN_REPEAT <= rows.len())
+            .filter_map(|&per| {
+                let (len, deltas) = repeated((rows.len() - i) / per, |m| &rows[i + m * per..i + (m + 1) * per])?;
+                (len >= MIN_REPEAT).then_some((len * per, per, len, deltas))
+            })
+            .max_by_key(|(covered, per, ..)| (*covered, core::cmp::Reverse(*per)));
+        match best {
+            Some((covered, per, count, deltas)) => {
+                out.push(Run { first: i, per, count, deltas });
+                i += covered;
+            }
+            None => {
+                out.push(Run { first: i, per: 1, count: 1, deltas: Vec::new() });
+                i += 1;
+            }
+        }
+    }
+    out
+}
+
+/// A `Table` of the rows written and their repeats.
+fn written(p: &TokenStream, out: &[TokenStream], repeats: &[TokenStream]) -> TokenStream {
     if repeats.is_empty() {
         quote!(#p::plan::Table::flat(&[#(#out),*]))
     } else {
@@ -112,6 +177,54 @@ fn repeated<'r>(available: usize, group: impl Fn(usize) -> &'r [Row]) -> Option<
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The numbers `found_runs` stands for, expanded as the runtime's `Table` reads them.
+    fn expand(rows: &[Row], runs: &[Run]) -> Vec<Vec<usize>> {
+        let mut out = Vec::new();
+        for run in runs {
+            for k in 0..run.count {
+                let mut d = run.deltas.iter();
+                for row in &rows[run.first..run.first + run.per] {
+                    let moved = row.numbers.iter().map(|&n| {
+                        let delta = d.next().copied().unwrap_or(0) * i64::try_from(k).unwrap();
+                        usize::try_from(i64::try_from(n).unwrap() + delta).unwrap()
+                    });
+                    out.push(moved.collect());
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn runs_stand_for_every_row_and_shrink_regular_lists() {
+        let numbers = |ns: &[usize]| ns.iter().map(|&n| row("", &[n])).collect::<Vec<_>>();
+        let cases: Vec<(Vec<Row>, usize)> = vec![
+            // An input's gradient buffers `0, 1, 2, …`: one row.
+            (numbers(&(0..50).collect::<Vec<_>>()), 1),
+            // A loop's value buffers alternating over a body of 3: `0 1 0, 1 2 1, 2 3 2, …`.
+            (numbers(&(0..40).flat_map(|i| [i, i + 1, i]).collect::<Vec<_>>()), 3),
+            // Buffers alternating every second iteration of a body of 3, then a tail.
+            (numbers(&(0..20).flat_map(|_| [7, 8, 7, 8, 7, 8]).chain([1, 2]).collect::<Vec<_>>()), 4),
+            // Kept flags: no numbers, keys repeat.
+            ((0..30).map(|i| row(if i % 3 == 2 { "true" } else { "false" }, &[])).collect(), 3),
+            // Nothing regular: every row written.
+            (numbers(&[5, 1, 4, 1, 6, 9, 2, 6]), 8),
+            (Vec::new(), 0),
+        ];
+        for (rows, written) in cases {
+            let runs = found_runs(&rows, &[1, 2, 3, 4, 6]);
+            let want: Vec<Vec<usize>> = rows.iter().map(|r| r.numbers.clone()).collect();
+            assert_eq!(expand(&rows, &runs), want);
+            let keys: Vec<&str> = runs
+                .iter()
+                .flat_map(|r| (0..r.count).flat_map(move |_| r.first..r.first + r.per))
+                .map(|i| rows[i].key.as_str())
+                .collect();
+            assert_eq!(keys, rows.iter().map(|r| r.key.as_str()).collect::<Vec<_>>());
+            assert_eq!(runs.iter().map(|r| r.per).sum::<usize>(), written, "{runs:?}");
+        }
+    }
 
     fn row(key: &str, numbers: &[usize]) -> Row {
         Row { key: key.to_owned(), numbers: numbers.to_vec() }

@@ -5,7 +5,7 @@
 use core::fmt::Write as _;
 use core::ops::Range;
 
-use super::plan::{PassPlan, Plan, PlannedKind, Sweep, Writes};
+use super::plan::{InputDecl, PassPlan, Plan, PlannedKind, Sweep, Table, Writes};
 
 /// `%3, %4`.
 fn positions(ps: &[usize]) -> String {
@@ -53,8 +53,8 @@ impl Plan {
                 text.push('\n');
             }
             if let PassPlan::Planned(sweep) = pass {
-                let buffers = self.memory.gradients.get(index).copied().unwrap_or(&[]);
-                self.describe_sweep(&nodes, sweep, buffers, &mut text);
+                let buffers = self.memory.gradients.get(index).map(Table::<usize>::to_vec).unwrap_or_default();
+                self.describe_sweep(&nodes, sweep, &buffers, &mut text);
             }
         }
         text
@@ -75,8 +75,9 @@ impl Plan {
     }
 
     fn describe_forward(&self, nodes: &[NodeText], text: &mut String) {
-        let n_in = self.inputs.len();
+        let n_in = InputDecl::count(self.inputs);
         let memory = &self.memory;
+        let (kept, values) = (memory.kept.to_vec(), memory.values.to_vec());
         let _ = writeln!(
             text,
             "forward ({} value buffers; kept: read by a VJP or a declared output; a level's nodes read only \
@@ -88,9 +89,9 @@ impl Plan {
             for (i, &k) in level.nodes.iter().enumerate() {
                 let k = shift.at(i, k);
                 let Some(node) = nodes.get(k) else { continue };
-                let kept = if memory.kept.get(k).copied().unwrap_or(false) { ", kept" } else { "" };
+                let kept = if kept.get(k).copied().unwrap_or(false) { ", kept" } else { "" };
                 let label = if node.label.is_empty() { String::new() } else { format!(" ({})", node.label) };
-                let buffer = memory.values.get(k).copied().unwrap_or(0);
+                let buffer = values.get(k).copied().unwrap_or(0);
                 let _ = writeln!(
                     text,
                     "    node {k} %{}{label} = {}({}) : {} into value buffer v{buffer}{kept}",
@@ -109,7 +110,8 @@ impl Plan {
     }
 
     fn describe_sweep(&self, nodes: &[NodeText], sweep: &Sweep, buffers: &[usize], text: &mut String) {
-        let n_in = self.inputs.len();
+        let n_in = InputDecl::count(self.inputs);
+        let names = InputDecl::names(self.inputs);
         let buffer = |q: usize| buffers.get(q).copied().unwrap_or(0);
         for (t, (step, shift)) in sweep.steps.iter().enumerate() {
             let k = step.node_at(shift);
@@ -162,8 +164,8 @@ impl Plan {
             }
             let _ = writeln!(text, "       frees the cotangent of %{p} (g{} is free for a later position)", buffer(p));
         }
-        for (q, r) in sweep.inputs.iter().enumerate().take(n_in) {
-            let name = self.inputs.get(q).copied().unwrap_or("");
+        for (q, r) in sweep.inputs.to_vec().iter().enumerate().take(n_in) {
+            let name = names.get(q).map_or("", String::as_str);
             let name = if name.contains('[') { format!(" ({name})") } else { String::new() };
             let _ = writeln!(text, "  input %{q}{name}: gradient = slot {}", pending(r));
         }

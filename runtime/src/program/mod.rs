@@ -198,14 +198,14 @@ impl<A: Scalar, D: Sync + 'static, G, O, Br> Program<A, D, G, O, Br> {
         let dims = self.state.as_ref().map_or(self.graph.dims(), ProgramState::dims);
         let n_in = self.graph.num_inputs();
         let mut values = vec![0usize; self.plan.memory.value_buffers];
-        for (k, &b) in self.plan.memory.values.iter().enumerate() {
+        for (k, b) in self.plan.memory.values.to_vec().into_iter().enumerate() {
             if let (Some(v), Some(d)) = (values.get_mut(b), dims.get(n_in + k)) {
                 *v = (*v).max(numel(d));
             }
         }
         let mut gradients = vec![0usize; self.plan.memory.gradient_buffers];
         for pass in self.plan.memory.gradients {
-            for (q, &b) in pass.iter().enumerate() {
+            for (q, b) in pass.to_vec().into_iter().enumerate() {
                 if let (Some(g), Some(d)) = (gradients.get_mut(b), dims.get(q)) {
                     *g = (*g).max(numel(d));
                 }

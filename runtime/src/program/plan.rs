@@ -155,7 +155,7 @@ pub struct Sweep {
     /// The visits in order: visit `t` is the table's row `t` (its repeats expanded).
     pub steps: Table<Step>,
     /// Per input, the visits pending on its gradient at the end.
-    pub inputs: &'static [Range<usize>],
+    pub inputs: Table<Range<usize>>,
 }
 
 /// A table of rows, some of them repeated: a rolled loop's rows are written once, for its first
@@ -304,6 +304,118 @@ impl Row for Step {
     }
 }
 
+impl Row for usize {
+    fn numbers(&self) -> usize {
+        1
+    }
+}
+
+impl Row for Range<usize> {
+    fn numbers(&self) -> usize {
+        2
+    }
+}
+
+impl Row for bool {
+    fn numbers(&self) -> usize {
+        0
+    }
+}
+
+impl<T: Row> Table<T> {
+    /// How many rows it has, repeats expanded.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        let extra = self.repeats.iter().map(|r| r.rows.saturating_mul(r.count.saturating_sub(1)));
+        extra.fold(self.rows.len(), usize::saturating_add)
+    }
+
+    /// Whether it has no rows.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+}
+
+impl Table<usize> {
+    /// Its numbers, repeats expanded.
+    #[must_use]
+    pub fn to_vec(&self) -> Vec<usize> {
+        self.iter().map(|(&n, shift)| shift.at(0, n)).collect()
+    }
+}
+
+impl Table<Range<usize>> {
+    /// Its ranges, repeats expanded.
+    #[must_use]
+    pub fn to_vec(&self) -> Vec<Range<usize>> {
+        self.iter().map(|(r, shift)| shift.range(0, r)).collect()
+    }
+}
+
+impl Table<bool> {
+    /// Its flags, repeats expanded.
+    #[must_use]
+    pub fn to_vec(&self) -> Vec<bool> {
+        self.iter().map(|(&b, _)| b).collect()
+    }
+}
+
+/// A declared input of a model: its name and, for a parameter array `w: [[…]; n]`, its length
+/// (its elements are the inputs `w[0]` … `w[n - 1]`).
+#[derive(Clone, Copy, Debug)]
+pub struct InputDecl {
+    /// The name as declared.
+    pub name: &'static str,
+    /// The array's length; `None` for a single input.
+    pub array: Option<usize>,
+}
+
+impl InputDecl {
+    /// A single input.
+    #[must_use]
+    pub const fn one(name: &'static str) -> Self {
+        InputDecl { name, array: None }
+    }
+
+    /// A parameter array of `n` inputs.
+    #[must_use]
+    pub const fn array(name: &'static str, n: usize) -> Self {
+        InputDecl { name, array: Some(n) }
+    }
+
+    /// The names of `decls`' inputs in order: `w`, or `w[0]` … `w[n - 1]` for an array.
+    #[must_use]
+    pub fn names(decls: &[InputDecl]) -> Vec<String> {
+        decls
+            .iter()
+            .flat_map(|d| match d.array {
+                None => vec![d.name.to_owned()],
+                Some(n) => (0..n).map(|k| format!("{}[{k}]", d.name)).collect(),
+            })
+            .collect()
+    }
+
+    /// How many inputs `decls` declare.
+    #[must_use]
+    pub fn count(decls: &[InputDecl]) -> usize {
+        decls.iter().map(|d| d.array.unwrap_or(1)).fold(0, usize::saturating_add)
+    }
+
+    /// [`names`](Self::names) as `'static` strings, for a model's `input_names()`: made once per
+    /// model (the caller keeps them in a `static`), an array's element names leaked then.
+    #[must_use]
+    pub fn static_names(decls: &[InputDecl]) -> Vec<&'static str> {
+        decls
+            .iter()
+            .flat_map(|d| match d.array {
+                None => vec![d.name],
+                Some(n) => (0..n).map(|k| &*Box::leak(format!("{}[{k}]", d.name).into_boxed_str())).collect(),
+            })
+            .collect()
+    }
+}
+
 impl Row for Level {
     fn numbers(&self) -> usize {
         self.nodes.len() + self.frees.len()
@@ -381,8 +493,8 @@ pub enum PassPlan {
 pub struct Plan {
     /// The nodes, in order.
     pub nodes: Table<PlannedNode>,
-    /// The inputs' names (`w`, `w[1]` for an element of a parameter array).
-    pub inputs: &'static [&'static str],
+    /// The declared inputs, in order (a parameter array: one entry for all its elements).
+    pub inputs: &'static [InputDecl],
     /// The positions of the declared outputs.
     pub outputs: &'static [usize],
     /// The forward, level by level.
@@ -421,7 +533,7 @@ impl Plan {
     /// `f(spec, parents, own position)` for every built-in node; for the others every position
     /// below the node, and its own when `own_too`.
     fn per_node(&self, own_too: bool, f: impl Fn(&OpSpec, &[usize], usize) -> Vec<usize>) -> Vec<Vec<usize>> {
-        let n_in = self.inputs.len();
+        let n_in = InputDecl::count(self.inputs);
         let builtin = |(k, (node, shift)): (usize, (&PlannedNode, Shift<'_>))| {
             let spec = match node.kind {
                 PlannedKind::Builtin => exactgrad_spec::ops::by_name(node.op),

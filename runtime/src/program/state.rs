@@ -43,6 +43,8 @@ use crate::scalar::Scalar;
 use crate::shape::Dims;
 use crate::tensor::RawTensor;
 
+use super::plan::Table;
+
 mod forward;
 mod fused;
 mod run;
@@ -55,17 +57,40 @@ pub use run::Ran;
 #[derive(Clone, Copy, Debug)]
 pub struct MemoryPlan {
     /// Per node, the index of its value buffer.
-    pub values: &'static [usize],
+    pub values: Table<usize>,
     /// Per node, whether its value is kept to the end of a run (a VJP reads it, or it is a
     /// declared output).
-    pub kept: &'static [bool],
+    pub kept: Table<bool>,
     /// Number of value buffers.
     pub value_buffers: usize,
     /// Per pass (the all-inputs pass, then each declared output's single-output pass), the index
     /// of every position's gradient buffer; inputs own buffers `0..inputs`.
-    pub gradients: &'static [&'static [usize]],
+    pub gradients: &'static [Table<usize>],
     /// Number of gradient buffers.
     pub gradient_buffers: usize,
+}
+
+/// A [`MemoryPlan`]'s tables read out once, for a state's runs.
+#[derive(Clone, Debug)]
+pub(super) struct Memory {
+    values: Vec<usize>,
+    kept: Vec<bool>,
+    gradients: Vec<Vec<usize>>,
+}
+
+impl Memory {
+    fn of(plan: &MemoryPlan) -> Self {
+        Memory {
+            values: plan.values.to_vec(),
+            kept: plan.kept.to_vec(),
+            gradients: plan.gradients.iter().map(Table::<usize>::to_vec).collect(),
+        }
+    }
+
+    /// The gradient buffer of each position in pass `pass`.
+    pub(super) fn gradient(&self, pass: usize) -> &[usize] {
+        self.gradients.get(pass).map_or(&[], Vec::as_slice)
+    }
 }
 
 /// The values, gradient slots and scratch of a generated program (see the [module docs](self)).
@@ -83,9 +108,9 @@ pub struct MemoryPlan {
 pub struct ProgramState<A> {
     dims: Vec<Dims>,
     inputs: usize,
-    plan: MemoryPlan,
-    /// The gradient buffer of each position in the running pass.
-    gradient_buffer: &'static [usize],
+    plan: Memory,
+    /// The running pass (an index of the memory plan's `gradients`).
+    pass: usize,
     /// Forward values (Γ ++ ss): the inputs are lent by the caller for one run; a node's value
     /// holds its buffer from its forward until the plan gives it back.
     values: Vec<RawTensor<A>>,
@@ -157,8 +182,8 @@ impl<A: Scalar> ProgramState<A> {
         ProgramState {
             dims: dims.to_vec(),
             inputs,
-            plan,
-            gradient_buffer: plan.gradients.first().copied().unwrap_or(&[]),
+            plan: Memory::of(&plan),
+            pass: 0,
             values: dims.iter().map(|&d| RawTensor::vacant(d)).collect(),
             value_pool: (0..plan.value_buffers).map(|_| Vec::new()).collect(),
             slots: dims.iter().map(|&d| Stored::Uniform(A::zero(), d)).collect(),
@@ -190,8 +215,8 @@ impl<A: Scalar> ProgramState<A> {
     /// Selects the gradient buffers of the pass with this index (0: the all-inputs pass, `1 + j`:
     /// output `j`'s single-output pass).
     pub(crate) fn select_pass(&mut self, index: usize) {
-        if let Some(&b) = self.plan.gradients.get(index) {
-            self.gradient_buffer = b;
+        if index < self.plan.gradients.len() {
+            self.pass = index;
         }
     }
 
@@ -204,12 +229,12 @@ impl<A: Scalar> ProgramState<A> {
 
     /// Position `q`'s gradient buffer, empty.
     fn take_buf(&mut self, q: usize) -> Vec<A> {
-        take_buffer(self.gradient_buffer, &mut self.gradient_pool, q)
+        take_buffer(self.plan.gradient(self.pass), &mut self.gradient_pool, q)
     }
 
     /// Gives position `q`'s gradient buffer back to the pool.
     fn give_buf(&mut self, q: usize, t: RawTensor<A>) {
-        if let Some(&i) = self.gradient_buffer.get(q) {
+        if let Some(&i) = self.plan.gradient(self.pass).get(q) {
             let old = core::mem::replace(&mut self.gradient_pool[i], t.into_vec());
             if old.capacity() > 0 {
                 self.contributions.recycle(old);

@@ -60,7 +60,7 @@ impl<A: Scalar> ProgramState<A> {
                 return Ok(());
             };
             apply_pending_scalar(v, &self.uniforms[pending.clone()]);
-            let mut out = take_buffer(self.gradient_buffer, &mut self.gradient_pool, q);
+            let mut out = take_buffer(self.plan.gradient(self.pass), &mut self.gradient_pool, q);
             let (prefix, output) = (&self.values[..p], &self.values[p]);
             guarded("the VJP", || graph.product_onto(k, prefix, output, g, i, v, &mut out))
                 .map_err(|m| super::sweep::vjp_error(k, graph.name(k), m))?;
@@ -115,8 +115,8 @@ impl<A: Scalar> ProgramState<A> {
             stored.push(v.clone());
         }
         let [(qa, _), (qb, _)] = &writes;
-        let mut out_a = take_buffer(self.gradient_buffer, &mut self.gradient_pool, *qa);
-        let mut out_b = take_buffer(self.gradient_buffer, &mut self.gradient_pool, *qb);
+        let mut out_a = take_buffer(self.plan.gradient(self.pass), &mut self.gradient_pool, *qa);
+        let mut out_b = take_buffer(self.plan.gradient(self.pass), &mut self.gradient_pool, *qb);
         let (prefix, output) = (&self.values[..p], &self.values[p]);
         let (ra, rb) = crate::parallel::pair(
             || guarded("the VJP", || graph.product_onto(k, prefix, output, g, 0, &stored[0], &mut out_a)),
@@ -170,7 +170,7 @@ impl<A: Scalar> ProgramState<A> {
             }
             Stored::Uniform(v, _) => {
                 apply_pending_scalar(v, us);
-                let mut out = take_buffer(self.gradient_buffer, &mut self.gradient_pool, q);
+                let mut out = take_buffer(self.plan.gradient(self.pass), &mut self.gradient_pool, q);
                 window::onto(v, g.data(), w, &mut out);
                 self.slots[q] = Stored::Tensor(RawTensor::from_parts(d, out));
             }
@@ -259,7 +259,7 @@ impl<A: Scalar> ProgramState<A> {
         let us = &self.uniforms[pending];
         if let Stored::Uniform(v, d) = &mut self.slots[q] {
             apply_pending_scalar(v, us);
-            let mut buf = take_buffer(self.gradient_buffer, &mut self.gradient_pool, q);
+            let mut buf = take_buffer(self.plan.gradient(self.pass), &mut self.gradient_pool, q);
             buf.extend((0..d.numel()).map(|_| v.clone()));
             let d = *d;
             self.slots[q] = Stored::Tensor(RawTensor::from_parts(d, buf));

@@ -100,8 +100,8 @@ impl<A: Scalar> ProgramState<A> {
             }
             self.release(p, g);
         }
-        for (q, pending) in sweep.inputs.iter().enumerate() {
-            self.input_gradient(q, pending.clone());
+        for (q, (pending, shift)) in sweep.inputs.iter().enumerate() {
+            self.input_gradient(q, shift.range(0, pending));
         }
         Ok(Ran::Done)
     }

@@ -110,7 +110,7 @@ impl<A: Scalar> ProgramState<A> {
             }
             Stored::Uniform(v, d) => {
                 apply_pending_scalar(v, us);
-                let mut out = take_buffer(self.gradient_buffer, &mut self.gradient_pool, q);
+                let mut out = take_buffer(self.plan.gradient(self.pass), &mut self.gradient_pool, q);
                 c.read_into(root, q, g, Sink::OntoUniformInto(v, &mut out)).map_err(vjp_error)?;
                 let d = *d;
                 self.slots[q] = Stored::Tensor(RawTensor::from_parts(d, out));
