@@ -265,18 +265,22 @@
 //!         Step::built(1, 3..3, &[(3, 0..3)]),   // relu(%3)
 //!         Step::product(0, 4..4, &[(0, 0..4), (1, 0..4)]),
 //!     ],
-//!     inputs: &[5..5, 5..5, 3..5],   // per input, the visits still pending at the end
+//!     inputs: Table::flat(&[5..5, 5..5, 3..5]),   // per input, the visits still pending at the end
 //! };
 //! static __PLAN: Plan = Plan {
 //!     nodes: &[PlannedNode::builtin("matmul", &[0, 1], "[B, 4]", ""), /* … */],
 //!     forward: &[Level { nodes: &[0], frees: &[] }, /* … */ Level { nodes: &[3], frees: &[5] }, /* … */],
 //!     passes: &[PassPlan::Planned(&__SWEEP0), PassPlan::Planned(&__SWEEP0)],  // one table for both
-//!     memory: MemoryPlan { values: &[0, 1, 2, 3, 2], /* … */ },
+//!     inputs: &[InputDecl::one("x"), InputDecl::one("w1"), InputDecl::one("w2")],
+//!     memory: MemoryPlan { values: Table::flat(&[0, 1, 2, 3, 2]), /* … */ },
 //!     /* … */
 //! };
 //! ```
 //!
-//! `Name::describe_backward()` prints the same tables in words.
+//! A loop's rows, and the runs of a per-node or per-input list that move by a constant step
+//! (`0, 1, 2, …`, buffers alternating between iterations), are written once with a `Repeat`
+//! giving that step, so no table grows with a loop's trip count. `Name::describe_backward()`
+//! prints the same tables in words.
 //!
 //! The forward runs by levels (a node one level above the nodes it reads; a level of several
 //! built-in nodes is computed at the same time when the pool has threads to spare and the level

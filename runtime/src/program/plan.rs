@@ -534,7 +534,7 @@ impl Plan {
     /// below the node, and its own when `own_too`.
     fn per_node(&self, own_too: bool, f: impl Fn(&OpSpec, &[usize], usize) -> Vec<usize>) -> Vec<Vec<usize>> {
         let n_in = InputDecl::count(self.inputs);
-        let builtin = |(k, (node, shift)): (usize, (&PlannedNode, Shift<'_>))| {
+        let of_node = |(k, (node, shift)): (usize, (&PlannedNode, Shift<'_>))| {
             let spec = match node.kind {
                 PlannedKind::Builtin => exactgrad_spec::ops::by_name(node.op),
                 PlannedKind::Opaque | PlannedKind::Custom => None,
@@ -544,13 +544,43 @@ impl Plan {
                 None => (0..n_in + k + usize::from(own_too)).collect(),
             }
         };
-        self.nodes.iter().enumerate().map(builtin).collect()
+        self.nodes.iter().enumerate().map(of_node).collect()
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_list_table_reads_out_its_repeats_and_counts_them() {
+        // 0, 1, 2, 3 (one row, +1 per iteration), then 9, then 5 6, 7 8 (two rows, +2 each).
+        static NUMBERS: Table<usize> = Table {
+            rows: &[0, 9, 5, 6],
+            repeats: &[
+                Repeat { at: 0, rows: 1, count: 4, deltas: &[1] },
+                Repeat { at: 2, rows: 2, count: 2, deltas: &[2, 2] },
+            ],
+        };
+        assert_eq!(NUMBERS.to_vec(), [0, 1, 2, 3, 9, 5, 6, 7, 8]);
+        assert_eq!(NUMBERS.len(), 9);
+        static RANGES: Table<Range<usize>> =
+            Table { rows: &[3..5, 0..1], repeats: &[Repeat { at: 0, rows: 1, count: 3, deltas: &[0, 1] }] };
+        assert_eq!(RANGES.to_vec(), [3..5, 3..6, 3..7, 0..1]);
+        static KEPT: Table<bool> =
+            Table { rows: &[false, true], repeats: &[Repeat { at: 0, rows: 2, count: 3, deltas: &[] }] };
+        assert_eq!(KEPT.to_vec(), [false, true, false, true, false, true]);
+        assert!(Table::<usize>::flat(&[]).is_empty() && !NUMBERS.is_empty());
+    }
+
+    #[test]
+    fn input_declarations_name_every_element_of_an_array() {
+        let decls = [InputDecl::one("x"), InputDecl::array("w", 3), InputDecl::one("b")];
+        assert_eq!(InputDecl::count(&decls), 5);
+        assert_eq!(InputDecl::names(&decls), ["x", "w[0]", "w[1]", "w[2]", "b"]);
+        assert_eq!(InputDecl::static_names(&decls), ["x", "w[0]", "w[1]", "w[2]", "b"]);
+        assert!(InputDecl::names(&[InputDecl::array("e", 0)]).is_empty());
+    }
 
     static NODE: PlannedNode = PlannedNode::builtin("tanh", &[7], "[4]", "block#2/h99999999999999999999999@i=3");
 
