@@ -542,6 +542,13 @@ pub const fn reads_of(name: &str) -> crate::Reads {
     spec_of(name).reads
 }
 
+/// Whether two names are equal, in a const context (the runtime's tables check their names with
+/// it).
+#[must_use]
+pub const fn same_name(a: &str, b: &str) -> bool {
+    bytes_eq(a.as_bytes(), b.as_bytes())
+}
+
 const fn bytes_eq(a: &[u8], b: &[u8]) -> bool {
     if a.len() != b.len() {
         return false;

@@ -51,9 +51,7 @@ pub(super) fn table(
             let first = start + m * per;
             match repeated(count - m, |i| group(m + i)).filter(|(len, _)| *len >= MIN_REPEAT) {
                 Some((len, deltas)) => {
-                    let (at, per_lit, len_lit) = (lit(out.len()), lit(per), lit(len));
-                    let deltas = deltas.iter().map(|&d| proc_macro2::Literal::i64_unsuffixed(d));
-                    repeats.push(quote!(Repeat { at: #at, rows: #per_lit, count: #len_lit, deltas: &[#(#deltas),*] }));
+                    repeats.push(repeat(out.len(), per, len, &deltas));
                     out.extend((first..first + per).map(&tokens));
                     m += len;
                 }
@@ -83,9 +81,7 @@ pub(super) fn runs(
     let mut repeats = Vec::new();
     for Run { first, per, count, deltas } in found_runs(rows, periods) {
         if count > 1 {
-            let (at, per_lit, len_lit) = (lit(out.len()), lit(per), lit(count));
-            let deltas = deltas.iter().map(|&d| proc_macro2::Literal::i64_unsuffixed(d));
-            repeats.push(quote!(Repeat { at: #at, rows: #per_lit, count: #len_lit, deltas: &[#(#deltas),*] }));
+            repeats.push(repeat(out.len(), per, count, &deltas));
         }
         out.extend((first..first + per).map(&tokens));
     }
@@ -127,6 +123,13 @@ fn found_runs(rows: &[Row], periods: &[usize]) -> Vec<Run> {
         }
     }
     out
+}
+
+/// A `Repeat` of `count` iterations of `per` rows from written row `at`, moving by `deltas`.
+fn repeat(at: usize, per: usize, count: usize, deltas: &[i64]) -> TokenStream {
+    let (at, per, count) = (lit(at), lit(per), lit(count));
+    let deltas = deltas.iter().map(|&d| proc_macro2::Literal::i64_unsuffixed(d));
+    quote!(Repeat { at: #at, rows: #per, count: #count, deltas: &[#(#deltas),*] })
 }
 
 /// A `Table` of the rows written and their repeats.

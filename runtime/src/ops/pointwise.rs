@@ -67,21 +67,7 @@ pub trait PointwiseFn<A>: 'static {
 /// (`crate::compiled`), as `crate::ops` declares them.
 pub const BUILTIN: &[&str] = super::builtin::NAMES;
 
-/// Whether two names are equal (usable in a constant).
-pub(crate) const fn same_name(a: &str, b: &str) -> bool {
-    let (a, b) = (a.as_bytes(), b.as_bytes());
-    if a.len() != b.len() {
-        return false;
-    }
-    let mut i = 0;
-    while i < a.len() {
-        if a[i] != b[i] {
-            return false;
-        }
-        i += 1;
-    }
-    true
-}
+pub(crate) use exactgrad_spec::ops::same_name;
 
 /// `name`'s place in [`BUILTIN`] when `compiled`, else `0` (unused).
 const fn compiled_index(name: &str, compiled: bool) -> usize {
