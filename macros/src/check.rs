@@ -54,6 +54,16 @@ mod tests {
     }
 
     #[test]
+    fn a_pointwise_op_is_called_as_a_function_or_a_method() {
+        // `silu` has nothing in the macro but its spec line: both forms come from it.
+        for src in ["fn f(x: [2, 3]) -> [] { sum(silu(x)) }", "fn f(x: [2, 3]) -> [] { sum(x.silu()) }"] {
+            assert_eq!(check_source(src).map(|s| s.nodes).map_err(|e| e.to_string()), Ok(2), "{src}");
+        }
+        let e = check_source("fn f(x: [2, 3]) -> [] { sum(silu(x, x)) }").expect_err("one operand");
+        assert!(e.to_string().contains("silu"), "{e}");
+    }
+
+    #[test]
     fn window_ops_take_named_constants() {
         for src in [
             "fn f(x: [2, 3, 8, 8], w: [4, 3, 3, 3]) -> [2, 4, 4, 4] { conv2d(x, w, stride = 2, padding = 1) }",
