@@ -95,9 +95,13 @@ fn stub(def: &GraphDef, names: &Names) -> TokenStream {
         #[allow(unreachable_code, clippy::diverging_sub_expression)]
         impl #model {
             /// Not generated: `graph!` reported errors for this graph.
-            pub const SUPPORT: &'static [&'static [usize]] = &[];
+            pub fn support() -> ::std::vec::Vec<::std::vec::Vec<usize>> {
+                ::std::vec::Vec::new()
+            }
             /// Not generated: `graph!` reported errors for this graph.
-            pub const READS: &'static [&'static [usize]] = &[];
+            pub fn reads() -> ::std::vec::Vec<::std::vec::Vec<usize>> {
+                ::std::vec::Vec::new()
+            }
             /// Not generated: `graph!` reported errors for this graph.
             pub const NODES: usize = 0;
             /// Not generated: `graph!` reported errors for this graph.

@@ -1,6 +1,7 @@
-//! The model type and its generated backward program: `Model::SUPPORT` / `Model::READS` (every
-//! node's static support and saved reads), `Model::plan()` (the plans of [`crate::plan`] written
-//! out as the runtime's `Plan` tables: one line per node, level and step), `Model::program()`
+//! The model type and its generated backward program: `Model::support()` / `Model::reads()` (every
+//! node's static support and saved reads, derived at run time from the plan), `Model::plan()` (the
+//! plans of [`crate::plan`] written out as the runtime's `Plan` tables: one line per node, level
+//! and step, a loop's and a regular list's repeated rows once), `Model::program()`
 //! (the model's graph, from its graph function, run by that plan) and `Model::describe_backward()`
 //! (the plan in words, built at run time from the same tables).
 
