@@ -71,7 +71,7 @@ impl<A: Scalar, D> CompactOp<A, D> for CausalMask<A> {
     }
 }
 
-typed_op!(causal_mask(scores: S; value) -> CausalMask<A>: Causal, "`causal_mask(scores, value)`, `(T, T)`, `(B, T, T)` or `(B, H, T, T)` kept");
+typed_op!(causal_mask(scores: S; value: A) -> CausalMask<A>: Causal, "`causal_mask(scores, value)`, `(T, T)`, `(B, T, T)` or `(B, H, T, T)` kept");
 
 #[cfg(test)]
 mod tests {

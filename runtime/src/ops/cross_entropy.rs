@@ -18,14 +18,14 @@
 //! label `≥ c`, naming the row and the label (an error from `compile`, never a panic).
 
 use crate::reference::{FloatKit, RefOp};
-use crate::shape::rules::LogitsShape;
 use num_traits::{Float, FromPrimitive};
 
 use super::softmax::{exp_rows, row_max};
 use crate::contributions::{Contrib, Contributions};
-use crate::graph::{Compact, CompactOp, SavedValues};
+use crate::graph::{CompactOp, SavedValues};
 use crate::scalar::Scalar;
-use crate::shape::{Dims, Position, Shape};
+use crate::shape::rules::by_rule;
+use crate::shape::Dims;
 use crate::tensor::RawTensor;
 
 /// Reads the labels out of the graph's data.
@@ -168,14 +168,7 @@ impl<A: Scalar + Float + FromPrimitive, D: 'static> CompactOp<A, D> for CrossEnt
     }
 }
 
-/// Typed `cross_entropy(logits, labels)`: `(M, C)` logits → `()` ([`LogitsShape`]), labels read
-/// from the data by `labels` (checked by `compile`: `M` labels, each `< C`).
-pub fn cross_entropy<A: Scalar + Float + FromPrimitive, D: 'static, S: LogitsShape<Output = O>, O: Shape, Br>(
-    logits: Position<S, Br>,
-    labels: LabelAccessor<D>,
-) -> Compact<CrossEntropy<D>, A, D, O> {
-    Compact::new(CrossEntropy::new(logits.index(), labels), &[&logits])
-}
+typed_op!(cross_entropy(logits: S; labels: LabelAccessor<D>) -> CrossEntropy<D>: Logits, "`cross_entropy(logits, labels)`, `(M, C)` logits → `()`, labels read from the data by `labels` (checked by `compile`: `M` labels, each `< C`)");
 
 #[cfg(test)]
 mod tests {

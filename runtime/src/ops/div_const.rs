@@ -67,7 +67,7 @@ impl<A: Scalar + DivOp<Output = A>, D> CompactOp<A, D> for DivConst<A> {
     }
 }
 
-typed_op!(div_const(a: S; divisor) -> DivConst<A>: Unary, "`a / divisor`");
+typed_op!(div_const(a: S; divisor: A) -> DivConst<A>: Unary, "`a / divisor`");
 
 #[cfg(test)]
 mod tests {

@@ -22,13 +22,13 @@
 //! after its first allocate nothing).
 
 use crate::reference::{FloatKit, RefOp};
-use crate::shape::rules::RowParamsShape;
 use num_traits::{Float, FromPrimitive};
 
 use crate::contributions::{Contrib, Contributions};
-use crate::graph::{Compact, CompactOp, SavedValues};
+use crate::graph::{CompactOp, SavedValues};
 use crate::scalar::{Scalar, Storage};
-use crate::shape::{Dims, Position, Shape};
+use crate::shape::rules::by_rule;
+use crate::shape::Dims;
 use crate::tensor::RawTensor;
 
 /// Layer normalisation over the last axis with a gain and a bias.
@@ -320,24 +320,7 @@ impl<A: Scalar + Float + FromPrimitive, D> CompactOp<A, D> for LayerNorm<A> {
     }
 }
 
-/// Typed `layer_norm(x, gain, bias)` with the constant `eps`: `(M, N)`, `(N,)`, `(N,)` → `(M, N)`
-/// ([`RowParamsShape`]).
-pub fn layer_norm<
-    A: Scalar + Float + FromPrimitive,
-    D: 'static,
-    S: RowParamsShape<G, B, Output = O>,
-    G,
-    B,
-    O: Shape,
-    Br,
->(
-    x: Position<S, Br>,
-    gain: Position<G, Br>,
-    bias: Position<B, Br>,
-    eps: A,
-) -> Compact<LayerNorm<A>, A, D, O> {
-    Compact::new(LayerNorm::new(x.index(), gain.index(), bias.index(), eps), &[&x, &gain, &bias])
-}
+typed_op!(layer_norm(x: S, gain: G, bias: B; eps: A) -> LayerNorm<A>: RowParams, "`layer_norm(x, gain, bias)` with the constant `eps`, `(M, N)`, `(N,)`, `(N,)` → `(M, N)`");
 
 #[cfg(test)]
 mod tests {

@@ -13,11 +13,11 @@
 //! infinity in `δ` does not leak through), and an unmasked one is `δ[i]` bit for bit.
 
 use crate::contributions::{Contrib, Contributions};
-use crate::graph::{Compact, CompactOp, SavedValues};
+use crate::graph::{CompactOp, SavedValues};
 use crate::reference::RefOp;
 use crate::scalar::Scalar;
-use crate::shape::rules::UnaryShape;
-use crate::shape::{Dims, Position, Shape};
+use crate::shape::rules::by_rule;
+use crate::shape::Dims;
 use crate::tensor::RawTensor;
 
 /// Reads a mask out of the graph's data: one `bool` per element of `x`'s trailing axes.
@@ -97,15 +97,7 @@ impl<A: Scalar, D: 'static> CompactOp<A, D> for MaskedFill<A, D> {
     }
 }
 
-/// Typed `masked_fill(x, mask, value)`: the shape is kept ([`UnaryShape`]); the mask's length is
-/// checked by `compile`.
-pub fn masked_fill<A: Scalar, D: 'static, S: UnaryShape<Output = O>, O: Shape, Br>(
-    x: Position<S, Br>,
-    mask: MaskAccessor<D>,
-    value: A,
-) -> Compact<MaskedFill<A, D>, A, D, O> {
-    Compact::new(MaskedFill::new(x.index(), mask, value), &[&x])
-}
+typed_op!(masked_fill(x: S; mask: MaskAccessor<D>, value: A) -> MaskedFill<A, D>: Unary, "`masked_fill(x, mask, value)`, the shape kept; the mask's length is checked by `compile`");
 
 #[cfg(test)]
 mod tests {

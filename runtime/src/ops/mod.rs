@@ -15,36 +15,37 @@
 //!
 //! [`Node`]: crate::Node
 
-/// Declares the typed constructor of a built-in op that takes positions only (and, after `;`, a
-/// constant of the scalar type), in the op's file: `typed_op!(name(a: L, b: R; constant) -> Op:
-/// Rule, "what");` (`L`, `R`: the operands' shape parameters).
-/// The constructor's output shape is the one the spec's type-level rule `Rule` computes
-/// ([`by_rule`](crate::shape::rules::by_rule)); its scalar bounds are those of `Op`'s
-/// [`CompactOp`](crate::CompactOp) impl. A constant check makes the line's rule and operand count
-/// the op's `exactgrad_spec` entry's.
+/// Declares the typed constructor of a built-in op in the op's file:
+/// `typed_op!(name(a: L, b: R, …; extra: Type, …) -> Op<…>: Rule, "what");` — its operands (each
+/// with its shape parameter), then the arguments after them that `Op::new` takes as they are (a
+/// constant of the scalar type, a data accessor, …). The constructor's output shape is the one
+/// the spec's type-level rule `Rule` computes ([`by_rule`](crate::shape::rules::by_rule)); its
+/// scalar bounds are those of `Op`'s [`CompactOp`](crate::CompactOp) impl. A constant check makes
+/// the line's rule and operand count the op's `exactgrad_spec` entry's.
 macro_rules! typed_op {
-    ($name:ident($a:ident: $L:ident $(, $b:ident: $R:ident)? $(; $c:ident)?) -> $op:ident $(<$g:ident>)?: $rule:ident, $what:literal) => {
+    ($name:ident($a:ident: $L:ident $(, $b:ident: $R:ident)* $(; $($c:ident: $cty:ty),+)?)
+        -> $op:ident $(<$($g:ident),+>)?: $rule:ident, $what:literal) => {
         #[doc = concat!("Typed `", stringify!($name), "`: ", $what, " (the rule [`", stringify!($rule),
             "`](crate::shape::rules::by_rule::", stringify!($rule), ")).")]
         #[must_use]
-        pub fn $name<A, D, $L, $($R,)? O, Br>(
+        pub fn $name<A, D, $L, $($R,)* O, Br>(
             $a: crate::shape::Position<$L, Br>,
-            $($b: crate::shape::Position<$R, Br>,)?
-            $($c: A,)?
-        ) -> crate::graph::Compact<$op $(<$g>)?, A, D, O>
+            $($b: crate::shape::Position<$R, Br>,)*
+            $($($c: $cty,)+)?
+        ) -> crate::graph::Compact<$op $(<$($g),+>)?, A, D, O>
         where
             A: crate::scalar::Scalar,
             D: 'static,
-            $L: by_rule::$rule<$($R,)? Output = O>,
+            $L: by_rule::$rule<$($R,)* Output = O>,
             O: crate::shape::Shape,
-            $op $(<$g>)?: crate::graph::CompactOp<A, D>,
+            $op $(<$($g),+>)?: crate::graph::CompactOp<A, D>,
         {
-            crate::graph::Compact::new($op::new($a.index() $(, $b.index())? $(, $c)?), &[&$a $(, &$b)?])
+            crate::graph::Compact::new($op::new($a.index() $(, $b.index())* $($(, $c)+)?), &[&$a $(, &$b)*])
         }
         const _: () = {
             let spec = exactgrad_spec::ops::spec_of(stringify!($name));
             assert!(matches!(spec.type_rule, exactgrad_spec::TypeRule::$rule), "the table's rule is not the spec's");
-            assert!(matches!(spec.arity, exactgrad_spec::Arity::Fixed(n) if n == [stringify!($a) $(, stringify!($b))?].len()));
+            assert!(matches!(spec.arity, exactgrad_spec::Arity::Fixed(n) if n == [stringify!($a) $(, stringify!($b))*].len()));
         };
     };
 }

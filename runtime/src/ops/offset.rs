@@ -51,7 +51,7 @@ impl<A: Scalar, D> CompactOp<A, D> for Offset<A> {
     }
 }
 
-typed_op!(offset(a: S; constant) -> Offset<A>: Unary, "`a + constant`");
+typed_op!(offset(a: S; constant: A) -> Offset<A>: Unary, "`a + constant`");
 
 #[cfg(test)]
 mod tests {

@@ -52,7 +52,7 @@ impl<A: Scalar + MulOp<Output = A>, D> CompactOp<A, D> for Scale<A> {
     }
 }
 
-typed_op!(scale(a: S; factor) -> Scale<A>: Unary, "`a * factor`");
+typed_op!(scale(a: S; factor: A) -> Scale<A>: Unary, "`a * factor`");
 
 #[cfg(test)]
 mod tests {
