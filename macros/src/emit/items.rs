@@ -308,19 +308,7 @@ pub(super) fn common(
     });
     // One name per pack position: an array parameter `w: [[…]; n]` gives `w[0]` … `w[n - 1]`
     // (made at run time from one declaration, so the list does not grow with `n`).
-    let input_name_decls: Vec<TokenStream> = input_decls
-        .iter()
-        .map(|(name, n, _)| {
-            let name = syn::ext::IdentExt::unraw(name).to_string();
-            match n {
-                None => quote!(#p::plan::InputDecl::one(#name)),
-                Some(n) => {
-                    let n = proc_macro2::Literal::usize_unsuffixed(*n);
-                    quote!(#p::plan::InputDecl::array(#name, #n))
-                }
-            }
-        })
-        .collect();
+    let input_name_decls = super::program::input_decl_tokens(&p, input_decls.iter().map(|(name, n, _)| (name, *n)));
     let items = quote! {
         #data_item
 

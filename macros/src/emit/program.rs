@@ -207,7 +207,7 @@ fn plan_tokens(
     let node_regions: Vec<Region> =
         rolled.iter().map(|r| Region { start: r.start, per: r.body, count: r.count }).collect();
     let nodes = tables::table(p, &node_rows, &node_regions, node_tokens);
-    let inputs = input_decls(graph);
+    let inputs = input_decls(p, graph);
     let through_graph = |nodes: &[usize]| nodes.iter().any(|&k| !matches!(graph.nodes[k].kind, NodeKind::Builtin(..)));
     let level_rows: Vec<Row> = values
         .levels
@@ -243,7 +243,7 @@ fn plan_tokens(
     let buffers = lit(*buffers);
     let items = statics.items;
     quote! {
-        use #p::plan::{InputDecl, Level, PassPlan, Plan, PlannedNode, Repeat, Step, Sweep};
+        use #p::plan::{Level, PassPlan, Plan, PlannedNode, Repeat, Step, Sweep};
         use #p::MemoryPlan;
         #items
         static __PLAN: Plan = Plan {
@@ -282,26 +282,33 @@ fn periods(rolled: &[Rolled]) -> Vec<usize> {
     out
 }
 
-/// The plan's input declarations: one per declared input (a parameter array once).
-fn input_decls(graph: &crate::ir::Graph) -> TokenStream {
-    let declared: usize = graph.input_decls.iter().map(|(_, n, _)| n.unwrap_or(1)).sum();
-    let decls: Vec<TokenStream> = if declared == graph.inputs.len() {
-        graph
-            .input_decls
-            .iter()
-            .map(|(name, n, _)| {
-                let name = name.to_string();
-                match n {
-                    Some(n) => {
-                        let n = lit(*n);
-                        quote!(InputDecl::array(#name, #n))
-                    }
-                    None => quote!(InputDecl::one(#name)),
+/// `InputDecl`s for declared inputs `(name, array length)`, a parameter array once (the names
+/// unraw: `r#type` is `type`, as `input_names()` gives them).
+pub(super) fn input_decl_tokens<'a>(
+    p: &TokenStream,
+    decls: impl Iterator<Item = (&'a Ident, Option<usize>)>,
+) -> Vec<TokenStream> {
+    decls
+        .map(|(name, n)| {
+            let name = syn::ext::IdentExt::unraw(name).to_string();
+            match n {
+                Some(n) => {
+                    let n = lit(n);
+                    quote!(#p::plan::InputDecl::array(#name, #n))
                 }
-            })
-            .collect()
+                None => quote!(#p::plan::InputDecl::one(#name)),
+            }
+        })
+        .collect()
+}
+
+/// The plan's input declarations: one per declared input (a parameter array once).
+fn input_decls(p: &TokenStream, graph: &crate::ir::Graph) -> TokenStream {
+    let declared: usize = graph.input_decls.iter().map(|(_, n, _)| n.unwrap_or(1)).sum();
+    let decls = if declared == graph.inputs.len() {
+        input_decl_tokens(p, graph.input_decls.iter().map(|(name, n, _)| (name, *n)))
     } else {
-        graph.inputs.iter().map(|(name, _)| name.to_string()).map(|name| quote!(InputDecl::one(#name))).collect()
+        input_decl_tokens(p, graph.inputs.iter().map(|(name, _)| (name, None)))
     };
     quote!(&[#(#decls),*])
 }

@@ -403,16 +403,10 @@ impl InputDecl {
     }
 
     /// [`names`](Self::names) as `'static` strings, for a model's `input_names()`: made once per
-    /// model (the caller keeps them in a `static`), an array's element names leaked then.
+    /// model (the caller keeps them in a `static`) and leaked then.
     #[must_use]
     pub fn static_names(decls: &[InputDecl]) -> Vec<&'static str> {
-        decls
-            .iter()
-            .flat_map(|d| match d.array {
-                None => vec![d.name],
-                Some(n) => (0..n).map(|k| &*Box::leak(format!("{}[{k}]", d.name).into_boxed_str())).collect(),
-            })
-            .collect()
+        Self::names(decls).into_iter().map(|name| &*Box::leak(name.into_boxed_str())).collect()
     }
 }
 
