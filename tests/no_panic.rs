@@ -538,7 +538,8 @@ fn window_ops_on_degenerate_shapes_are_errors_or_run() {
         (&[2, 2, 0, 3], &[1, 2, 1, 2]),
     ] {
         let padding = if x[2] == 0 { [1, 0] } else { [0, 0] };
-        let out = window_node(&[x, w], RawNode::compact(ops::Conv2d::new(0, 1, s2([1, 1], padding, [1, 1])))).unwrap();
+        let out = window_node(&[x, w], RawNode::compact(ops::Conv2d::with_sliding(0, 1, s2([1, 1], padding, [1, 1]))))
+            .unwrap();
         assert!(out[0].data().iter().chain(out[1].data()).all(|&v| v == 0.0), "{x:?} {w:?}");
     }
     window_node(&[&[0, 1, 4, 4]], RawNode::compact(ops::MaxPool2d::new(0, [2, 2], [2, 2], [0, 0]))).unwrap();
@@ -563,25 +564,29 @@ fn window_ops_on_degenerate_shapes_are_errors_or_run() {
     };
     refused(
         &[&[1, 1, 3, 3], &[1, 1, 2, 2]],
-        RawNode::compact(ops::Conv2d::new(0, 1, s2([0, 1], [0, 0], [1, 1]))),
+        RawNode::compact(ops::Conv2d::with_sliding(0, 1, s2([0, 1], [0, 0], [1, 1]))),
         "at least 1",
     );
     refused(
         &[&[1, 1, 3, 3], &[1, 1, 2, 2]],
-        RawNode::compact(ops::Conv2d::new(0, 1, s2([1, 1], [usize::MAX, 0], [1, 1]))),
+        RawNode::compact(ops::Conv2d::with_sliding(0, 1, s2([1, 1], [usize::MAX, 0], [1, 1]))),
         "overflows",
     );
     refused(
         &[&[1, 1, 3, 3], &[1, 1, 3, 3]],
-        RawNode::compact(ops::Conv2d::new(0, 1, s2([1, 1], [0, 0], [BIG, 1]))),
+        RawNode::compact(ops::Conv2d::with_sliding(0, 1, s2([1, 1], [0, 0], [BIG, 1]))),
         "overflows",
     );
     refused(
         &[&[0, 1, 3, 3], &[1, 1, 1, 1]],
-        RawNode::compact(ops::Conv2d::new(0, 1, s2([1, 1], [BIG / 4, BIG / 4], [1, 1]))),
+        RawNode::compact(ops::Conv2d::with_sliding(0, 1, s2([1, 1], [BIG / 4, BIG / 4], [1, 1]))),
         "patch matrix",
     );
-    refused(&[&[1, 1, 3], &[1, 2, 1]], RawNode::compact(ops::Conv1d::new(0, 1, Sliding::default())), "input channels");
+    refused(
+        &[&[1, 1, 3], &[1, 2, 1]],
+        RawNode::compact(ops::Conv1d::with_sliding(0, 1, Sliding::default())),
+        "input channels",
+    );
     refused(&[&[1, 1, 3, 3]], RawNode::compact(ops::MaxPool2d::new(0, [2, 2], [0, 1], [0, 0])), "at least 1");
     refused(
         &[&[1, 1, 3, 3]],

@@ -366,7 +366,7 @@ fn window_graph(shapes: &[usize], raw: &[(u8, u32, u32, u8)]) -> RawGraph<Sym, (
                     let s = Sliding { stride: [1 + bit(0)], padding: [bit(1) + bit(2)], dilation: [1 + bit(3)] };
                     let s = fit(s).or_else(|| fit(Sliding { padding: [sw[2]], ..Sliding::default() }));
                     let Some(s) = s else { continue };
-                    RawNode::compact(ops::Conv1d::new(x, w, s))
+                    RawNode::compact(ops::Conv1d::with_sliding(x, w, s))
                 } else {
                     let fit = |s: Sliding<2>| rules::conv("conv2d", sx, sw, &s).is_ok().then_some(s);
                     let s = Sliding {
@@ -376,7 +376,7 @@ fn window_graph(shapes: &[usize], raw: &[(u8, u32, u32, u8)]) -> RawGraph<Sym, (
                     };
                     let s = fit(s).or_else(|| fit(Sliding { padding: [sw[2], sw[3]], ..Sliding::default() }));
                     let Some(s) = s else { continue };
-                    RawNode::compact(ops::Conv2d::new(x, w, s))
+                    RawNode::compact(ops::Conv2d::with_sliding(x, w, s))
                 }
             }
             2 | 3 => {

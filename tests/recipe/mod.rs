@@ -849,7 +849,7 @@ pub fn conv<T: TestScalar>(dims: &[Dims], a: usize, b: usize, extra: u8) -> Opti
         let drawn = Sliding { stride: [1 + bit(0)], padding: [bit(1) + 2 * bit(2)], dilation: [1 + bit(3)] };
         let safe = Sliding { padding: [sw[2]], ..Sliding::default() };
         let s = if rules::conv("conv1d", sx, sw, &drawn).is_ok() { drawn } else { safe };
-        Some(RawNode::compact(ops::Conv1d::new(x, w, s)))
+        Some(RawNode::compact(ops::Conv1d::with_sliding(x, w, s)))
     } else {
         let drawn = Sliding {
             stride: [1 + bit(0), 1 + bit(4)],
@@ -858,7 +858,7 @@ pub fn conv<T: TestScalar>(dims: &[Dims], a: usize, b: usize, extra: u8) -> Opti
         };
         let safe = Sliding { padding: [sw[2], sw[3]], ..Sliding::default() };
         let s = if rules::conv("conv2d", sx, sw, &drawn).is_ok() { drawn } else { safe };
-        Some(RawNode::compact(ops::Conv2d::new(x, w, s)))
+        Some(RawNode::compact(ops::Conv2d::with_sliding(x, w, s)))
     }
 }
 

@@ -385,8 +385,8 @@ impl Cx<'_> {
                 vec![ps[0].clone(), quote_spanned!(span=> (#(#axes,)*)), out.clone()]
             }
             (TypeRule::Conv1d | TypeRule::Conv2d | TypeRule::Pool2d, ExtraArg::Window(w)) => {
-                // Each constant is a value of its typenum type (a pair for two spatial axes), and
-                // every axis's number a type argument of its own.
+                // Each constant is a value of its type argument: a typenum number for one spatial
+                // axis, a pair of them for two.
                 let lists: [&[usize]; 3] = if op.type_rule == TypeRule::Pool2d {
                     [&w.kernel, &w.stride, &w.padding]
                 } else {
@@ -395,7 +395,13 @@ impl Cx<'_> {
                 let mut t = ps.clone();
                 for list in lists {
                     values.push(default.clone());
-                    t.extend(list.iter().map(|&n| typenum(n)));
+                    t.push(match list {
+                        [n] => typenum(*n),
+                        _ => {
+                            let ns = list.iter().map(|&n| typenum(n));
+                            quote_spanned!(span=> (#(#ns,)*))
+                        }
+                    });
                 }
                 t.push(out.clone());
                 t

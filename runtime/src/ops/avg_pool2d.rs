@@ -21,15 +21,13 @@
 use core::ops::Div;
 
 use num_traits::FromPrimitive;
-use typenum::Unsigned;
 
 use super::sliding::PoolWindow;
 use crate::contributions::{Contrib, Contributions};
-use crate::graph::{Compact, CompactOp, SavedValues};
+use crate::graph::{CompactOp, SavedValues};
 use crate::reference::RefOp;
 use crate::scalar::Scalar;
-use crate::shape::rules::Pool2dShape;
-use crate::shape::{Dims, Position, Shape};
+use crate::shape::Dims;
 use crate::tensor::RawTensor;
 
 /// Average pooling over windows of a batch of images, padding not counted (see the module docs).
@@ -114,32 +112,7 @@ impl<A: Scalar + Div<Output = A> + FromPrimitive, D> CompactOp<A, D> for AvgPool
     }
 }
 
-/// Typed `avg_pool2d(x, kernel, stride, padding)`, each constant a pair of typenum numbers
-/// `(height, width)`: `[n, c, h, w] → [n, c, h_out, w_out]` ([`Pool2dShape`], which computes the
-/// output sizes and rejects a kernel that does not fit, a zero kernel or stride, or a padding
-/// above half the kernel).
-#[allow(clippy::type_complexity)]
-pub fn avg_pool2d<
-    A: Scalar + Div<Output = A> + FromPrimitive,
-    D: 'static,
-    X: Pool2dShape<(KH, KW), (SH, SW), (PH, PW), Output = O>,
-    KH: Unsigned,
-    KW: Unsigned,
-    SH: Unsigned,
-    SW: Unsigned,
-    PH: Unsigned,
-    PW: Unsigned,
-    O: Shape,
-    Br,
->(
-    x: Position<X, Br>,
-    _kernel: (KH, KW),
-    _stride: (SH, SW),
-    _padding: (PH, PW),
-) -> Compact<AvgPool2d, A, D, O> {
-    let op = AvgPool2d::new(x.index(), [KH::USIZE, KW::USIZE], [SH::USIZE, SW::USIZE], [PH::USIZE, PW::USIZE]);
-    Compact::new(op, &[&x])
-}
+typed_op!(avg_pool2d(x: X; kernel: @K as [usize; 2], stride: @St as [usize; 2], padding: @P as [usize; 2]) -> AvgPool2d: Pool2d, "`[n, c, h, w] → [n, c, h_out, w_out]`, each constant a pair of typenum values `(height, width)`; the rule computes the output sizes and rejects a kernel that does not fit, a zero kernel or stride, or a padding above half the kernel");
 
 #[cfg(test)]
 mod tests {

@@ -12,7 +12,6 @@ use crate::contributions::{Contrib, Contributions};
 use crate::graph::{CompactOp, SavedValues};
 use crate::reference::RefOp;
 use crate::scalar::Scalar;
-use crate::shape::rules::by_rule;
 use crate::shape::Dims;
 use crate::tensor::RawTensor;
 

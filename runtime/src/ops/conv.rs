@@ -72,17 +72,24 @@ pub struct Conv<const N: usize> {
 
 impl Conv<1> {
     /// `conv1d` of the input at position `x` (`[n, c_in, l]`) with the weight at position `w`
-    /// (`[c_out, c_in, k]`), with the stride, padding and dilation of `sliding`.
-    pub fn new(x: usize, w: usize, sliding: Sliding<1>) -> Self {
-        Conv { parents: [x, w], sliding }
+    /// (`[c_out, c_in, k]`), with this stride, padding and dilation.
+    pub fn new(x: usize, w: usize, stride: usize, padding: usize, dilation: usize) -> Self {
+        Self::with_sliding(x, w, Sliding { stride: [stride], padding: [padding], dilation: [dilation] })
     }
 }
 
 impl Conv<2> {
     /// `conv2d` of the input at position `x` (`[n, c_in, h, w]`) with the weight at position `w`
-    /// (`[c_out, c_in, kh, kw]`), with the strides, paddings and dilations of `sliding` (height,
-    /// width).
-    pub fn new(x: usize, w: usize, sliding: Sliding<2>) -> Self {
+    /// (`[c_out, c_in, kh, kw]`), with these strides, paddings and dilations (height, width).
+    pub fn new(x: usize, w: usize, stride: [usize; 2], padding: [usize; 2], dilation: [usize; 2]) -> Self {
+        Self::with_sliding(x, w, Sliding { stride, padding, dilation })
+    }
+}
+
+impl<const N: usize> Conv<N> {
+    /// The convolution of the input at position `x` with the weight at position `w`, with the
+    /// strides, paddings and dilations of `sliding`.
+    pub fn with_sliding(x: usize, w: usize, sliding: Sliding<N>) -> Self {
         Conv { parents: [x, w], sliding }
     }
 }

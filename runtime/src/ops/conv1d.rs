@@ -24,45 +24,13 @@
 //! `j` reads `x[b, ci, c]` there (`c = j·s + kj·d − p`), the inner one over `co` ascending; in
 //! `gw` the sum runs over `(b, j)` ascending, padded taps included. Every sum starts from `0`.
 
-use core::ops::Mul;
-
-use typenum::Unsigned;
-
 use super::conv::Conv;
-use crate::graph::Compact;
-use crate::scalar::Scalar;
-use crate::shape::rules::Conv1dShape;
-use crate::shape::{Position, Shape};
-use exactgrad_spec::rules::Sliding;
 
-/// A one-dimensional convolution (see the module docs): `Conv1d::new(x, w, sliding)` with a
-/// [`Sliding<1>`](Sliding) of stride, padding and dilation.
+/// A one-dimensional convolution (see the module docs): `Conv1d::with_sliding(x, w, sliding)` with a
+/// [`Sliding<1>`](exactgrad_spec::rules::Sliding) of stride, padding and dilation.
 pub type Conv1d = Conv<1>;
 
-/// Typed `conv1d(x, w, stride, padding, dilation)`, each constant a typenum number (e.g.
-/// `U1::new()`): `x: [n, c_in, l]`, `w: [c_out, c_in, k]` → `[n, c_out, l_out]`
-/// ([`Conv1dShape`], which computes the output length and rejects a kernel that does not fit, a
-/// zero stride or a zero dilation).
-pub fn conv1d<
-    A: Scalar + Mul<Output = A>,
-    D: 'static,
-    X: Conv1dShape<W, S, P, Dl, Output = O>,
-    W,
-    S: Unsigned,
-    P: Unsigned,
-    Dl: Unsigned,
-    O: Shape,
-    Br,
->(
-    x: Position<X, Br>,
-    w: Position<W, Br>,
-    _stride: S,
-    _padding: P,
-    _dilation: Dl,
-) -> Compact<Conv1d, A, D, O> {
-    let sliding = Sliding { stride: [S::USIZE], padding: [P::USIZE], dilation: [Dl::USIZE] };
-    Compact::new(Conv1d::new(x.index(), w.index(), sliding), &[&x, &w])
-}
+typed_op!(conv1d(x: X, w: W; stride: @S as usize, padding: @P as usize, dilation: @Dl as usize) -> Conv1d: Conv1d, "`x: [n, c_in, l]`, `w: [c_out, c_in, k]` → `[n, c_out, l_out]`, each constant a typenum value (`U1::new()`); the rule computes the output length and rejects a kernel that does not fit, a zero stride or a zero dilation");
 
 #[cfg(test)]
 mod tests {
@@ -72,6 +40,7 @@ mod tests {
     use crate::ops::Conv2d;
     use crate::shape::Dims;
     use crate::tensor::RawTensor;
+    use exactgrad_spec::rules::Sliding;
 
     fn d(v: &[usize]) -> Dims {
         Dims::new(v).unwrap()
@@ -83,7 +52,7 @@ mod tests {
         let x = RawTensor::from_vec(d(&[1, 1, 4]), vec![1.0, 2.0, 4.0, 8.0]).unwrap();
         let w = RawTensor::from_vec(d(&[1, 1, 2]), vec![1.0, -1.0]).unwrap();
         let s = Sliding { stride: [1], padding: [1], dilation: [2] };
-        let y = forward(Conv1d::new(0, 1, s), &[x, w]);
+        let y = forward(Conv1d::with_sliding(0, 1, s), &[x, w]);
         assert_eq!((y.dims(), y.data()), (d(&[1, 1, 4]), &[-2.0, -3.0, -6.0, 4.0][..]));
     }
 
@@ -97,8 +66,8 @@ mod tests {
         for (stride, padding, dilation) in [(1, 0, 1), (2, 1, 1), (1, 2, 3), (3, 2, 2)] {
             let one = Sliding { stride: [stride], padding: [padding], dilation: [dilation] };
             let two = Sliding { stride: [1, stride], padding: [0, padding], dilation: [1, dilation] };
-            let y1 = forward(Conv1d::new(0, 1, one), &[x.clone(), w.clone()]);
-            let y2 = forward(Conv2d::new(0, 1, two), &[as_planes(&x), as_planes(&w)]);
+            let y1 = forward(Conv1d::with_sliding(0, 1, one), &[x.clone(), w.clone()]);
+            let y2 = forward(Conv2d::with_sliding(0, 1, two), &[as_planes(&x), as_planes(&w)]);
             assert_eq!(bits(&y1), bits(&y2));
         }
     }
@@ -107,14 +76,14 @@ mod tests {
     fn gradient() {
         for (stride, padding, dilation) in [(1, 0, 1), (2, 1, 1), (1, 2, 2)] {
             let s = Sliding { stride: [stride], padding: [padding], dilation: [dilation] };
-            gradcheck(Conv1d::new(0, 1, s), &[sample(&[2, 2, 6], 42), sample(&[3, 2, 3], 43)], 1e-7);
+            gradcheck(Conv1d::with_sliding(0, 1, s), &[sample(&[2, 2, 6], 42), sample(&[3, 2, 3], 43)], 1e-7);
         }
     }
 
     #[test]
     fn shape_errors_are_named() {
         let rule = |s: Sliding<1>, x: &[usize], w: &[usize]| {
-            <Conv1d as CompactOp<f64, ()>>::output_dims(&Conv1d::new(0, 1, s), &[d(x), d(w)]).unwrap_err()
+            <Conv1d as CompactOp<f64, ()>>::output_dims(&Conv1d::with_sliding(0, 1, s), &[d(x), d(w)]).unwrap_err()
         };
         assert_eq!(
             rule(Sliding::default(), &[1, 2, 2], &[1, 2, 3]),

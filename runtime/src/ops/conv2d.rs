@@ -30,50 +30,13 @@
 //! A bias per output channel is an `add_row` after moving the channels last:
 //! `permute(y, [0, 2, 3, 1])`, `reshape` to `[n·h_out·w_out, c_out]`, `add_row` (`+ b`), then back.
 
-use core::ops::Mul;
-
-use typenum::Unsigned;
-
 use super::conv::Conv;
-use crate::graph::Compact;
-use crate::scalar::Scalar;
-use crate::shape::rules::Conv2dShape;
-use crate::shape::{Position, Shape};
-use exactgrad_spec::rules::Sliding;
 
-/// A two-dimensional convolution (see the module docs): `Conv2d::new(x, w, sliding)` with a
-/// [`Sliding<2>`](Sliding) of strides, paddings and dilations (height, width).
+/// A two-dimensional convolution (see the module docs): `Conv2d::with_sliding(x, w, sliding)` with a
+/// [`Sliding<2>`](exactgrad_spec::rules::Sliding) of strides, paddings and dilations (height, width).
 pub type Conv2d = Conv<2>;
 
-/// Typed `conv2d(x, w, stride, padding, dilation)`, each constant a pair of typenum numbers
-/// `(height, width)` (e.g. `(U1::new(), U1::new())`): `x: [n, c_in, h, w]`,
-/// `w: [c_out, c_in, kh, kw]` → `[n, c_out, h_out, w_out]` ([`Conv2dShape`], which computes the
-/// output sizes and rejects a kernel that does not fit, a zero stride or a zero dilation).
-#[allow(clippy::type_complexity)]
-pub fn conv2d<
-    A: Scalar + Mul<Output = A>,
-    D: 'static,
-    X: Conv2dShape<W, (SH, SW), (PH, PW), (DH, DW), Output = O>,
-    W,
-    SH: Unsigned,
-    SW: Unsigned,
-    PH: Unsigned,
-    PW: Unsigned,
-    DH: Unsigned,
-    DW: Unsigned,
-    O: Shape,
-    Br,
->(
-    x: Position<X, Br>,
-    w: Position<W, Br>,
-    _stride: (SH, SW),
-    _padding: (PH, PW),
-    _dilation: (DH, DW),
-) -> Compact<Conv2d, A, D, O> {
-    let sliding =
-        Sliding { stride: [SH::USIZE, SW::USIZE], padding: [PH::USIZE, PW::USIZE], dilation: [DH::USIZE, DW::USIZE] };
-    Compact::new(Conv2d::new(x.index(), w.index(), sliding), &[&x, &w])
-}
+typed_op!(conv2d(x: X, w: W; stride: @S as [usize; 2], padding: @P as [usize; 2], dilation: @Dl as [usize; 2]) -> Conv2d: Conv2d, "`x: [n, c_in, h, w]`, `w: [c_out, c_in, kh, kw]` → `[n, c_out, h_out, w_out]`, each constant a pair of typenum values `(height, width)`; the rule computes the output sizes and rejects a kernel that does not fit, a zero stride or a zero dilation");
 
 #[cfg(test)]
 mod tests {
@@ -82,6 +45,7 @@ mod tests {
     use crate::ops::testing::{bits, forward, gradcheck, sample, vjp};
     use crate::shape::Dims;
     use crate::tensor::RawTensor;
+    use exactgrad_spec::rules::Sliding;
 
     fn t(d: &[usize], v: Vec<f64>) -> RawTensor<f64> {
         RawTensor::from_vec(Dims::new(d).unwrap(), v).unwrap()
@@ -134,7 +98,7 @@ mod tests {
         // One 3 × 3 image, one 2 × 2 filter: y[i, j] = x[i, j] + 2 x[i, j+1] + 3 x[i+1, j] + 4 x[i+1, j+1].
         let x = t(&[1, 1, 3, 3], (1..=9).map(f64::from).collect());
         let w = t(&[1, 1, 2, 2], vec![1.0, 2.0, 3.0, 4.0]);
-        let y = forward(Conv2d::new(0, 1, Sliding::default()), &[x.clone(), w.clone()]);
+        let y = forward(Conv2d::with_sliding(0, 1, Sliding::default()), &[x.clone(), w.clone()]);
         assert_eq!(y.dims(), Dims::new(&[1, 1, 2, 2]).unwrap());
         assert_eq!(y.data(), &[37.0, 47.0, 67.0, 77.0]);
         for s in [
@@ -145,7 +109,7 @@ mod tests {
         ] {
             for (xs, ws, seed) in [([2, 3, 5, 4], [4, 3, 2, 3], 1), ([1, 2, 3, 3], [2, 2, 3, 1], 2)] {
                 let (x, w) = (sample(&xs, seed), sample(&ws, seed + 10));
-                let y = forward(Conv2d::new(0, 1, s), &[x.clone(), w.clone()]);
+                let y = forward(Conv2d::with_sliding(0, 1, s), &[x.clone(), w.clone()]);
                 assert_eq!(y.data(), &textbook(&x, &w, s)[..], "{s:?} {xs:?} {ws:?}");
             }
         }
@@ -154,10 +118,10 @@ mod tests {
     #[test]
     fn gradient() {
         for s in [sliding([1, 1], [0, 0], [1, 1]), sliding([2, 1], [1, 1], [1, 2]), sliding([1, 3], [2, 0], [2, 1])] {
-            gradcheck(Conv2d::new(0, 1, s), &[sample(&[2, 2, 5, 4], 20), sample(&[3, 2, 2, 2], 21)], 1e-7);
+            gradcheck(Conv2d::with_sliding(0, 1, s), &[sample(&[2, 2, 5, 4], 20), sample(&[3, 2, 2, 2], 21)], 1e-7);
         }
         // The same position as input and weight: the two terms added first.
-        gradcheck(Conv2d::new(0, 0, sliding([1, 1], [1, 0], [1, 1])), &[sample(&[2, 2, 2, 3], 22)], 1e-7);
+        gradcheck(Conv2d::with_sliding(0, 0, sliding([1, 1], [1, 0], [1, 1])), &[sample(&[2, 2, 2, 3], 22)], 1e-7);
     }
 
     #[test]
@@ -165,11 +129,15 @@ mod tests {
         // 0 · ∞ in the padding makes a NaN, as the written-out zeros would.
         let x = t(&[1, 1, 1, 1], vec![1.0]);
         let w = t(&[1, 1, 1, 2], vec![2.0, f64::INFINITY]);
-        let y = forward(Conv2d::new(0, 1, sliding([1, 1], [0, 1], [1, 1])), &[x.clone(), w.clone()]);
+        let y = forward(Conv2d::with_sliding(0, 1, sliding([1, 1], [0, 1], [1, 1])), &[x.clone(), w.clone()]);
         assert_eq!(y.data()[0], f64::INFINITY); // 0 + (0 · 2) + (1 · ∞)
         assert!(y.data()[1].is_nan()); // 0 + (1 · 2) + (0 · ∞)
                                        // gw[0, 0, 0, 1] = 0 + (δ₀ · x) + (δ₁ · 0); a -0.0 cotangent gives +0 sums.
-        let d = vjp(Conv2d::new(0, 1, sliding([1, 1], [0, 1], [1, 1])), &[x, w], &t(&[1, 1, 1, 2], vec![-0.0, -0.0]));
+        let d = vjp(
+            Conv2d::with_sliding(0, 1, sliding([1, 1], [0, 1], [1, 1])),
+            &[x, w],
+            &t(&[1, 1, 1, 2], vec![-0.0, -0.0]),
+        );
         assert_eq!(bits(&d[1]), [0, 0]);
         assert!(d[0].data()[0].is_nan()); // (0 + (0 + -0·2)) + (0 + -0·∞)
     }
@@ -180,11 +148,13 @@ mod tests {
             <Conv2d as CompactOp<f64, ()>>::output_dims(&op, &[Dims::new(x).unwrap(), Dims::new(w).unwrap()])
         };
         assert_eq!(
-            rule(Conv2d::new(0, 1, Sliding::default()), &[1, 3, 4, 4], &[2, 2, 3, 3]).unwrap_err(),
+            rule(Conv2d::with_sliding(0, 1, Sliding::default()), &[1, 3, 4, 4], &[2, 2, 3, 3]).unwrap_err(),
             "conv2d needs the weight's input channels (2) to equal the input's channels (3), got shapes [1, 3, 4, 4] and [2, 2, 3, 3]"
         );
         let huge = sliding([1, 1], [1 << 40, 1 << 40], [1, 1]);
-        assert!(rule(Conv2d::new(0, 1, huge), &[0, 1, 1, 1], &[1, 1, 1, 1]).unwrap_err().contains("patch matrix"));
+        assert!(rule(Conv2d::with_sliding(0, 1, huge), &[0, 1, 1, 1], &[1, 1, 1, 1])
+            .unwrap_err()
+            .contains("patch matrix"));
     }
 
     #[test]

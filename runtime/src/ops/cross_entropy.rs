@@ -24,7 +24,6 @@ use super::softmax::{exp_rows, row_max};
 use crate::contributions::{Contrib, Contributions};
 use crate::graph::{CompactOp, SavedValues};
 use crate::scalar::Scalar;
-use crate::shape::rules::by_rule;
 use crate::shape::Dims;
 use crate::tensor::RawTensor;
 

@@ -20,7 +20,6 @@ use core::ops::{Div as DivOp, Mul as MulOp, Sub as SubOp};
 use crate::contributions::{Contrib, Contributions};
 use crate::graph::{CompactOp, SavedValues};
 use crate::scalar::Scalar;
-use crate::shape::rules::by_rule;
 use crate::shape::Dims;
 use crate::tensor::RawTensor;
 

@@ -20,11 +20,10 @@
 use num_traits::FromPrimitive;
 
 use crate::contributions::{Contrib, Contributions};
-use crate::graph::{Compact, CompactOp, SavedValues};
+use crate::graph::{CompactOp, SavedValues};
 use crate::reference::RefOp;
 use crate::scalar::Scalar;
-use crate::shape::rules::UnaryShape;
-use crate::shape::{Dims, Position, Shape};
+use crate::shape::Dims;
 use crate::tensor::RawTensor;
 
 /// Reads the dropout mask's seed from the data.
@@ -131,21 +130,7 @@ impl<A: Scalar + core::ops::Mul<Output = A> + FromPrimitive, D: 'static> Compact
     }
 }
 
-/// Typed `dropout(x, p, seed)`: the shape of `x` ([`UnaryShape`]); `p` and the factor are checked
-/// when the node is pushed (reported by `compile`).
-pub fn dropout<
-    A: Scalar + core::ops::Mul<Output = A> + FromPrimitive,
-    D: 'static,
-    S: UnaryShape<Output = O>,
-    O: Shape,
-    Br,
->(
-    x: Position<S, Br>,
-    p: f64,
-    seed: SeedAccessor<D>,
-) -> Compact<Dropout<A, D>, A, D, O> {
-    Compact::new(Dropout::new(x.index(), p, seed), &[&x])
-}
+typed_op!(dropout(x: S; p: f64, seed: SeedAccessor<D>) -> Dropout<A, D>: Unary, "the shape of `x`, each element kept with probability `1 − p` and scaled by `1 / (1 − p)`, the mask drawn from the seed the data gives; `p` and the factor are checked when the node is pushed (reported by `compile`)" where A: FromPrimitive);
 
 #[cfg(test)]
 mod tests {

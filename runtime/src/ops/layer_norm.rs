@@ -27,7 +27,6 @@ use num_traits::{Float, FromPrimitive};
 use crate::contributions::{Contrib, Contributions};
 use crate::graph::{CompactOp, SavedValues};
 use crate::scalar::{Scalar, Storage};
-use crate::shape::rules::by_rule;
 use crate::shape::Dims;
 use crate::tensor::RawTensor;
 

@@ -5,19 +5,16 @@
 //!
 //! VJP: `single(x, t)` with `t[o, j, i] = δ[o, i] / n`.
 
-use typenum::Unsigned;
-
 use crate::reference::RefOp;
-use crate::shape::rules::AxisReduceShape;
 use core::ops::Div;
 
 use num_traits::FromPrimitive;
 
 use super::sum_axis::{broadcast_along, reduced_dims, split, sums_along};
 use crate::contributions::{Contrib, Contributions};
-use crate::graph::{Compact, CompactOp, SavedValues};
+use crate::graph::{CompactOp, SavedValues};
 use crate::scalar::Scalar;
-use crate::shape::{Dims, Position, Shape};
+use crate::shape::Dims;
 use crate::tensor::RawTensor;
 
 /// Mean over one axis.
@@ -72,21 +69,7 @@ impl<A: Scalar + Div<Output = A> + FromPrimitive, D> CompactOp<A, D> for MeanAxi
     }
 }
 
-/// Typed `mean_axis(x, axis)` with the axis a typenum value (`U1::new()`): `S` without that axis
-/// ([`AxisReduceShape`]).
-pub fn mean_axis<
-    A: Scalar + Div<Output = A> + FromPrimitive,
-    D: 'static,
-    S: AxisReduceShape<Ax, Output = O>,
-    Ax: Unsigned,
-    O: Shape,
-    Br,
->(
-    x: Position<S, Br>,
-    _axis: Ax,
-) -> Compact<MeanAxis, A, D, O> {
-    Compact::new(MeanAxis::new(x.index(), Ax::USIZE), &[&x])
-}
+typed_op!(mean_axis(x: S; axis: @Ax as usize) -> MeanAxis: AxisReduce, "`S` without the axis `axis` (a typenum value, `U1::new()`), averaged over it");
 
 #[cfg(test)]
 mod tests {

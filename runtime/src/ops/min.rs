@@ -11,8 +11,6 @@
 //! does not leak to the operand that was not chosen. With `a == b` (same position) the local
 //! gradient is `δ + 0`.
 
-use crate::shape::rules::by_rule;
-
 /// Elementwise minimum of two positions of the same shape (ties and NaNs: see the module docs).
 pub type Min = super::select::Select<false>;
 

@@ -16,31 +16,46 @@
 //! [`Node`]: crate::Node
 
 /// Declares the typed constructor of a built-in op in the op's file:
-/// `typed_op!(name(a: L, b: R, …; extra: Type, …) -> Op<…>: Rule, "what");` — its operands (each
-/// with its shape parameter), then the arguments after them that `Op::new` takes as they are (a
-/// constant of the scalar type, a data accessor, …). The constructor's output shape is the one
-/// the spec's type-level rule `Rule` computes ([`by_rule`](crate::shape::rules::by_rule)); its
-/// scalar bounds are those of `Op`'s [`CompactOp`](crate::CompactOp) impl. A constant check makes
-/// the line's rule and operand count the op's `exactgrad_spec` entry's.
+/// `typed_op!(name(a: L, b: R, …; extra: Type, axis: @Ax as usize, …) -> Op<…>: Rule, "what");` — its
+/// operands (each with its shape parameter), then the arguments after them, in the order the
+/// constructor takes them: a plain argument (`extra: Type`: a constant of the scalar type, a data
+/// accessor, a start index) is given to `Op::new` as it is; a type argument (`axis: @Ax as usize`:
+/// an axis, a length, a stride, a window or a permutation, as typenum values such as `U1::new()`
+/// or `(U2::new(), U2::new())`) is given as its [`TypeArg`](crate::shape::rules::TypeArg) value
+/// of the type after `as`, and is a parameter of the rule, after the operands' shapes. The constructor's output shape is the
+/// one the spec's type-level rule `Rule` computes ([`by_rule`](crate::shape::rules::by_rule));
+/// its scalar bounds are those of `Op`'s [`CompactOp`](crate::CompactOp) impl, and the bounds of
+/// an optional `where` clause after the doc text (ones `Op::new` needs itself). A constant check
+/// makes the line's rule and operand count the op's `exactgrad_spec` entry's.
 macro_rules! typed_op {
-    ($name:ident($a:ident: $L:ident $(, $b:ident: $R:ident)* $(; $($c:ident: $cty:ty),+)?)
-        -> $op:ident $(<$($g:ident),+>)?: $rule:ident, $what:literal) => {
+    ($name:ident($a:ident: $L:ident $(, $b:ident: $R:ident)* $(; $($c:ident: $(@$tp:ident as)? $cty:ty),+)?)
+        -> $op:ident $(<$($g:ident),+>)?: $rule:ident, $what:literal $(where $($bound:tt)+)?) => {
+        typed_op!(@emit $name, $a: $L, [$($b: $R),*], [$($($c: $(@$tp as)? $cty),+)?], [$($($($tp)?)+)?],
+            $op $(<$($g),+>)?, $rule, $what, [$($($bound)+)?]);
+    };
+    (@emit $name:ident, $a:ident: $L:ident, [$($b:ident: $R:ident),*], [$($c:ident: $(@$tc:ident as)? $cty:ty),*],
+        [$($tp:ident)*], $op:ty, $rule:ident, $what:literal, [$($bound:tt)*]) => {
         #[doc = concat!("Typed `", stringify!($name), "`: ", $what, " (the rule [`", stringify!($rule),
             "`](crate::shape::rules::by_rule::", stringify!($rule), ")).")]
         #[must_use]
-        pub fn $name<A, D, $L, $($R,)* O, Br>(
+        pub fn $name<A, D, $L, $($R,)* $($tp,)* O, Br>(
             $a: crate::shape::Position<$L, Br>,
             $($b: crate::shape::Position<$R, Br>,)*
-            $($($c: $cty,)+)?
-        ) -> crate::graph::Compact<$op $(<$($g),+>)?, A, D, O>
+            $($c: typed_op!(@type $(@$tc)? $cty),)*
+        ) -> crate::graph::Compact<$op, A, D, O>
         where
             A: crate::scalar::Scalar,
             D: 'static,
-            $L: by_rule::$rule<$($R,)* Output = O>,
+            $L: super::by_rule::$rule<$($R,)* $($tp,)* Output = O>,
+            $($($tc: crate::shape::rules::TypeArg<$cty>,)?)*
             O: crate::shape::Shape,
-            $op $(<$($g),+>)?: crate::graph::CompactOp<A, D>,
+            $op: crate::graph::CompactOp<A, D>,
+            $($bound)*
         {
-            crate::graph::Compact::new($op::new($a.index() $(, $b.index())* $($(, $c)+)?), &[&$a $(, &$b)*])
+            crate::graph::Compact::new(
+                <$op>::new($a.index() $(, $b.index())* $(, typed_op!(@value $c $(@$tc)?: $cty))*),
+                &[&$a $(, &$b)*],
+            )
         }
         const _: () = {
             let spec = exactgrad_spec::ops::spec_of(stringify!($name));
@@ -48,7 +63,19 @@ macro_rules! typed_op {
             assert!(matches!(spec.arity, exactgrad_spec::Arity::Fixed(n) if n == [stringify!($a) $(, stringify!($b))*].len()));
         };
     };
+    (@type @$tp:ident $cty:ty) => { $tp };
+    (@type $cty:ty) => { $cty };
+    (@value $c:ident @$tp:ident: $cty:ty) => {{
+        let _ = $c;
+        <$tp as crate::shape::rules::TypeArg<$cty>>::VALUE
+    }};
+    (@value $c:ident: $cty:ty) => {
+        $c
+    };
 }
+
+// The rule traits by spec name, for `typed_op!`'s bounds.
+use crate::shape::rules::by_rule;
 
 mod add;
 mod add_row;

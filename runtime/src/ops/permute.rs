@@ -9,11 +9,10 @@
 //! arithmetic (a `-0.0` or a NaN payload in `δ` reaches `x` unchanged).
 
 use crate::contributions::{Contrib, Contributions};
-use crate::graph::{Compact, CompactOp, SavedValues};
+use crate::graph::{CompactOp, SavedValues};
 use crate::reference::RefOp;
 use crate::scalar::Scalar;
-use crate::shape::rules::{AxisList, PermuteShape};
-use crate::shape::{Dims, Position, Shape, MAX_RANK};
+use crate::shape::{Dims, MAX_RANK};
 use crate::tensor::RawTensor;
 
 /// Axis permutation.
@@ -99,15 +98,7 @@ impl<A: Scalar, D> CompactOp<A, D> for Permute {
     }
 }
 
-/// Typed `permute(x, perm)` with the permutation a tuple of typenum values (`(U1::new(),
-/// U0::new())`): output axis `k` is axis `perm.k` of `x` ([`PermuteShape`]). That `perm` lists
-/// every axis once is checked when the node is pushed (reported by `compile`).
-pub fn permute<A: Scalar, D: 'static, S: PermuteShape<P, Output = O>, P: AxisList, O: Shape, Br>(
-    x: Position<S, Br>,
-    _perm: P,
-) -> Compact<Permute, A, D, O> {
-    Compact::new(Permute::new(x.index(), &P::axes()), &[&x])
-}
+typed_op!(permute(x: S; perm: @P as &'static [usize]) -> Permute: Permute, "output axis `k` is axis `perm.k` of `x` (`perm` a tuple of typenum values, `(U1::new(), U0::new())`); that `perm` lists every axis once is checked when the node is pushed (reported by `compile`)");
 
 #[cfg(test)]
 mod tests {

@@ -7,15 +7,12 @@
 //! VJP: `single(x, t)` where `t` is `δ` scattered into `zeros(x.dims)`: `t[o, start + j, i] =
 //! δ[o, j, i]` and `t = 0` elsewhere (no arithmetic: a `-0.0` in `δ` stays `-0.0`).
 
-use typenum::Unsigned;
-
 use super::sum_axis::split;
 use crate::contributions::{Contrib, Contributions};
-use crate::graph::{Compact, CompactOp, SavedValues};
+use crate::graph::{CompactOp, SavedValues};
 use crate::reference::RefOp;
 use crate::scalar::Scalar;
-use crate::shape::rules::SliceShape;
-use crate::shape::{Dims, Position, Shape};
+use crate::shape::Dims;
 use crate::tensor::RawTensor;
 
 /// A contiguous range along one axis.
@@ -100,17 +97,7 @@ impl<A: Scalar, D> CompactOp<A, D> for Slice {
     }
 }
 
-/// Typed `slice(x, axis, start, len)` with the axis and the length typenum values
-/// (`U1::new()`): `S` with `len` entries along the axis ([`SliceShape`]). The range
-/// `start..start + len` is checked when the node is pushed (reported by `compile`).
-pub fn slice<A: Scalar, D: 'static, S: SliceShape<Ax, Len, Output = O>, Ax: Unsigned, Len: Unsigned, O: Shape, Br>(
-    x: Position<S, Br>,
-    _axis: Ax,
-    start: usize,
-    _len: Len,
-) -> Compact<Slice, A, D, O> {
-    Compact::new(Slice::new(x.index(), Ax::USIZE, start, Len::USIZE), &[&x])
-}
+typed_op!(slice(x: S; axis: @Ax as usize, start: usize, len: @Len as usize) -> Slice: Slice, "`S` with `len` entries along `axis` (both typenum values, `U1::new()`), from `start`; the range `start..start + len` is checked when the node is pushed (reported by `compile`)");
 
 #[cfg(test)]
 mod tests {

@@ -12,7 +12,6 @@ use core::ops::Mul as MulOp;
 use crate::contributions::{Contrib, Contributions};
 use crate::graph::{CompactOp, SavedValues};
 use crate::scalar::Scalar;
-use crate::shape::rules::by_rule;
 use crate::shape::Dims;
 use crate::tensor::RawTensor;
 

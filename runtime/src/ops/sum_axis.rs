@@ -6,14 +6,11 @@
 //!
 //! VJP: `single(x, t)` with `t[o, j, i] = δ[o, i]` (the cotangent broadcast back along the axis).
 
-use typenum::Unsigned;
-
 use crate::contributions::{Contrib, Contributions};
-use crate::graph::{Compact, CompactOp, SavedValues};
+use crate::graph::{CompactOp, SavedValues};
 use crate::reference::RefOp;
 use crate::scalar::Scalar;
-use crate::shape::rules::AxisReduceShape;
-use crate::shape::{Dims, Position, Shape};
+use crate::shape::Dims;
 use crate::tensor::RawTensor;
 
 /// Sum over one axis.
@@ -105,14 +102,7 @@ impl<A: Scalar, D> CompactOp<A, D> for SumAxis {
     }
 }
 
-/// Typed `sum_axis(x, axis)` with the axis a typenum value (`U1::new()`): `S` without that axis
-/// ([`AxisReduceShape`]).
-pub fn sum_axis<A: Scalar, D: 'static, S: AxisReduceShape<Ax, Output = O>, Ax: Unsigned, O: Shape, Br>(
-    x: Position<S, Br>,
-    _axis: Ax,
-) -> Compact<SumAxis, A, D, O> {
-    Compact::new(SumAxis::new(x.index(), Ax::USIZE), &[&x])
-}
+typed_op!(sum_axis(x: S; axis: @Ax as usize) -> SumAxis: AxisReduce, "`S` without the axis `axis` (a typenum value, `U1::new()`), summed over it");
 
 #[cfg(test)]
 mod tests {

@@ -491,7 +491,7 @@ macro_rules! slice_impls {
 
 exactgrad_spec::type_rules!(rule_traits);
 
-pub use super::type_ops::{AxisAt, AxisList, Numel, PoolAxis, SlidingAxis};
+pub use super::type_ops::{AxisAt, Numel, PoolAxis, SlidingAxis, TypeArg};
 
 /// Compile-time check that the declared shape (or dim) `L` is the computed one `R` ([`DeclaredShape`]):
 /// `graph!` emits it where a `let` annotation or the signature declares generic dims it cannot

@@ -1,10 +1,10 @@
 //! Type-level building blocks of the rule traits in [`rules`](super::rules): the dim at an axis,
-//! a tuple of axis indices as values, the element count of a shape as a typenum number, and the
+//! a typed constructor's constant arguments as values, the element count of a shape as a typenum number, and the
 //! output size of one axis of a sliding window.
 
 use core::ops::{Add, Div, Mul, Sub};
 
-use typenum::{Diff, IsLessOrEqual, NonZero, Prod, Quot, Sum, Unsigned, B1, U0, U1, U2, U3};
+use typenum::{Bit, Diff, IsLessOrEqual, NonZero, Prod, Quot, Sum, UInt, UTerm, Unsigned, B1, U0, U1, U2, U3};
 
 use super::Shape;
 
@@ -25,29 +25,37 @@ axis_at!((D0, D1), U0 => D0; (D0, D1), U1 => D1);
 axis_at!((D0, D1, D2), U0 => D0; (D0, D1, D2), U1 => D1; (D0, D1, D2), U2 => D2);
 axis_at!((D0, D1, D2, D3), U0 => D0; (D0, D1, D2, D3), U1 => D1; (D0, D1, D2, D3), U2 => D2; (D0, D1, D2, D3), U3 => D3);
 
-/// A tuple of typenum axis indices (a permutation): its values.
-pub trait AxisList {
-    /// The indices, in order.
-    fn axes() -> Vec<usize>;
+/// A constant argument of a typed constructor given as a type — a typenum number (an axis, a
+/// length, a stride: `U1::new()`) or a tuple of them (a window's height and width, a
+/// permutation) — and its value of type `V`: a number is a `usize`; a pair is a `[usize; 2]`,
+/// and any tuple (the unit included) a `&'static [usize]`.
+pub trait TypeArg<V> {
+    /// The value.
+    const VALUE: V;
 }
-impl AxisList for () {
-    fn axes() -> Vec<usize> {
-        Vec::new()
-    }
+impl TypeArg<usize> for UTerm {
+    const VALUE: usize = 0;
 }
-macro_rules! axis_list {
+impl<U: Unsigned, B: Bit> TypeArg<usize> for UInt<U, B> {
+    const VALUE: usize = <Self as Unsigned>::USIZE;
+}
+impl<P0: Unsigned, P1: Unsigned> TypeArg<[usize; 2]> for (P0, P1) {
+    const VALUE: [usize; 2] = [P0::USIZE, P1::USIZE];
+}
+impl TypeArg<&'static [usize]> for () {
+    const VALUE: &'static [usize] = &[];
+}
+macro_rules! type_arg_list {
     ($($p:ident),+) => {
-        impl<$($p: Unsigned),+> AxisList for ($($p,)+) {
-            fn axes() -> Vec<usize> {
-                vec![$($p::USIZE),+]
-            }
+        impl<$($p: Unsigned),+> TypeArg<&'static [usize]> for ($($p,)+) {
+            const VALUE: &'static [usize] = &[$($p::USIZE),+];
         }
     };
 }
-axis_list!(P0);
-axis_list!(P0, P1);
-axis_list!(P0, P1, P2);
-axis_list!(P0, P1, P2, P3);
+type_arg_list!(P0);
+type_arg_list!(P0, P1);
+type_arg_list!(P0, P1, P2);
+type_arg_list!(P0, P1, P2, P3);
 
 /// The element count of a shape as a typenum number (`Prod` of its dims, `U1` for `()`): the
 /// building block of [`ReshapeShape`](crate::shape::rules::ReshapeShape).

@@ -139,12 +139,12 @@ fn node(op: &Op) -> RawNode<f64, Data> {
         Op::DataTensor(dims) => RawNode::compact(ops::DataTensor::new(data_x, dims)),
         Op::MatMulData(rows, w) => RawNode::compact(ops::MatMulData::new(data_x, rows, w)),
         Op::Window(k, x, w, c) => match k {
-            0 => RawNode::compact(ops::Conv1d::new(
+            0 => RawNode::compact(ops::Conv1d::with_sliding(
                 x,
                 w,
                 ops::Sliding { stride: [c[0]], padding: [c[1]], dilation: [c[2]] },
             )),
-            1 => RawNode::compact(ops::Conv2d::new(
+            1 => RawNode::compact(ops::Conv2d::with_sliding(
                 x,
                 w,
                 ops::Sliding { stride: [c[0], c[3]], padding: [c[1], c[4]], dilation: [c[2], c[5]] },
