@@ -594,7 +594,9 @@ pub mod __private {
     pub use ::std::vec::Vec;
     pub use exactgrad_runtime::dsl::{constant, constant_f64, infinity, opaque_pack};
     pub use exactgrad_runtime::macro_builder::{Nodes, Repeat};
-    pub use exactgrad_runtime::program::{plan, MemoryPlan, Plan, Program};
+    pub use exactgrad_runtime::program::{
+        bound::BoundGraph, plan, state::Ran, MemoryPlan, Pass, Plan, Program, ProgramState,
+    };
     pub use exactgrad_runtime::shape::Array;
     pub use exactgrad_runtime::{
         num_traits, ops, rules, typenum, CompactOp, Error, FromParents, GraphData, IntoNode, MacroBuilder, Nil, Node,

@@ -20,9 +20,10 @@
 //! What is here: the matmul family (the GEMM, the products, both gradients, the product onto a
 //! uniform), the built-in pointwise functions' loops (forward and derivative), `compile`'s
 //! forward, the saved graph's two loops (the dense reference loop and the indexed loop every
-//! other pass runs) and a generated program's whole run (`ProgramState::run_plan`). The forward,
-//! the loops and the run see the graph through `program::bound::BoundGraph`, without the data's
-//! type, so they are generic over the scalar only. A model's crate compiles its graph, the thin
+//! other pass runs) and the routines a generated program's `run` calls
+//! (`ProgramState::forward_rows`, `sweep_rows`, `sweep_inputs`). The forward, the loops and those
+//! routines see the graph through `program::bound::BoundGraph`, without the data's type, so they
+//! are generic over the scalar only. A model's crate compiles its graph, the thin
 //! `Bound` that forwards to its nodes' ops, and those ops' own (small) code.
 //!
 //! (The STYLE guide's anchor: std's generic `fs::read<P: AsRef<Path>>` calling a non-generic
@@ -36,8 +37,8 @@ use crate::graph::Levels;
 use crate::ops::pointwise::BUILTIN;
 use crate::ops::MatrixView;
 use crate::program::bound::BoundGraph;
-use crate::program::state::Ran;
-use crate::program::{Pass, Plan, ProgramState};
+use crate::program::plan::{Rows, Sweep};
+use crate::program::{Plan, ProgramState};
 use crate::saved::{Reached, View};
 use crate::scalar::Scalar;
 use crate::shape::Dims;
@@ -79,8 +80,12 @@ pub struct Compiled<A: 'static> {
     pub(crate) pointwise_forward: [fn(&[A], &mut Vec<A>); BUILTIN.len()],
     /// Their derivative loops (`ops::pointwise::derivative_into`).
     pub(crate) pointwise_derivative: [fn(&[A], &[A], &[A], &mut Vec<A>); BUILTIN.len()],
-    /// A generated program's run: `ProgramState::run_plan`.
-    pub(crate) run_plan: fn(&mut ProgramState<A>, &Plan, &(dyn BoundGraph<A> + Sync), Pass) -> Result<Ran, Error>,
+    /// A generated program's forward rows: `ProgramState::forward_rows`.
+    pub(crate) forward_rows: fn(&mut ProgramState<A>, &Plan, &(dyn BoundGraph<A> + Sync), Rows),
+    /// A generated program's sweep rows: `ProgramState::sweep_rows`.
+    pub(crate) sweep_rows: fn(&mut ProgramState<A>, &Sweep, &(dyn BoundGraph<A> + Sync), Rows) -> Result<(), Error>,
+    /// A generated program's sweep end: `ProgramState::sweep_inputs`.
+    pub(crate) sweep_inputs: fn(&mut ProgramState<A>, &Sweep),
 }
 
 impl<A> core::fmt::Debug for Compiled<A> {
@@ -104,7 +109,9 @@ const fn table<A: Scalar + Mul<Output = A> + num_traits::Float>() -> Compiled<A>
         forward: crate::saved::forward_body::<A>,
         dense_loop: crate::saved::dense_loop_body::<A>,
         array_slots: crate::saved::array_slots_body::<A>,
-        run_plan: ProgramState::<A>::run_plan_body,
+        forward_rows: ProgramState::<A>::forward_rows_body,
+        sweep_rows: ProgramState::<A>::sweep_rows_body,
+        sweep_inputs: ProgramState::<A>::sweep_inputs_body,
     }
 }
 

@@ -5,6 +5,7 @@ mod builder;
 mod constants;
 mod items;
 mod program;
+mod run;
 mod tables;
 
 use proc_macro2::TokenStream;

@@ -28,43 +28,69 @@ pub(super) struct Region {
 /// At least this many iterations in a `Repeat` (fewer are written out).
 const MIN_REPEAT: usize = 3;
 
+/// A stretch of a `Table` as a model's generated `run` walks it: rows `a..b` as written, or
+/// repeat `r` (its index among the table's repeats) run `count` times.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) enum Segment {
+    Written(usize, usize),
+    Repeat(usize, usize),
+}
+
+/// Appends written rows `a..b` to `segments`, joined to a written stretch just before them.
+fn push_written(segments: &mut Vec<Segment>, a: usize, b: usize) {
+    if a == b {
+        return;
+    }
+    match segments.last_mut() {
+        Some(Segment::Written(_, end)) if *end == a => *end = b,
+        _ => segments.push(Segment::Written(a, b)),
+    }
+}
+
 /// The `Table` of `rows`, the runs of iterations of `regions` (ascending, disjoint) that repeat
-/// written once; `tokens(i)` is row `i`'s constructor.
+/// written once; `tokens(i)` is row `i`'s constructor. With it, the table's stretches in order.
 pub(super) fn table(
     p: &TokenStream,
     rows: &[Row],
     regions: &[Region],
     tokens: impl Fn(usize) -> TokenStream,
-) -> TokenStream {
+) -> (TokenStream, Vec<Segment>) {
     let mut out: Vec<TokenStream> = Vec::new();
     let mut repeats = Vec::new();
+    let mut segments = Vec::new();
     let mut next = 0;
+    let write = |out: &mut Vec<TokenStream>, segments: &mut Vec<Segment>, range: core::ops::Range<usize>| {
+        let a = out.len();
+        out.extend(range.map(&tokens));
+        push_written(segments, a, out.len());
+    };
     for region in regions {
         let Region { start, per, count } = *region;
         if per == 0 || start < next || start + per * count > rows.len() {
             continue;
         }
-        out.extend((next..start).map(&tokens));
+        write(&mut out, &mut segments, next..start);
         let group = |m: usize| &rows[start + m * per..start + (m + 1) * per];
         let mut m = 0;
         while m < count {
             let first = start + m * per;
             match repeated(count - m, |i| group(m + i)).filter(|(len, _)| *len >= MIN_REPEAT) {
                 Some((len, deltas)) => {
+                    segments.push(Segment::Repeat(repeats.len(), len));
                     repeats.push(repeat(out.len(), per, len, &deltas));
                     out.extend((first..first + per).map(&tokens));
                     m += len;
                 }
                 None => {
-                    out.extend((first..first + per).map(&tokens));
+                    write(&mut out, &mut segments, first..first + per);
                     m += 1;
                 }
             }
         }
         next = start + per * count;
     }
-    out.extend((next..rows.len()).map(&tokens));
-    written(p, &out, &repeats)
+    write(&mut out, &mut segments, next..rows.len());
+    (written(p, &out, &repeats), segments)
 }
 
 /// The `Table` of `rows` with its repeats found greedily, for a list with no loop structure of
@@ -252,19 +278,24 @@ mod tests {
             row("a", &[16, 7]),
             row("b", &[1]),
         ];
-        let t = table(&p, &rows, &[Region { start: 0, per: 1, count: 5 }], tokens(&rows)).to_string();
+        let (t, segments) = table(&p, &rows, &[Region { start: 0, per: 1, count: 5 }], tokens(&rows));
+        let t = t.to_string();
         assert!(t.contains("Repeat { at : 1 , rows : 1 , count : 4 , deltas : & [3 , - 1] }"), "{t}");
         assert!(t.contains("rows : & [r (0 , 9) , r (7 , 10) , r (1)]"), "{t}");
+        // The run walks written row 0, the repeat 4 times, then written row 2.
+        assert_eq!(segments, [Segment::Written(0, 1), Segment::Repeat(0, 4), Segment::Written(2, 3)]);
     }
 
     #[test]
     fn short_or_irregular_runs_are_written_out() {
         let p = quote!(p);
         let rows: Vec<Row> = vec![row("a", &[0]), row("a", &[1]), row("a", &[3]), row("a", &[4])];
-        let t = table(&p, &rows, &[Region { start: 0, per: 1, count: 4 }], tokens(&rows)).to_string();
-        assert!(t.starts_with("p :: plan :: Table :: flat"), "{t}");
+        let (t, segments) = table(&p, &rows, &[Region { start: 0, per: 1, count: 4 }], tokens(&rows));
+        assert!(t.to_string().starts_with("p :: plan :: Table :: flat"), "{t}");
+        // Written rows one after another are one stretch.
+        assert_eq!(segments, [Segment::Written(0, 4)]);
         let rows: Vec<Row> = vec![row("a", &[0]), row("b", &[1]), row("a", &[2])];
-        let t = table(&p, &rows, &[Region { start: 0, per: 1, count: 3 }], tokens(&rows)).to_string();
-        assert!(t.starts_with("p :: plan :: Table :: flat"), "{t}");
+        let (t, _) = table(&p, &rows, &[Region { start: 0, per: 1, count: 3 }], tokens(&rows));
+        assert!(t.to_string().starts_with("p :: plan :: Table :: flat"), "{t}");
     }
 }

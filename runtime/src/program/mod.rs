@@ -1,8 +1,10 @@
 //! The backward programs `graph!` generates for each model (`Model::program::<A>()`): one saved
 //! forward and a straight-line reverse sweep per pass, whose schedule — the order of every
 //! addition, where each contribution's `+ 0` lands, which uniforms are pending at each write —
-//! was resolved when the macro expanded and written out as tables ([`plan`]), which one routine
-//! of this crate runs for every model (see [`state`] for its steps).
+//! was resolved when the macro expanded and written out as tables ([`plan`]). The model's
+//! generated `run` function is the program's control flow: the forward's rows, then the chosen
+//! pass's sweep, a rolled loop of the model as a Rust `for` loop over its iterations; it calls
+//! the routines of this crate that run a table's rows (see [`state`] for their steps).
 //!
 //! A [`Program`] offers the all-inputs pass ([`gradients`](Program::gradients), seeds on the
 //! declared outputs) and each declared output's single-output pass
@@ -94,6 +96,8 @@ pub struct Program<A, D, G, O, Br> {
     build_error: Option<Error>,
     visits: usize,
     plan: &'static Plan,
+    /// The model's generated `run`.
+    run: RunFn<A>,
     state: Option<ProgramState<A>>,
     gradients: Pack<A, G>,
     /// Binds a graph's run-time dims from a run's inputs and data (set for models with run-time
@@ -104,6 +108,10 @@ pub struct Program<A, D, G, O, Br> {
     runtime_from: Option<RuntimeFrom<A, D>>,
     marker: PhantomData<fn() -> (O, Br)>,
 }
+
+/// A model's generated `run`: the forward's rows, then the sweep of the pass (or the runtime's
+/// single-output loop, for a model with user compact ops: [`Ran::Runtime`](state::Ran)).
+pub type RunFn<A> = fn(&mut ProgramState<A>, &(dyn bound::BoundGraph<A> + Sync), Pass) -> Result<state::Ran, Error>;
 
 /// [`RawGraph::bound_dims`](crate::RawGraph) as a program calls it.
 type BindDims<A, D> =
@@ -126,10 +134,10 @@ impl<A: 'static, D: 'static, G, O, Br> core::fmt::Debug for Program<A, D, G, O, 
 }
 
 impl<A: Scalar, D: Sync + 'static, G, O, Br> Program<A, D, G, O, Br> {
-    /// The program running `plan` over `graph` (both from the same expansion of `graph!`, which
-    /// calls this).
+    /// The program running `plan` over `graph` by `run` (all three from the same expansion of
+    /// `graph!`, which calls this).
     #[doc(hidden)]
-    pub fn new<Ss>(graph: GraphData<A, D, G, Ss, Br>, plan: &'static Plan) -> Self {
+    pub fn new<Ss>(graph: GraphData<A, D, G, Ss, Br>, plan: &'static Plan, run: RunFn<A>) -> Self {
         let build_error = graph.first_build_error();
         let raw = graph.into_raw();
         let visits = raw.nodes().len();
@@ -151,6 +159,7 @@ impl<A: Scalar, D: Sync + 'static, G, O, Br> Program<A, D, G, O, Br> {
             build_error,
             visits,
             plan,
+            run,
             state: None,
             gradients: Pack::from_raw(None, inputs),
             bind: None,
@@ -257,7 +266,7 @@ impl<A: Scalar, D: Sync + 'static, G, O, Br> Program<A, D, G, O, Br> {
         seed(state, self.plan.outputs)?;
         state.swap_inputs(inputs.tensors_mut());
         let bound = bound::Bound { graph: &self.graph, data };
-        let result = match state.run_plan(self.plan, &bound, pass) {
+        let result = match (self.run)(state, &bound, pass) {
             Ok(state::Ran::Done) => Ok(()),
             Ok(state::Ran::Runtime(output)) => match self.runtime_from {
                 Some(from) => from(state, &self.graph, data, output),

@@ -1,5 +1,8 @@
-//! A generated program's plan: the tables `graph!` writes for each model, which one routine of
-//! this crate ([`ProgramState::run_plan`](super::ProgramState::run_plan)) runs.
+//! A generated program's plan: the tables `graph!` writes for each model, which the model's
+//! generated `run` walks — a call per stretch of written rows, a Rust `for` loop over a repeat's
+//! iterations ([`Rows`]) — through this crate's
+//! [`ProgramState::forward_rows`](super::ProgramState::forward_rows) and
+//! [`sweep_rows`](super::ProgramState::sweep_rows).
 //!
 //! Everything a run needs that does not depend on the values was decided when the macro expanded:
 //! the forward's levels and which value buffers are given back after each; per pass, the nodes
@@ -294,6 +297,41 @@ impl<'a, T: Row> Iterator for TableIter<'a, T> {
     }
 }
 
+/// Which rows of a [`Table`] a generated program's step runs: rows `a..b` as written (outside any
+/// repeat), or iteration `k` of repeat `r` (its rows with their numbers moved to that iteration).
+/// A model's generated `run` function runs its tables as a sequence of these, a rolled loop as a
+/// Rust `for` loop over its iterations.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Rows {
+    /// Rows `a..b` as written.
+    Written(usize, usize),
+    /// Iteration `k` of repeat `r`.
+    Iteration(usize, usize),
+}
+
+impl<T: Row> Table<T> {
+    /// The rows `rows` names, each with its shift (none for an out-of-range name).
+    pub fn at(&self, rows: Rows) -> impl Iterator<Item = (&T, Shift<'_>)> + '_ {
+        let (range, repeat) = match rows {
+            Rows::Written(a, b) => (a.min(b)..b, None),
+            Rows::Iteration(r, k) => match self.repeats.get(r) {
+                Some(rep) if k < rep.count => (rep.at..rep.at.saturating_add(rep.rows), Some((rep, k))),
+                _ => (0..0, None),
+            },
+        };
+        let mut offset = 0;
+        self.rows.get(range).unwrap_or(&[]).iter().map(move |row| match repeat {
+            None => (row, Shift::NONE),
+            Some((rep, k)) => {
+                let n = row.numbers();
+                let deltas = rep.deltas.get(offset..offset + n).unwrap_or(&[]);
+                offset += n;
+                (row, Shift { deltas, k })
+            }
+        })
+    }
+}
+
 impl Row for Step {
     fn numbers(&self) -> usize {
         3 + match self.writes {
@@ -500,6 +538,17 @@ pub struct Plan {
 }
 
 impl Plan {
+    /// The planned sweep of the pass with this index (0: the all-inputs pass, `1 + j`: output
+    /// `j`'s single-output pass); `None` for a pass the runtime's own loop runs or an index past
+    /// the passes.
+    #[must_use]
+    pub fn sweep(&self, index: usize) -> Option<&'static Sweep> {
+        match self.passes.get(index) {
+            Some(PassPlan::Planned(sweep)) => Some(sweep),
+            _ => None,
+        }
+    }
+
     /// Per node, in order, the positions its compact VJP contributes to: its static support (its
     /// op's `exactgrad_spec` pattern over its parents), duplicates kept; an opaque node or a user
     /// op: every position below it.
@@ -565,6 +614,28 @@ mod tests {
             Table { rows: &[false, true], repeats: &[Repeat { at: 0, rows: 2, count: 3, deltas: &[] }] };
         assert_eq!(KEPT.to_vec(), [false, true, false, true, false, true]);
         assert!(Table::<usize>::flat(&[]).is_empty() && !NUMBERS.is_empty());
+    }
+
+    #[test]
+    fn stretches_of_rows_read_what_the_whole_table_reads() {
+        // Written rows 0..1, repeat 0 (rows 1..3, two per iteration) 3 times, written rows 3..4.
+        static ROWS: Table<Range<usize>> = Table {
+            rows: &[0..1, 4..6, 2..2, 9..9],
+            repeats: &[Repeat { at: 1, rows: 2, count: 3, deltas: &[1, 2, 0, 1] }],
+        };
+        let read = |rows: Rows| ROWS.at(rows).map(|(r, shift)| shift.range(0, r)).collect::<Vec<_>>();
+        let mut walked = read(Rows::Written(0, 1));
+        for k in 0..3 {
+            walked.extend(read(Rows::Iteration(0, k)));
+        }
+        walked.extend(read(Rows::Written(3, 4)));
+        assert_eq!(walked, ROWS.to_vec());
+        assert_eq!(walked[1..5], [4..6, 2..2, 5..8, 2..3]);
+        // Names past the table read nothing.
+        assert_eq!(read(Rows::Iteration(0, 3)), []);
+        assert_eq!(read(Rows::Iteration(1, 0)), []);
+        assert_eq!(read(Rows::Written(3, 9)), []);
+        assert_eq!(read(Rows::Written(2, 1)), []);
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! The buffers a generated program runs on, and the few steps its plan's rows are run by
-//! ([`run_plan`](ProgramState::run_plan)).
+//! (the routines a model's generated `run` calls: [`forward_rows`](ProgramState::forward_rows),
+//! [`sweep_rows`](ProgramState::sweep_rows)).
 //!
 //! A generated reverse sweep is a list of steps whose every field — which position, which
 //! node, which uniforms are pending — was resolved when `graph!` expanded, from the ops' support
@@ -137,8 +138,11 @@ pub struct ProgramState<A> {
     /// The value buffers of a level's nodes while they are computed at the same time (its
     /// capacity reused from run to run).
     level: Vec<forward::LevelSlot<A>>,
+    /// The number of the next visit of this run's sweep.
+    visit: usize,
     /// A repeated level's nodes and a repeated product step's writes, moved to their iteration
-    /// ([`run_plan`](Self::run_plan); capacities reused from run to run).
+    /// ([`forward_rows`](Self::forward_rows), [`sweep_rows`](Self::sweep_rows); capacities
+    /// reused from run to run).
     moved_nodes: Vec<usize>,
     moved_writes: Vec<(usize, core::ops::Range<usize>)>,
 }
@@ -195,6 +199,7 @@ impl<A: Scalar> ProgramState<A> {
             gradient_pool: (0..plan.gradient_buffers).map(|_| Vec::new()).collect(),
             failed: None,
             level: Vec::new(),
+            visit: 0,
             moved_nodes: Vec::new(),
             moved_writes: Vec::new(),
         }
@@ -272,6 +277,7 @@ impl<A: Scalar> ProgramState<A> {
             self.give_value(p);
         }
         self.failed = None;
+        self.visit = 0;
     }
 
     /// Seeds position `p` with `t` (copied into a reused buffer).

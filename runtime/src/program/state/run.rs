@@ -1,17 +1,19 @@
-//! The one routine that runs every generated program: a [`Plan`]'s forward, level by level, then
-//! the reverse sweep of the chosen pass, step by step, through the steps of this module's
-//! siblings. The plan holds every decision (which node, which buffer, which pending uniforms);
-//! this loop only reads it. It sees the graph as a [`BoundGraph`] (the data's type erased), so
-//! for `f32` and `f64` it is compiled once, in this crate (`crate::compiled`).
+//! The routines a model's generated `run` function calls: a run of the forward's levels, a run of
+//! a sweep's visits, and a sweep's end. The generated function is the program's control flow —
+//! the forward's rows, then per pass its sweep's rows, a rolled loop as a Rust `for` loop over its
+//! iterations ([`Rows`]); the plan's tables hold every decision (which node, which buffer, which
+//! pending uniforms) and these routines only read them. They see the graph as a [`BoundGraph`]
+//! (the data's type erased), so for `f32` and `f64` they are compiled once, in this crate
+//! (`crate::compiled`), and a model's crate compiles only its own `run`.
 
 use super::ProgramState;
 use crate::error::Error;
 use crate::program::bound::BoundGraph;
-use crate::program::plan::{PassPlan, Plan, Writes};
+use crate::program::plan::{Plan, Rows, Sweep, Writes};
 use crate::program::Pass;
 use crate::scalar::Scalar;
 
-/// How a [`run_plan`](ProgramState::run_plan) ended.
+/// How a generated `run` ended.
 #[doc(hidden)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Ran {
@@ -35,41 +37,68 @@ fn not_planned(k: usize, what: &str) -> Error {
 }
 
 impl<A: Scalar> ProgramState<A> {
-    /// Runs `plan` on `graph` (the graph of the same expansion bound to the run's data, its
-    /// inputs lent to the state and its seeds in place): the forward, then the sweep of `pass`,
-    /// leaving the input gradients in the state.
-    ///
-    /// # Errors
-    /// The first failing node's error (as `compile` reports it), or a VJP's error.
+    /// Runs the forward's levels `rows` (a model's generated `run` calls this for each run of
+    /// written rows and each iteration of a repeated one, in order, then
+    /// [`forward_result`](Self::forward_result)): each level's built-in nodes (together when two
+    /// or more), an opaque node or user op through the graph's node, then the value buffers given
+    /// back after the level. A node's failure is recorded for `forward_result`.
     #[doc(hidden)]
-    pub fn run_plan(&mut self, plan: &Plan, graph: &(dyn BoundGraph<A> + Sync), pass: Pass) -> Result<Ran, Error> {
+    pub fn forward_rows(&mut self, plan: &Plan, graph: &(dyn BoundGraph<A> + Sync), rows: Rows) {
         if A::COMPILED {
-            return (A::compiled().run_plan)(self, plan, graph, pass);
+            return (A::compiled().forward_rows)(self, plan, graph, rows);
         }
-        self.run_plan_body(plan, graph, pass)
+        self.forward_rows_body(plan, graph, rows);
     }
 
-    /// [`run_plan`](Self::run_plan)'s body (compiled in this crate for `f32` and `f64`).
-    pub(crate) fn run_plan_body(
-        &mut self,
-        plan: &Plan,
-        graph: &(dyn BoundGraph<A> + Sync),
-        pass: Pass,
-    ) -> Result<Ran, Error> {
-        self.run_forward(plan, graph)?;
-        let index = match pass {
-            Pass::All => 0,
-            Pass::From(j) => 1 + j,
-        };
-        let sweep = match plan.passes.get(index) {
-            Some(PassPlan::Planned(sweep)) => sweep,
-            Some(PassPlan::Runtime) => {
-                let output = plan.outputs.get(index - 1).copied().ok_or_else(|| not_planned(0, "an output"))?;
-                return Ok(Ran::Runtime(output));
+    /// [`forward_rows`](Self::forward_rows)' body (compiled in this crate for `f32` and `f64`).
+    pub(crate) fn forward_rows_body(&mut self, plan: &Plan, graph: &(dyn BoundGraph<A> + Sync), rows: Rows) {
+        for (level, shift) in plan.forward.at(rows) {
+            let first = level.nodes.first().map(|&k| shift.at(0, k));
+            match (first, level.nodes.len()) {
+                (Some(k), _) if level.graph => self.forward_node(k, graph),
+                (Some(k), 1) => self.forward(k, graph),
+                _ if !shift.moves() => self.forward_level(level.nodes, graph),
+                _ => {
+                    // A repeated level's nodes, moved to its iteration, in a buffer kept from run to run.
+                    let mut moved = core::mem::take(&mut self.moved_nodes);
+                    moved.clear();
+                    moved.extend(level.nodes.iter().enumerate().map(|(i, &k)| shift.at(i, k)));
+                    self.forward_level(&moved, graph);
+                    self.moved_nodes = moved;
+                }
             }
-            None => return Err(not_planned(0, "a pass")),
-        };
-        for (t, (step, shift)) in sweep.steps.iter().enumerate() {
+            for (i, &q) in level.frees.iter().enumerate() {
+                self.free_value(shift.at(level.nodes.len() + i, q));
+            }
+        }
+    }
+
+    /// Runs the visits `rows` of `sweep` (a model's generated `run` calls this for each run of
+    /// written rows and each iteration of a repeated one, in order, then
+    /// [`sweep_inputs`](Self::sweep_inputs)), numbering the visits from 0 since the run began:
+    /// each visit takes its node's cotangent, runs its VJP and adds each contribution at its
+    /// planned position with the uniforms pending there.
+    ///
+    /// # Errors
+    /// A VJP's error, or a plan whose rows name no write (never for a generated program).
+    #[doc(hidden)]
+    pub fn sweep_rows(&mut self, sweep: &Sweep, graph: &(dyn BoundGraph<A> + Sync), rows: Rows) -> Result<(), Error> {
+        if A::COMPILED {
+            return (A::compiled().sweep_rows)(self, sweep, graph, rows);
+        }
+        self.sweep_rows_body(sweep, graph, rows)
+    }
+
+    /// [`sweep_rows`](Self::sweep_rows)' body (compiled in this crate for `f32` and `f64`).
+    pub(crate) fn sweep_rows_body(
+        &mut self,
+        sweep: &Sweep,
+        graph: &(dyn BoundGraph<A> + Sync),
+        rows: Rows,
+    ) -> Result<(), Error> {
+        for (step, shift) in sweep.steps.at(rows) {
+            let t = self.visit;
+            self.visit += 1;
             let k = step.node_at(shift);
             let p = self.inputs + k;
             let g = self.cotangent(p, step.cotangent_at(shift));
@@ -100,35 +129,32 @@ impl<A: Scalar> ProgramState<A> {
             }
             self.release(p, g);
         }
+        Ok(())
+    }
+
+    /// Ends `sweep`: every input's final gradient, the uniforms pending on it applied.
+    #[doc(hidden)]
+    pub fn sweep_inputs(&mut self, sweep: &Sweep) -> Ran {
+        if A::COMPILED {
+            (A::compiled().sweep_inputs)(self, sweep);
+        } else {
+            self.sweep_inputs_body(sweep);
+        }
+        Ran::Done
+    }
+
+    /// [`sweep_inputs`](Self::sweep_inputs)' body (compiled in this crate for `f32` and `f64`).
+    pub(crate) fn sweep_inputs_body(&mut self, sweep: &Sweep) {
         for (q, (pending, shift)) in sweep.inputs.iter().enumerate() {
             self.input_gradient(q, shift.range(0, pending));
         }
-        Ok(Ran::Done)
     }
 
-    /// The plan's forward: each level's built-in nodes (together when two or more), an opaque
-    /// node or user op through the graph's node, the value buffers given back after the level,
-    /// then the first failure's error.
-    fn run_forward(&mut self, plan: &Plan, graph: &(dyn BoundGraph<A> + Sync)) -> Result<(), Error> {
-        for (level, shift) in plan.forward.iter() {
-            let first = level.nodes.first().map(|&k| shift.at(0, k));
-            match (first, level.nodes.len()) {
-                (Some(k), _) if level.graph => self.forward_node(k, graph),
-                (Some(k), 1) => self.forward(k, graph),
-                _ if !shift.moves() => self.forward_level(level.nodes, graph),
-                _ => {
-                    // A repeated level's nodes, moved to its iteration, in a buffer kept from run to run.
-                    let mut moved = core::mem::take(&mut self.moved_nodes);
-                    moved.clear();
-                    moved.extend(level.nodes.iter().enumerate().map(|(i, &k)| shift.at(i, k)));
-                    self.forward_level(&moved, graph);
-                    self.moved_nodes = moved;
-                }
-            }
-            for (i, &q) in level.frees.iter().enumerate() {
-                self.free_value(shift.at(level.nodes.len() + i, q));
-            }
-        }
-        self.forward_result()
+    /// The error of a run whose pass has no planned sweep (never for a generated program).
+    #[doc(hidden)]
+    #[cold]
+    #[must_use]
+    pub fn no_sweep(pass: Pass) -> Error {
+        not_planned(0, &format!("a sweep for the pass {pass:?}"))
     }
 }
