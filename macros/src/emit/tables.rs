@@ -126,17 +126,29 @@ struct Run {
 
 /// [`runs`]' choice: from each row on, the longest repeat of a period of `periods`, else the row.
 fn found_runs(rows: &[Row], periods: &[usize]) -> Vec<Run> {
+    let mut periods = periods.to_vec();
+    periods.sort_unstable();
     let mut out = Vec::new();
     let mut i = 0;
     while i < rows.len() {
-        let best = periods
-            .iter()
-            .filter(|&&per| per > 0 && i + per * MIN_REPEAT <= rows.len())
-            .filter_map(|&per| {
-                let (len, deltas) = repeated((rows.len() - i) / per, |m| &rows[i + m * per..i + (m + 1) * per])?;
-                (len >= MIN_REPEAT).then_some((len * per, per, len, deltas))
-            })
-            .max_by_key(|(covered, per, ..)| (*covered, core::cmp::Reverse(*per)));
+        let rest = rows.len() - i;
+        // The most rows covered, the shorter period on a tie; a period that covers every row left
+        // is that choice (the periods ascend), so the longer ones are not tried.
+        let mut best: Option<(usize, usize, usize, Vec<i64>)> = None;
+        for &per in &periods {
+            if per == 0 || per * MIN_REPEAT > rest {
+                continue;
+            }
+            let Some((len, deltas)) = repeated(rest / per, |m| &rows[i + m * per..i + (m + 1) * per]) else {
+                continue;
+            };
+            if len >= MIN_REPEAT && best.as_ref().is_none_or(|b| len * per > b.0) {
+                best = Some((len * per, per, len, deltas));
+                if len * per == rest {
+                    break;
+                }
+            }
+        }
         match best {
             Some((covered, per, count, deltas)) => {
                 out.push(Run { first: i, per, count, deltas });
@@ -171,32 +183,51 @@ fn written(p: &TokenStream, out: &[TokenStream], repeats: &[TokenStream]) -> Tok
 /// moving by the same delta from one group to the next), with those deltas; `None` for fewer
 /// than two.
 fn repeated<'r>(available: usize, group: impl Fn(usize) -> &'r [Row]) -> Option<(usize, Vec<i64>)> {
+    fn same_keys(a: &[Row], b: &[Row]) -> bool {
+        if a.len() != b.len() {
+            return false;
+        }
+        for r in 0..a.len() {
+            if a[r].numbers.len() != b[r].numbers.len() || a[r].key != b[r].key {
+                return false;
+            }
+        }
+        true
+    }
     if available < 2 {
         return None;
     }
     let (first, second) = (group(0), group(1));
-    let same_keys = |a: &[Row], b: &[Row]| {
-        a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.key == y.key && x.numbers.len() == y.numbers.len())
-    };
     if !same_keys(first, second) {
         return None;
     }
-    let numbers = |g: &[Row]| -> Vec<i64> {
-        g.iter().flat_map(|r| r.numbers.iter().map(|&n| i64::try_from(n).unwrap_or(i64::MAX))).collect()
-    };
-    let base = numbers(first);
-    let deltas: Vec<i64> = numbers(second).iter().zip(&base).map(|(b, a)| b - a).collect();
+    let number = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
+    let mut deltas = Vec::new();
+    for (a, b) in first.iter().zip(second) {
+        for i in 0..a.numbers.len() {
+            deltas.push(number(b.numbers[i]) - number(a.numbers[i]));
+        }
+    }
+    // Group `len` repeats when its keys are the first's and each number is the first's moved
+    // `len` times by its delta. Plain index loops: this runs for every row and period, in a
+    // proc-macro built without optimisation.
     let mut len = 2;
-    while len < available {
+    'groups: while len < available {
         let g = group(len);
-        let step = i64::try_from(len).unwrap_or(i64::MAX);
-        let fits = same_keys(first, g)
-            && numbers(g)
-                .iter()
-                .zip(base.iter().zip(&deltas))
-                .all(|(&n, (&b, &d))| Some(n) == d.checked_mul(step).and_then(|x| x.checked_add(b)));
-        if !fits {
+        if !same_keys(first, g) {
             break;
+        }
+        let step = number(len);
+        let mut at = 0;
+        for r in 0..first.len() {
+            let (a, b) = (&first[r].numbers, &g[r].numbers);
+            for i in 0..a.len() {
+                let moved = deltas[at + i].checked_mul(step).and_then(|x| x.checked_add(number(a[i])));
+                if moved != Some(number(b[i])) {
+                    break 'groups;
+                }
+            }
+            at += a.len();
         }
         len += 1;
     }

@@ -126,7 +126,7 @@ impl Lowering<'_> {
             }
             Expr::Unary(u) if matches!(u.op, UnOp::Neg(_)) => match self.operand(&u.expr)? {
                 Operand::Const(_) => Some(Operand::Const(expr.clone())),
-                Operand::Value(v) => self.builtin("neg", &[v], &Site::new(u.op.span(), expr)).map(Operand::Value),
+                Operand::Value(v) => self.builtin("neg", &[v], &Site::of(u.op.span(), expr)).map(Operand::Value),
             },
             Expr::Binary(_) if !matches!(consts::float(&self.consts, expr), Err(NotConst::Value)) => {
                 Some(Operand::Const(expr.clone()))
@@ -149,13 +149,13 @@ impl Lowering<'_> {
                 match (l?, r?) {
                     (Operand::Value(l), Operand::Value(r)) => {
                         let op = if name == "add" && self.is_row_broadcast(l, r) { "add_row" } else { name };
-                        self.builtin(op, &[l, r], &Site::new(b.op.span(), expr)).map(Operand::Value)
+                        self.builtin(op, &[l, r], &Site::of(b.op.span(), expr)).map(Operand::Value)
                     }
                     (Operand::Value(v), Operand::Const(c)) | (Operand::Const(c), Operand::Value(v))
                         if name == "mul" =>
                     {
                         let c = self.constant(&c)?;
-                        self.builtin_with(by_name("scale"), ExtraArg::Factor(c), &[v], &Site::new(b.op.span(), expr))
+                        self.builtin_with(by_name("scale"), ExtraArg::Factor(c), &[v], &Site::of(b.op.span(), expr))
                             .map(Operand::Value)
                     }
                     // `x + c`, `c + x`: one sum per element (IEEE addition commutes); `x - c` is
@@ -167,17 +167,17 @@ impl Lowering<'_> {
                             "sub" => ("offset", negated(c)),
                             _ => ("div_const", c),
                         };
-                        self.builtin_with(by_name(op), ExtraArg::Factor(c), &[v], &Site::new(b.op.span(), expr))
+                        self.builtin_with(by_name(op), ExtraArg::Factor(c), &[v], &Site::of(b.op.span(), expr))
                             .map(Operand::Value)
                     }
                     (Operand::Const(c), Operand::Value(v)) if name == "add" => {
                         let c = self.constant(&c)?;
-                        self.builtin_with(by_name("offset"), ExtraArg::Factor(c), &[v], &Site::new(b.op.span(), expr))
+                        self.builtin_with(by_name("offset"), ExtraArg::Factor(c), &[v], &Site::of(b.op.span(), expr))
                             .map(Operand::Value)
                     }
                     (Operand::Const(_), Operand::Const(_)) => Some(Operand::Const(expr.clone())),
                     _ => {
-                        self.errors.at_site(&Site::new(b.op.span(), expr), constant_operand(name));
+                        self.errors.at_site(&Site::of(b.op.span(), expr), constant_operand(name));
                         None
                     }
                 }
@@ -193,7 +193,7 @@ impl Lowering<'_> {
                 };
                 if let Some(h) = self.helper(&ident.to_string()) {
                     let args: Vec<&Expr> = call.args.iter().collect();
-                    return self.inline(h, &args, &Site::new(ident.span(), expr), expr).map(Operand::Value);
+                    return self.inline(h, &args, &Site::of(ident.span(), expr), expr).map(Operand::Value);
                 }
                 if is_special(call) {
                     self.errors.at(
@@ -202,15 +202,15 @@ impl Lowering<'_> {
                     );
                     return None;
                 }
-                self.call(ident, call.args.iter().collect(), &Site::new(ident.span(), expr)).map(Operand::Value)
+                self.call(ident, call.args.iter().collect(), &Site::of(ident.span(), expr)).map(Operand::Value)
             }
             Expr::MethodCall(m) => {
                 let mut args = vec![&*m.receiver];
                 args.extend(m.args.iter());
                 if let Some(h) = self.helper(&m.method.to_string()) {
-                    return self.inline(h, &args, &Site::new(m.method.span(), expr), expr).map(Operand::Value);
+                    return self.inline(h, &args, &Site::of(m.method.span(), expr), expr).map(Operand::Value);
                 }
-                self.call(&m.method, args, &Site::new(m.method.span(), expr)).map(Operand::Value)
+                self.call(&m.method, args, &Site::of(m.method.span(), expr)).map(Operand::Value)
             }
             Expr::Closure(c) => {
                 self.errors.at(c.span(), "a closure is only allowed inside `opaque(…, forward = |…| …, vjp = |…| …)`");

@@ -201,7 +201,7 @@ pub(crate) fn lower(def: &GraphDef) -> Result<Graph, syn::Error> {
             let message = |actual: &Shape| {
                 format!("the graph returns shape {actual} here, but its signature declares {declared}")
             };
-            l.declared(v, &declared, &Site::new(expr.span(), expr), message);
+            l.declared(v, &declared, &Site::whole(expr), message);
             l.graph.outputs.push(v);
         }
     }

@@ -401,7 +401,7 @@ impl Lowering<'_> {
             return;
         };
         let actual = self.graph.shape_of(v).clone();
-        let site = Site::new(stmt.expr.span(), &stmt.expr);
+        let site = Site::whole(&stmt.expr);
         match infer::compare(&declared, &actual) {
             Compared::Same => {}
             Compared::Differ => {
