@@ -224,9 +224,10 @@
 //! at the outputs, and the single-output pass of each declared output (which visits only what the
 //! output reaches, SEMANTICS §7) — down to which uniforms are pending on each gradient position
 //! when it is written, and writes it out as tables (`Name::plan()`, a [`Plan`](program::Plan)
-//! of `static`s: one row per node, per forward level and per visit of each pass), which one
-//! routine of the runtime runs for every model: the model's generated code does not grow with
-//! its node count, and the runtime's code is compiled once, in the runtime.
+//! of `static`s: one row per node, per forward level and per visit of each pass), and a short
+//! `Name::run` that walks them — a call per stretch of rows, a Rust `for` loop per rolled loop —
+//! through the runtime's routines: the model's generated code does not grow with its node count,
+//! and the runtime's code is compiled once, in the runtime.
 //! `Name::program::<Scalar, B>()` returns a [`Program`] that runs them on reused buffers:
 //!
 //! ```
@@ -279,8 +280,11 @@
 //!
 //! A loop's rows, and the runs of a per-node or per-input list that move by a constant step
 //! (`0, 1, 2, …`, buffers alternating between iterations), are written once with a `Repeat`
-//! giving that step, so no table grows with a loop's trip count. `Name::describe_backward()`
-//! prints the same tables in words.
+//! giving that step, so no table grows with a loop's trip count; `Name::run` runs a loop's
+//! iterations as a loop (for `for i in 0..2000 { h = tanh(h * a[i] + b[i]) }`:
+//! `for k in 0..2000 { s.forward_rows(plan, g, Iteration(0, k)); }` in the forward and the same
+//! over the sweep's repeat in each pass). `Name::describe_backward()` prints the same tables in
+//! words.
 //!
 //! The forward runs by levels (a node one level above the nodes it reads; a level of several
 //! built-in nodes is computed at the same time when the pool has threads to spare and the level

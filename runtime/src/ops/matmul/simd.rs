@@ -5,8 +5,9 @@
 //! [`fast`](super::fast), the thin kernels of [`thin`] — whose `run` is inlined into a
 //! body built with the feature: the same Rust code as the baseline build, only LLVM's vector width
 //! changes. [`transposing_f32`] and [`transposing_f64`] call the thin kernels written with AVX2
-//! intrinsics (in-register transposes, `thin.rs`), which are safe functions apart from needing
-//! the feature. Only `avx2` or `avx512f` is enabled — not `fma` — and Rust never lets LLVM
+//! intrinsics (in-register transposes, `thin.rs`), and [`pack_transposed`] the small-product
+//! kernel's packing of a transposed right operand (the same transposes, a copy), which are safe
+//! functions apart from needing the feature. Only `avx2` or `avx512f` is enabled — not `fma` — and Rust never lets LLVM
 //! contract `a * b + c`, so each lane performs exactly the IEEE multiplications and additions of
 //! the portable loop, in the same order: the results are bit-identical (`gemm_tests.rs` and
 //! `thin_tests.rs` compare every path bit for bit).
@@ -121,6 +122,33 @@ macro_rules! transposing_entry {
 transposing_entry!(transposing_f32, transposing_f32_avx2, f32);
 transposing_entry!(transposing_f64, transposing_f64_avx2, f64);
 
+/// `pack[t · w + j0 + j] = columns[j][t]` for the first `L` columns (8 `f32`, 4 `f64`) and the
+/// whole blocks of `L` values of `t`, transposed in AVX2 registers (`thin::pack_transposed_*`);
+/// how many `t` it packed — 0 when the CPU lacks AVX2 or `A` is neither float (the caller copies
+/// what is left element by element).
+pub(super) fn pack_transposed<A: 'static>(
+    columns: &[&[A]],
+    inner: usize,
+    pack: &mut [A],
+    w: usize,
+    j0: usize,
+) -> usize {
+    use core::any::TypeId;
+    if !has_avx2() {
+        return 0;
+    }
+    let id = TypeId::of::<A>();
+    if id == TypeId::of::<f32>() {
+        // SAFETY: as in `isa_entry!`: a safe function built with `avx2`, checked just above.
+        unsafe { thin::pack_transposed_f32_avx2(columns, inner, pack, w, j0) }
+    } else if id == TypeId::of::<f64>() {
+        // SAFETY: as in `isa_entry!`: a safe function built with `avx2`, checked just above.
+        unsafe { thin::pack_transposed_f64_avx2(columns, inner, pack, w, j0) }
+    } else {
+        0
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use crate::ops::matmul::fast::{Geometry, Isa, Packed};
@@ -202,6 +230,57 @@ mod tests {
         let one_by_one: Vec<u64> =
             ys.iter().zip(&y64).map(|(x, y)| <GeluFn as PointwiseFn<f64>>::derivative(&k, x, x, y).to_bits()).collect();
         assert_eq!(bits64(&d64), one_by_one);
+    }
+
+    /// The AVX2 packing of transposed columns copies every value where the element-by-element
+    /// copy puts it, bits and NaN payloads included, for `f32` and `f64`, for every `inner`
+    /// (whole blocks and a rest) and at an offset inside a wider panel; it packs nothing for
+    /// other scalars, a CPU without AVX2, or columns that are not whole vectors.
+    #[test]
+    fn transposed_packing_is_the_element_copy() {
+        fn check<A: Copy + 'static + PartialEq + core::fmt::Debug>(
+            value: impl Fn(usize) -> A,
+            bits: impl Fn(A) -> u64,
+        ) {
+            for inner in [0, 1, 7, 8, 9, 16, 23, 64] {
+                for (cols, w, j0) in [(8, 8, 0), (8, 32, 8), (8, 16, 8)] {
+                    let data: Vec<A> = (0..cols * inner).map(&value).collect();
+                    let columns: Vec<&[A]> = (0..cols).map(|j| &data[j * inner..][..inner]).collect();
+                    let mut pack = vec![value(usize::MAX); inner * w];
+                    let done = super::pack_transposed(&columns, inner, &mut pack, w, j0);
+                    if super::has_avx2() {
+                        assert_eq!(done, inner - inner % (32 / core::mem::size_of::<A>()), "inner {inner}");
+                    } else {
+                        assert_eq!(done, 0);
+                    }
+                    for t in 0..done {
+                        for (j, column) in columns.iter().enumerate() {
+                            assert_eq!(bits(pack[t * w + j0 + j]), bits(column[t]), "t {t}, column {j}");
+                        }
+                    }
+                    // Nothing outside the group's lanes and the packed rows is written.
+                    for (k, &x) in pack.iter().enumerate() {
+                        let (t, j) = (k / w, k % w);
+                        if t >= done || j < j0 || j >= j0 + cols {
+                            assert_eq!(bits(x), bits(value(usize::MAX)), "k {k}");
+                        }
+                    }
+                }
+            }
+        }
+        let f = |i: usize| {
+            f32::from_bits((i as u32).wrapping_mul(0x9E37_79B9) | (0x7f80_0001 * u32::from(i.is_multiple_of(5))))
+        };
+        check(f, |x: f32| u64::from(x.to_bits()));
+        let d = |i: usize| f64::from_bits((i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        check(d, f64::to_bits);
+        // Not a float, or not whole vectors: nothing packed.
+        let ints = [1i64, 2, 3, 4, 5, 6, 7, 8];
+        let columns: Vec<&[i64]> = (0..8).map(|_| &ints[..]).collect();
+        assert_eq!(super::pack_transposed(&columns, 8, &mut [0i64; 64], 8, 0), 0);
+        let data = [0.5f32; 64];
+        let five: Vec<&[f32]> = (0..5).map(|_| &data[..8]).collect();
+        assert_eq!(super::pack_transposed(&five, 8, &mut [0.0f32; 64], 8, 0), 0);
     }
 
     fn packed<const MR: usize, const NR: usize, const HALF: usize>(

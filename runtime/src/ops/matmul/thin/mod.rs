@@ -54,7 +54,9 @@ mod transposing;
 
 use direct::{direct_on, tail_rows};
 #[cfg(target_arch = "x86_64")]
-pub(super) use transposing::{transposing_f32_avx2, transposing_f64_avx2};
+pub(super) use transposing::{
+    pack_transposed_f32_avx2, pack_transposed_f64_avx2, transposing_f32_avx2, transposing_f64_avx2,
+};
 
 /// The largest thin side: at most this many output columns or rows, or inner indices.
 pub(super) const THIN: usize = 8;

@@ -364,3 +364,60 @@ transposing_avx2!(avx2_f64, f64x4, 8, 2);
 
 #[cfg(target_arch = "x86_64")]
 pub(in crate::ops::matmul) use {avx2_f32::kernel as transposing_f32_avx2, avx2_f64::kernel as transposing_f64_avx2};
+
+/// Defines `$name`: `pack[t · w + j0 + j] = columns[j][t]` for every column (their count a
+/// multiple of `L`) and every `t` of the whole blocks of `L` in `0..inner`, each `L × L` block
+/// read as `L` vector loads, transposed in registers and written as `L` runs — the small-product
+/// kernel's packing of a transposed right operand (`small.rs`, `pack_columns`), which copies
+/// element by element otherwise. Returns how many `t` it packed (the caller copies the rest; 0
+/// when the columns are not whole vectors). A copy: every value keeps its bits.
+#[cfg(target_arch = "x86_64")]
+macro_rules! pack_transposed_avx2 {
+    ($name:ident, $lanes:ident) => {
+        #[target_feature(enable = "avx2")]
+        pub(in crate::ops::matmul) fn $name<A: 'static>(
+            columns: &[&[A]],
+            inner: usize,
+            pack: &mut [A],
+            w: usize,
+            j0: usize,
+        ) -> usize {
+            use crate::ops::matmul::fast::lane;
+            use $lanes::{set, to_array, transpose, zero, L, T, V};
+            let fits = j0 + columns.len() <= w && inner.checked_mul(w).is_some_and(|n| n <= pack.len());
+            if columns.is_empty() || columns.len() % L != 0 || !fits || columns.iter().any(|c| c.len() < inner) {
+                return 0;
+            }
+            let blocks = inner / L;
+            for (g, group) in columns.chunks_exact(L).enumerate() {
+                let j = j0 + g * L;
+                for b in 0..blocks {
+                    let t0 = b * L;
+                    let mut rows: [V; L] = [zero(); L];
+                    for (row, column) in rows.iter_mut().zip(group) {
+                        let run = &column[t0..t0 + L];
+                        let mut x = [0.0 as T; L];
+                        for (x, v) in x.iter_mut().zip(run) {
+                            *x = lane(v);
+                        }
+                        *row = set(x);
+                    }
+                    for (i, col) in transpose(rows).into_iter().enumerate() {
+                        let dst = &mut pack[(t0 + i) * w + j..][..L];
+                        for (d, v) in dst.iter_mut().zip(to_array(col)) {
+                            if let Some(d) = (d as &mut dyn core::any::Any).downcast_mut::<T>() {
+                                *d = v;
+                            }
+                        }
+                    }
+                }
+            }
+            blocks * L
+        }
+    };
+}
+
+#[cfg(target_arch = "x86_64")]
+pack_transposed_avx2!(pack_transposed_f32_avx2, f32x8);
+#[cfg(target_arch = "x86_64")]
+pack_transposed_avx2!(pack_transposed_f64_avx2, f64x4);
