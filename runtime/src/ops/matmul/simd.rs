@@ -122,10 +122,11 @@ macro_rules! transposing_entry {
 transposing_entry!(transposing_f32, transposing_f32_avx2, f32);
 transposing_entry!(transposing_f64, transposing_f64_avx2, f64);
 
-/// `pack[t · w + j0 + j] = columns[j][t]` for the first `L` columns (8 `f32`, 4 `f64`) and the
-/// whole blocks of `L` values of `t`, transposed in AVX2 registers (`thin::pack_transposed_*`);
-/// how many `t` it packed — 0 when the CPU lacks AVX2 or `A` is neither float (the caller copies
-/// what is left element by element).
+/// `pack[t · w + j0 + j] = columns[j][t]` for every column (their count a multiple of `L`: 8
+/// `f32`, 4 `f64`) and the whole blocks of `L` values of `t`, transposed in AVX2 registers
+/// (`thin::pack_transposed_*`); how many `t` it packed — 0 when the CPU lacks AVX2, `A` is
+/// neither float or the columns are not whole vectors (the caller copies what is left element by
+/// element).
 pub(super) fn pack_transposed<A: 'static>(
     columns: &[&[A]],
     inner: usize,

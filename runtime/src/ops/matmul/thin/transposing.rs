@@ -384,7 +384,8 @@ macro_rules! pack_transposed_avx2 {
         ) -> usize {
             use crate::ops::matmul::fast::lane;
             use $lanes::{set, to_array, transpose, zero, L, T, V};
-            let fits = j0 + columns.len() <= w && inner.checked_mul(w).is_some_and(|n| n <= pack.len());
+            let fits = j0.checked_add(columns.len()).is_some_and(|end| end <= w)
+                && inner.checked_mul(w).is_some_and(|n| n <= pack.len());
             if columns.is_empty() || columns.len() % L != 0 || !fits || columns.iter().any(|c| c.len() < inner) {
                 return 0;
             }
