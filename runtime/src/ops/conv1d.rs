@@ -26,8 +26,9 @@
 
 use super::conv::Conv;
 
-/// A one-dimensional convolution (see the module docs): `Conv1d::with_sliding(x, w, sliding)` with a
-/// [`Sliding<1>`](exactgrad_spec::rules::Sliding) of stride, padding and dilation.
+/// A one-dimensional convolution (see the module docs): `Conv1d::new(x, w, stride, padding,
+/// dilation)`, or `Conv1d::with_sliding(x, w, sliding)` with a
+/// [`Sliding<1>`](exactgrad_spec::rules::Sliding) of the three.
 pub type Conv1d = Conv<1>;
 
 typed_op!(conv1d(x: X, w: W; stride: @S as usize, padding: @P as usize, dilation: @Dl as usize) -> Conv1d: Conv1d, "`x: [n, c_in, l]`, `w: [c_out, c_in, k]` → `[n, c_out, l_out]`, each constant a typenum value (`U1::new()`); the rule computes the output length and rejects a kernel that does not fit, a zero stride or a zero dilation");

@@ -32,8 +32,9 @@
 
 use super::conv::Conv;
 
-/// A two-dimensional convolution (see the module docs): `Conv2d::with_sliding(x, w, sliding)` with a
-/// [`Sliding<2>`](exactgrad_spec::rules::Sliding) of strides, paddings and dilations (height, width).
+/// A two-dimensional convolution (see the module docs): `Conv2d::new(x, w, stride, padding,
+/// dilation)`, each a `[height, width]` pair, or `Conv2d::with_sliding(x, w, sliding)` with a
+/// [`Sliding<2>`](exactgrad_spec::rules::Sliding) of them.
 pub type Conv2d = Conv<2>;
 
 typed_op!(conv2d(x: X, w: W; stride: @S as [usize; 2], padding: @P as [usize; 2], dilation: @Dl as [usize; 2]) -> Conv2d: Conv2d, "`x: [n, c_in, h, w]`, `w: [c_out, c_in, kh, kw]` → `[n, c_out, h_out, w_out]`, each constant a pair of typenum values `(height, width)`; the rule computes the output sizes and rejects a kernel that does not fit, a zero stride or a zero dilation");
