@@ -2,7 +2,6 @@
 //! the calls that need a declared output shape — `opaque`, user ops, `reshape`, `gather_rows`:
 //! `declared.rs`).
 
-use syn::spanned::Spanned;
 use syn::{Expr, Ident};
 
 use super::expr::{by_name, Operand};
@@ -31,7 +30,7 @@ impl Lowering<'_> {
                 Operand::Const(_) => {}
                 Operand::Value(_) => {
                     self.errors.at_site(
-                        &Site::new(args[1].span(), args[1]),
+                        &Site::whole(args[1]),
                         "scale multiplies by a constant (`scale(x, 0.5)`); to multiply two graph values write `x * y`",
                     );
                     return None;
@@ -105,8 +104,7 @@ impl Lowering<'_> {
                 Some(e) => match self.operand(e)? {
                     Operand::Const(c) => ExtraArg::Eps(self.constant(&c)?),
                     Operand::Value(_) => {
-                        self.errors
-                            .at_site(&Site::new(e.span(), *e), format!("{}'s eps is a constant, e.g. `1e-5`", op.name));
+                        self.errors.at_site(&Site::whole(e), format!("{}'s eps is a constant, e.g. `1e-5`", op.name));
                         return None;
                     }
                 },
@@ -129,7 +127,7 @@ impl Lowering<'_> {
                 }
                 other => {
                     self.errors.at_site(
-                        &Site::new(other.span(), other),
+                        &Site::whole(other),
                         "permute takes the permutation as an array literal, e.g. `permute(x, [1, 0])`",
                     );
                     return None;
@@ -150,7 +148,7 @@ impl Lowering<'_> {
                 };
                 if let Some(n) = name.filter(|n| self.data_tensor_index(n).is_some()) {
                     self.errors.at_site(
-                        &Site::new(arg.span(), arg),
+                        &Site::whole(arg),
                         format!("`{n}` is a data tensor, but {}'s labels are a data parameter holding one `usize` per row (e.g. `; labels: Vec<usize>`)", op.name),
                     );
                     return None;
@@ -159,7 +157,7 @@ impl Lowering<'_> {
                     ExtraArg::Labels((*d).clone())
                 } else {
                     self.errors.at_site(
-                        &Site::new(arg.span(), arg),
+                        &Site::whole(arg),
                         format!("{}'s labels are a data parameter (declared after `;`, e.g. `; labels: Vec<usize>`), named here", op.name),
                     );
                     return None;
@@ -209,7 +207,7 @@ impl Lowering<'_> {
             Operand::Const(c) => Some(Fill::Const(self.constant(&c)?)),
             Operand::Value(_) => {
                 self.errors.at_site(
-                    &Site::new(e.span(), e),
+                    &Site::whole(e),
                     format!("{}'s fill value is a constant (`-1e9`, `f64::NEG_INFINITY`), not a graph value", op.name),
                 );
                 None
@@ -225,7 +223,7 @@ impl Lowering<'_> {
         };
         if let Some(n) = name.filter(|n| self.data_tensor_index(n).is_some()) {
             self.errors.at_site(
-                &Site::new(arg.span(), arg),
+                &Site::whole(arg),
                 format!("`{n}` is a data tensor, but {}'s {what} is a data parameter (e.g. `{example}`)", op.name),
             );
             return None;
@@ -234,7 +232,7 @@ impl Lowering<'_> {
             Some((*d).clone())
         } else {
             self.errors.at_site(
-                &Site::new(arg.span(), arg),
+                &Site::whole(arg),
                 format!("{}'s {what} is a data parameter (declared after `;`, e.g. `{example}`), named here", op.name),
             );
             None

@@ -44,7 +44,7 @@ impl Lowering<'_> {
         if let Expr::Path(p) = args[1] {
             if let Some(n) = p.path.get_ident().filter(|n| self.data_tensor_index(n).is_some()) {
                 self.errors.at_site(
-                    &Site::new(args[1].span(), args[1]),
+                    &Site::whole(args[1]),
                     format!("`{n}` is a data tensor, but {written}'s ids are a data parameter holding one `usize` per row (e.g. `; ids: Vec<usize>`)"),
                 );
                 return None;
@@ -56,7 +56,7 @@ impl Lowering<'_> {
         };
         let Some(field) = field else {
             self.errors.at_site(
-                &Site::new(args[1].span(), args[1]),
+                &Site::whole(args[1]),
                 format!(
                     "{written}'s ids are a data parameter (declared after `;`, e.g. `; ids: Vec<usize>`), named here"
                 ),

@@ -251,7 +251,7 @@ impl Lowering<'_> {
             Ok(n) => match usize::try_from(n) {
                 Ok(n) => Some(n),
                 Err(_) => {
-                    self.errors.at_site(&Site::new(e.span(), e), format!("{what} is {n}, which is not a size"));
+                    self.errors.at_site(&Site::whole(e), format!("{what} is {n}, which is not a size"));
                     None
                 }
             },
@@ -261,7 +261,7 @@ impl Lowering<'_> {
             }
             Err(NotConst::Value) => {
                 self.errors.at_site(
-                    &Site::new(e.span(), e),
+                    &Site::whole(e),
                     format!(
                         "{what} is an integer constant: a literal, a `const`, a loop variable, or arithmetic on them"
                     ),

@@ -109,7 +109,7 @@ impl Lowering<'_> {
             return None;
         };
         let x = self.value(x);
-        let p_site = Site::new(p.span(), *p);
+        let p_site = Site::whole(p);
         let prob = match consts::float(&self.consts, p) {
             Ok((v, _)) => match exactgrad_spec::rules::dropout_probability(v) {
                 Ok(()) => Some(v),
@@ -133,7 +133,7 @@ impl Lowering<'_> {
         };
         let Some(field) = name.and_then(|n| self.data.iter().find(|d| **d == n)).map(|d| (*d).clone()) else {
             self.errors.at_site(
-                &Site::new(seed.span(), *seed),
+                &Site::whole(seed),
                 "dropout's seed is a data parameter holding a `u64` (declared after `;`, e.g. `; seed: u64`), named here",
             );
             return None;

@@ -340,7 +340,7 @@ impl Lowering<'_> {
             }
             other => {
                 self.errors.at_site(
-                    &Site::new(other.span(), other),
+                    &Site::whole(other),
                     "a tuple binding `let (a, b, …) = …` takes the parts of `split(x, axis, [sizes…])`",
                 );
                 None

@@ -208,7 +208,7 @@ impl<'d> Lowering<'d> {
             (names, mutable, consts, arrays, dim_vars, label);
         if failed_in_body && !self.stopped {
             self.errors.at_site(
-                &Site::new(call.span(), call),
+                &Site::whole(call),
                 format!(
                     "this call of `{name}` fails: the errors above in `{name}`'s body name it `in call {name}#{k}`"
                 ),
@@ -255,7 +255,7 @@ impl<'d> Lowering<'d> {
     /// after an error.
     fn bind(&mut self, name: &str, param: &HelperParam, arg: Arg, expr: &Expr) -> bool {
         let key = param.name.to_string();
-        let site = Site::new(expr.span(), expr);
+        let site = Site::whole(expr);
         match arg {
             Arg::Value(v) => {
                 if let Some(ann) = &param.shape {
