@@ -232,8 +232,21 @@ fn plan_tokens(
     let level_regions = regions(&rolled, values.levels.iter().map(|l| l.as_slice()));
     let (forward, forward_segments) = tables::table(p, &level_rows, &level_regions, level_tokens);
     let (mut passes, mut pass_runs) = (Vec::new(), Vec::new());
+    // A sweep equal to an earlier one (a one-output model's single-output pass is the all-inputs
+    // pass) is that one's static and run, without writing its tables again.
+    let mut written: Vec<(&Sweep, TokenStream, Option<PassRun>)> = Vec::new();
     for (j, sweep) in core::iter::once(Some(all)).chain(froms.iter().map(Option::as_ref)).enumerate() {
-        let (tokens, run) = pass(cx, &rolled, &mut statics, sweep);
+        let earlier = sweep.and_then(|sw| written.iter().find(|(w, _, _)| *w == sw));
+        let (tokens, run) = match earlier {
+            Some((_, tokens, run)) => (tokens.clone(), run.clone()),
+            None => {
+                let (tokens, run) = pass(cx, &rolled, &mut statics, sweep);
+                if let Some(sw) = sweep {
+                    written.push((sw, tokens.clone(), run.clone()));
+                }
+                (tokens, run)
+            }
+        };
         passes.push(tokens);
         pass_runs
             .push(run.unwrap_or_else(|| PassRun::Runtime(graph.outputs.get(j.wrapping_sub(1)).copied().unwrap_or(0))));
@@ -277,11 +290,16 @@ fn plan_tokens(
 
 /// A list of numbers as a `Table` (`tables::runs`).
 fn numbers(p: &TokenStream, ns: &[usize], periods: &[usize]) -> TokenStream {
-    let rows: Vec<Row> = ns.iter().map(|&n| Row { key: String::new(), numbers: vec![n] }).collect();
-    tables::runs(p, &rows, periods, |k| {
-        let n = lit(ns[k]);
-        quote!(#n)
-    })
+    tables::number_runs(
+        p,
+        ns,
+        1,
+        |k| {
+            let n = lit(ns[k]);
+            quote!(#n)
+        },
+        periods,
+    )
 }
 
 /// The periods `tables::runs` tries on a per-node or per-input list: 1 to 4, and each rolled
@@ -380,9 +398,8 @@ fn pass(
     let nodes: Vec<[usize; 1]> = sweep.steps.iter().map(|step| [step.node]).collect();
     let regions = regions(rolled, nodes.iter().map(|n| &n[..]));
     let (steps, segments) = tables::table(p, &rows, &regions, |t| step_tokens(graph, &sweep.steps[t]));
-    let input_rows: Vec<Row> =
-        sweep.inputs.iter().map(|r| Row { key: String::new(), numbers: vec![r.start, r.end] }).collect();
-    let inputs = tables::runs(p, &input_rows, &periods(rolled), |q| range(&sweep.inputs[q]));
+    let input_numbers: Vec<usize> = sweep.inputs.iter().flat_map(|r| [r.start, r.end]).collect();
+    let inputs = tables::number_runs(p, &input_numbers, 2, |q| range(&sweep.inputs[q]), &periods(rolled));
     let name = statics.add("SWEEP", quote!(Sweep), quote!(Sweep { steps: #steps, inputs: #inputs }));
     (quote!(PassPlan::Planned(&#name)), Some(PassRun::Planned(name.to_string(), segments)))
 }

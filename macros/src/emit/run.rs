@@ -13,6 +13,7 @@ use super::tables::Segment;
 
 /// How a pass runs: its sweep (the static's name, for sharing arms, and its stretches), or the
 /// runtime's single-output loop from this output position.
+#[derive(Clone)]
 pub(super) enum PassRun {
     Planned(String, Vec<Segment>),
     Runtime(usize),

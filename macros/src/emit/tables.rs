@@ -114,6 +114,88 @@ pub(super) fn runs(
     written(p, &out, &repeats)
 }
 
+/// [`runs`] of rows that are each `width` numbers of `ns` (row `r`: `ns[r * width..][..width]`)
+/// and no key, without building the rows: the same `Table` (the property test
+/// `number_runs_are_the_rows_runs` compares them), found by [`found_number_runs`] in index loops
+/// over the slice — these lists are per position, so a 2 000-iteration loop's are 10 000 long,
+/// searched by a proc-macro built without optimisation.
+pub(super) fn number_runs(
+    p: &TokenStream,
+    ns: &[usize],
+    width: usize,
+    tokens: impl Fn(usize) -> TokenStream,
+    periods: &[usize],
+) -> TokenStream {
+    let mut out: Vec<TokenStream> = Vec::new();
+    let mut repeats = Vec::new();
+    for Run { first, per, count, deltas } in found_number_runs(ns, width, periods) {
+        if count > 1 {
+            repeats.push(repeat(out.len(), per, count, &deltas));
+        }
+        out.extend((first..first + per).map(&tokens));
+    }
+    written(p, &out, &repeats)
+}
+
+/// [`found_runs`] of rows that are each `width` numbers of `ns` with one key (`width > 0`).
+fn found_number_runs(ns: &[usize], width: usize, periods: &[usize]) -> Vec<Run> {
+    let mut periods = periods.to_vec();
+    periods.sort_unstable();
+    let ns: Vec<i64> = ns.iter().map(|&n| i64::try_from(n).unwrap_or(i64::MAX)).collect();
+    let ns = &ns[..];
+    let rows = ns.len() / width.max(1);
+    let mut out = Vec::new();
+    let mut deltas: Vec<i64> = Vec::new();
+    let mut i = 0;
+    while i < rows {
+        let rest = rows - i;
+        let mut best: Option<(usize, usize, usize, Vec<i64>)> = None;
+        for &per in &periods {
+            if per == 0 || per * MIN_REPEAT > rest {
+                continue;
+            }
+            // `repeated` on groups of `per` rows (`n` numbers each, from number `first`): the
+            // deltas from the first group to the second, then each further group the first
+            // moved `len` times.
+            let (first, n) = (i * width, per * width);
+            deltas.clear();
+            for j in 0..n {
+                deltas.push(ns[first + n + j].wrapping_sub(ns[first + j]));
+            }
+            let available = rest / per;
+            let mut len = 2;
+            'groups: while len < available {
+                let step = len as i64;
+                let at = first + len * n;
+                for j in 0..n {
+                    let moved = deltas[j].checked_mul(step).and_then(|x| x.checked_add(ns[first + j]));
+                    if moved != Some(ns[at + j]) {
+                        break 'groups;
+                    }
+                }
+                len += 1;
+            }
+            if len >= MIN_REPEAT && best.as_ref().is_none_or(|b| len * per > b.0) {
+                best = Some((len * per, per, len, deltas.clone()));
+                if len * per == rest {
+                    break;
+                }
+            }
+        }
+        match best {
+            Some((covered, per, count, deltas)) => {
+                out.push(Run { first: i, per, count, deltas });
+                i += covered;
+            }
+            None => {
+                out.push(Run { first: i, per: 1, count: 1, deltas: Vec::new() });
+                i += 1;
+            }
+        }
+    }
+    out
+}
+
 /// Rows `first..first + per` written once, standing for `count` iterations whose numbers move
 /// by `deltas` from one to the next (`count = 1`: written as they are).
 #[derive(Debug, PartialEq, Eq)]
@@ -283,6 +365,36 @@ mod tests {
                 .collect();
             assert_eq!(keys, rows.iter().map(|r| r.key.as_str()).collect::<Vec<_>>());
             assert_eq!(runs.iter().map(|r| r.per).sum::<usize>(), written, "{runs:?}");
+        }
+    }
+
+    proptest::proptest! {
+        /// The fast path finds the runs the rows' search finds, on lists with regular stretches
+        /// (steps, alternations, constants) and noise between them.
+        #[test]
+        fn number_runs_are_the_rows_runs(
+            parts in proptest::collection::vec((0usize..6, 0usize..40, 0usize..5, 1usize..4, 0usize..9), 0..8),
+        ) {
+            let mut ns = Vec::new();
+            for (kind, len, start, per, noise) in parts {
+                for k in 0..len {
+                    ns.push(match kind {
+                        0 => start + k,
+                        1 => start + k % per,
+                        2 => start + (k / per) * 3 + k % per,
+                        3 => start,
+                        4 => (start * 7 + k * 13 + noise) % 11,
+                        _ => usize::MAX - k,
+                    });
+                }
+                ns.push(noise);
+            }
+            for width in 1..=3 {
+                let rows: Vec<Row> = ns.chunks_exact(width).map(|n| row("", n)).collect();
+                for periods in [&[1, 2, 3, 4][..], &[1, 2, 3, 4, 6, 12], &[3, 1, 5, 10]] {
+                    proptest::prop_assert_eq!(found_number_runs(&ns, width, periods), found_runs(&rows, periods));
+                }
+            }
         }
     }
 
