@@ -18,7 +18,9 @@
 //! it is used. The body is the same code either way: the bits cannot depend on the path.
 //!
 //! What is here: the matmul family (the GEMM, the products, both gradients, the product onto a
-//! uniform), the built-in pointwise functions' loops (forward and derivative), `compile`'s
+//! uniform), the built-in pointwise functions' loops (forward and derivative), the row ops'
+//! forwards and contributions (`softmax`, `log_softmax`, `layer_norm`, `cross_entropy`) and
+//! `permute`'s, `compile`'s
 //! forward, the saved graph's two loops (the dense reference loop and the indexed loop every
 //! other pass runs) and the routines a generated program's `run` calls
 //! (`ProgramState::forward_rows`, `sweep_rows`, `sweep_inputs`). The forward, the loops and those
@@ -31,6 +33,7 @@
 
 use core::ops::Mul;
 
+use crate::contributions::Contributions;
 use crate::error::Error;
 use crate::gradients::Stored;
 use crate::graph::Levels;
@@ -51,6 +54,35 @@ pub(crate) type GemmFn<A> = fn(usize, usize, usize, MatrixView<'_, A>, MatrixVie
 /// A loop of the saved graph's passes: the view, the seeds, the reached set of a single-output
 /// pass, whether node gradients are kept; one result per position.
 pub(crate) type PassLoop<A, T> = fn(&View<'_, A>, Vec<Stored<A>>, Option<Reached>, bool) -> Result<Vec<T>, Error>;
+
+/// A row op's forward over its operand, appended to the output (`softmax`, `log_softmax`).
+pub(crate) type RowForward<A> = fn(&RawTensor<A>, &mut Vec<A>);
+/// A row op's contribution tensor from its output and the cotangent (`softmax`, `log_softmax`).
+pub(crate) type RowVjp<A> = fn(&RawTensor<A>, &RawTensor<A>, &mut Contributions<A>) -> RawTensor<A>;
+/// An op's forward over its operand and a list of indices (`cross_entropy`'s labels,
+/// `permute`'s axes), appended to the output.
+pub(crate) type IndexedForward<A> = fn(&RawTensor<A>, &[usize], &mut Vec<A>);
+/// `permute`'s contribution: the cotangent permuted by the inverse axes.
+pub(crate) type IndexedVjp<A> = fn(&RawTensor<A>, &[usize], &mut Contributions<A>) -> RawTensor<A>;
+/// `cross_entropy`'s contribution: from the logits, the labels and the cotangent.
+pub(crate) type LabelsVjp<A> = fn(&RawTensor<A>, &[usize], &RawTensor<A>, &mut Contributions<A>) -> RawTensor<A>;
+/// `layer_norm`'s forward: `x`, gain, bias, `eps`, the output.
+pub(crate) type NormForward<A> = fn(&RawTensor<A>, &[A], &[A], A, &mut Vec<A>);
+/// `layer_norm`'s three contributions: from `x`, gain and bias, the cotangent and `eps`.
+pub(crate) type NormVjp<A> = fn([&RawTensor<A>; 3], &RawTensor<A>, A, &mut Contributions<A>) -> [RawTensor<A>; 3];
+
+/// `A`'s entry `field.i` of this crate's table (see the [module docs](self)) when `A` is compiled
+/// here (`f32`, `f64`), else `body` — the function that entry is, at `A` — called with `args`.
+macro_rules! compiled_or_body {
+    ($A:ty, $field:ident . $i:tt, $body:expr, ($($arg:expr),* $(,)?)) => {
+        if <$A as $crate::scalar::Storage>::COMPILED {
+            (<$A as $crate::scalar::Storage>::compiled().$field.$i)($($arg),*)
+        } else {
+            $body($($arg),*)
+        }
+    };
+}
+pub(crate) use compiled_or_body;
 
 /// The kernels of one scalar type, compiled in this crate (see the [module docs](self)). Only
 /// this crate builds one: for `f32` and `f64` (the statics `F32`, `F64`).
@@ -80,6 +112,19 @@ pub struct Compiled<A: 'static> {
     pub(crate) pointwise_forward: [fn(&[A], &mut Vec<A>); BUILTIN.len()],
     /// Their derivative loops (`ops::pointwise::derivative_into`).
     pub(crate) pointwise_derivative: [fn(&[A], &[A], &[A], &mut Vec<A>); BUILTIN.len()],
+    /// `softmax`'s forward and contribution (`ops::softmax::{forward_body, vjp_body}`).
+    pub(crate) softmax: (RowForward<A>, RowVjp<A>),
+    /// `log_softmax`'s (`ops::log_softmax::{forward_body, vjp_body}`).
+    pub(crate) log_softmax: (RowForward<A>, RowVjp<A>),
+    /// `layer_norm`'s forward and its three contributions
+    /// (`ops::layer_norm::{forward_body, vjp_body}`).
+    pub(crate) layer_norm: (NormForward<A>, NormVjp<A>),
+    /// `cross_entropy`'s forward (logits, labels, output) and contribution
+    /// (`ops::cross_entropy::{forward_body, vjp_body}`).
+    pub(crate) cross_entropy: (IndexedForward<A>, LabelsVjp<A>),
+    /// `permute`'s forward (operand, axes) and contribution (cotangent, inverse axes)
+    /// (`ops::permute::{forward_body, vjp_body}`).
+    pub(crate) permute: (IndexedForward<A>, IndexedVjp<A>),
     /// A generated program's forward rows: `ProgramState::forward_rows`.
     pub(crate) forward_rows: fn(&mut ProgramState<A>, &Plan, &(dyn BoundGraph<A> + Sync), Rows),
     /// A generated program's sweep rows: `ProgramState::sweep_rows`.
@@ -95,7 +140,7 @@ impl<A> core::fmt::Debug for Compiled<A> {
 }
 
 /// The table of `A`'s generic bodies (instantiated where the table is built: here).
-const fn table<A: Scalar + Mul<Output = A> + num_traits::Float>() -> Compiled<A> {
+const fn table<A: Scalar + Mul<Output = A> + num_traits::Float + num_traits::FromPrimitive>() -> Compiled<A> {
     use crate::ops::bodies as mm;
     Compiled {
         gemm: mm::gemm_body::<A, false>,
@@ -109,6 +154,11 @@ const fn table<A: Scalar + Mul<Output = A> + num_traits::Float>() -> Compiled<A>
         forward: crate::saved::forward_body::<A>,
         dense_loop: crate::saved::dense_loop_body::<A>,
         array_slots: crate::saved::array_slots_body::<A>,
+        softmax: (mm::rows::softmax::<A>, mm::rows::softmax_vjp::<A>),
+        log_softmax: (mm::rows::log_softmax::<A>, mm::rows::log_softmax_vjp::<A>),
+        layer_norm: (mm::rows::layer_norm::<A>, mm::rows::layer_norm_vjp::<A>),
+        cross_entropy: (mm::rows::cross_entropy::<A>, mm::rows::cross_entropy_vjp::<A>),
+        permute: (mm::rows::permute::<A>, mm::rows::permute_vjp::<A>),
         forward_rows: ProgramState::<A>::forward_rows_body,
         sweep_rows: ProgramState::<A>::sweep_rows_body,
         sweep_inputs: ProgramState::<A>::sweep_inputs_body,
@@ -161,6 +211,32 @@ mod tests {
             assert_eq!(bits64(&c), bits64(&d), "{}", BUILTIN[self.0]);
             self.0 += 1;
         }
+    }
+
+    /// The row ops' entries are their own op's bodies (two of them share a type: a swap would
+    /// compile): each entry against the body it names, by bits, with a NaN payload and `-0.0`.
+    #[test]
+    fn the_row_ops_entries_are_their_ops_bodies() {
+        use crate::contributions::Contributions;
+        use crate::ops::bodies::rows;
+        let mut v: Vec<f32> = (0..24).map(|i| i as f32 / 5.0 - 2.0).collect();
+        v[3] = f32::from_bits(0x7fc0_0123);
+        v[7] = -0.0;
+        let x = RawTensor::from_parts(Dims::new(&[4, 6]).expect("small"), v.clone());
+        let g = RawTensor::from_parts(Dims::new(&[4, 6]).expect("small"), v.iter().rev().copied().collect());
+        let bits = |t: &[f32]| t.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+        let forward = |f: fn(&RawTensor<f32>, &mut Vec<f32>)| {
+            let mut out = Vec::new();
+            f(&x, &mut out);
+            bits(&out)
+        };
+        let vjp = |f: RowVjp<f32>| bits(f(&x, &g, &mut Contributions::new()).data());
+        assert_eq!(forward(F32.softmax.0), forward(rows::softmax::<f32>));
+        assert_eq!(forward(F32.log_softmax.0), forward(rows::log_softmax::<f32>));
+        assert_ne!(forward(rows::softmax::<f32>), forward(rows::log_softmax::<f32>));
+        assert_eq!(vjp(F32.softmax.1), vjp(rows::softmax_vjp::<f32>));
+        assert_eq!(vjp(F32.log_softmax.1), vjp(rows::log_softmax_vjp::<f32>));
+        assert_ne!(vjp(rows::softmax_vjp::<f32>), vjp(rows::log_softmax_vjp::<f32>));
     }
 
     #[test]

@@ -87,6 +87,56 @@ fn rows<A: FromPrimitive>(m: usize) -> A {
     A::from_usize(m).expect("output_dims checked that the element count is a scalar of A")
 }
 
+/// The mean loss of the logits `x` against `labels` appended to `out` (its spare capacity the
+/// rows' scratch): the body `crate::compiled` instantiates for `f32` and `f64` (a model's crate
+/// calls it through the table).
+pub(crate) fn forward_body<A: Scalar + Float + FromPrimitive>(x: &RawTensor<A>, labels: &[usize], out: &mut Vec<A>) {
+    let c = x.dims().as_slice()[1];
+    let m = labels.len();
+    // The per-row losses in `out` past `start` (scratch: `out`'s spare capacity, kept between
+    // runs), computed in blocks of rows, on threads for large inputs (`parallel::rows`, one
+    // element per row); then summed here in row order (the sum is never split).
+    let start = out.len();
+    out.resize(start + m, <A as Scalar>::zero());
+    let xd = x.data();
+    crate::parallel::rows(&mut out[start..], 1, c.saturating_mul(ROW_WORK), |first, losses| {
+        for ((row, &k), loss) in xd
+            .get(first * c..)
+            .unwrap_or_default()
+            .chunks_exact(c)
+            .zip(labels.get(first..).unwrap_or_default())
+            .zip(losses)
+        {
+            *loss = row_loss(row, k);
+        }
+    });
+    let total = out[start..].iter().fold(<A as Scalar>::zero(), |acc, &l| A::pinned_add(acc, l));
+    out.truncate(start);
+    out.push(total / rows::<A>(m));
+}
+
+/// The contribution tensor of the logits `x` for `labels` and the cotangent `g` (its buffer from
+/// the arena `c`): the body `crate::compiled` instantiates for `f32` and `f64`.
+pub(crate) fn vjp_body<A: Scalar + Float + FromPrimitive>(
+    x: &RawTensor<A>,
+    labels: &[usize],
+    g: &RawTensor<A>,
+    c: &mut Contributions<A>,
+) -> RawTensor<A> {
+    let w = g.data()[0] / rows::<A>(labels.len());
+    let mut t = c.buffer_for(x.numel());
+    // Softmax's steps 1–3 with its exponentials written straight into `t` (`exp_rows`: blocks
+    // of whole rows, on threads for large inputs), then `w · (e / s − onehot)`.
+    exp_rows(x, ROW_WORK, &mut t, |i, o, _, _, s| {
+        let k = labels.get(i).copied();
+        for (j, v) in o.iter_mut().enumerate() {
+            let onehot = if Some(j) == k { A::one() } else { <A as Scalar>::zero() };
+            *v = A::pinned_mul(w, *v / s - onehot);
+        }
+    });
+    RawTensor::from_parts(x.dims(), t)
+}
+
 impl<A: Scalar + Float + FromPrimitive, D: 'static> CompactOp<A, D> for CrossEntropy<D> {
     fn name(&self) -> &'static str {
         "cross_entropy"
@@ -120,46 +170,12 @@ impl<A: Scalar + Float + FromPrimitive, D: 'static> CompactOp<A, D> for CrossEnt
         RawTensor::from_parts(Dims::scalar(), out)
     }
     fn forward_into(&self, ctx: &[RawTensor<A>], data: &D, out: &mut Vec<A>) {
-        let x = &ctx[self.parents[0]];
-        let c = x.dims().as_slice()[1];
         let labels = (self.labels)(data);
-        let m = labels.len();
-        // The per-row losses in `out` past `start` (scratch: `out`'s spare capacity, kept between
-        // runs), computed in blocks of rows, on threads for large inputs (`parallel::rows`, one
-        // element per row); then summed here in row order (the sum is never split).
-        let start = out.len();
-        out.resize(start + m, <A as Scalar>::zero());
-        let xd = x.data();
-        crate::parallel::rows(&mut out[start..], 1, c.saturating_mul(ROW_WORK), |first, losses| {
-            for ((row, &k), loss) in xd
-                .get(first * c..)
-                .unwrap_or_default()
-                .chunks_exact(c)
-                .zip(labels.get(first..).unwrap_or_default())
-                .zip(losses)
-            {
-                *loss = row_loss(row, k);
-            }
-        });
-        let total = out[start..].iter().fold(<A as Scalar>::zero(), |acc, &l| A::pinned_add(acc, l));
-        out.truncate(start);
-        out.push(total / rows::<A>(m));
+        crate::compiled::compiled_or_body!(A, cross_entropy.0, forward_body, (&ctx[self.parents[0]], labels, out));
     }
     fn contributions(&self, saved: &SavedValues<'_, A, D>, g: &RawTensor<A>, c: &mut Contributions<A>) -> Contrib {
-        let x = &saved.prefix[self.parents[0]];
-        let labels = (self.labels)(saved.data);
-        let w = g.data()[0] / rows::<A>(labels.len());
-        let mut t = c.buffer_for(x.numel());
-        // Softmax's steps 1–3 with its exponentials written straight into `t` (`exp_rows`: blocks
-        // of whole rows, on threads for large inputs), then `w · (e / s − onehot)`.
-        exp_rows(x, ROW_WORK, &mut t, |i, o, _, _, s| {
-            let k = labels.get(i).copied();
-            for (j, v) in o.iter_mut().enumerate() {
-                let onehot = if Some(j) == k { A::one() } else { <A as Scalar>::zero() };
-                *v = A::pinned_mul(w, *v / s - onehot);
-            }
-        });
-        let t = RawTensor::from_parts(x.dims(), t);
+        let (x, labels) = (&saved.prefix[self.parents[0]], (self.labels)(saved.data));
+        let t = crate::compiled::compiled_or_body!(A, cross_entropy.1, vjp_body, (x, labels, g, c));
         c.single(self.parents[0], t)
     }
     fn reference(&self) -> Option<RefOp<A, D>> {

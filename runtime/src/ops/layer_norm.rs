@@ -195,6 +195,113 @@ fn param_sums<A: Scalar + Float, const P: bool>(g: &[A], h: &[A], ggain: &mut [A
     }
 }
 
+/// `forward_into`'s rows for `x` with `gain`, `bias` and `eps` appended to `out`: the body
+/// `crate::compiled` instantiates for `f32` and `f64` (a model's crate calls it through the table).
+pub(crate) fn forward_body<A: Scalar + Float + FromPrimitive>(
+    x: &RawTensor<A>,
+    gain: &[A],
+    bias: &[A],
+    eps: A,
+    out: &mut Vec<A>,
+) {
+    let n = gain.len();
+    let nf = A::from_usize(n).expect("output_dims checked that the element count is a scalar of A");
+    let start = out.len();
+    out.resize(start + x.numel(), <A as Scalar>::zero());
+    let xd = x.data();
+    // Blocks of whole rows, on threads for large inputs (`parallel::rows`): each row alone.
+    crate::parallel::rows(&mut out[start..], n, FORWARD_ROW_WORK, |first, block| {
+        let x = &xd[first * n..][..block.len()];
+        pinned_if_nan(block, |block, pinned| {
+            if pinned {
+                forward_rows::<A, true>(x, gain, bias, nf, eps, block);
+            } else {
+                forward_rows::<A, false>(x, gain, bias, nf, eps, block);
+            }
+        });
+    });
+}
+
+/// The contribution tensors of `x`, `gain` and `bias` for the cotangent `g` (their buffers from
+/// the arena `c`): the body `crate::compiled` instantiates for `f32` and `f64`.
+pub(crate) fn vjp_body<A: Scalar + Float + FromPrimitive>(
+    [x, tg, tb]: [&RawTensor<A>; 3],
+    g: &RawTensor<A>,
+    eps: A,
+    c: &mut Contributions<A>,
+) -> [RawTensor<A>; 3] {
+    let gain = tg.data();
+    let n = gain.len();
+    let nf = A::from_usize(n).expect("output_dims checked that the element count is a scalar of A");
+    let zero = <A as Scalar>::zero();
+    let (xd, gd) = (x.data(), g.data());
+    let rows = x.numel() / n.max(1);
+    let (gx, ggain, gbias) = if crate::parallel::element_parts(rows, n.saturating_mul(VJP_ROW_WORK)) < 2 {
+        // One pass on this thread, with one row's scratch (buffers from the arena's recycled
+        // ones, given back below: no allocation once warm).
+        let (mut h, mut q) = (c.buffer_for(n), c.buffer_for(n));
+        h.resize(n, zero);
+        q.resize(n, zero);
+        let mut gx = c.buffer_for(x.numel());
+        let mut ggain = c.buffer_for(n);
+        ggain.resize(n, zero);
+        let mut gbias = c.buffer_for(n);
+        gbias.resize(n, zero);
+        let mut pass = |pinned: bool, gx: &mut Vec<A>, ggain: &mut [A], gbias: &mut [A]| {
+            let scratch = (&mut h[..], &mut q[..]);
+            if pinned {
+                vjp_rows_fused::<A, true>((xd, gd, gain), nf, eps, scratch, (gx, ggain, gbias));
+            } else {
+                vjp_rows_fused::<A, false>((xd, gd, gain), nf, eps, scratch, (gx, ggain, gbias));
+            }
+        };
+        // As `pinned_if_nan`, over the three results.
+        pass(false, &mut gx, &mut ggain, &mut gbias);
+        if gx.iter().chain(&ggain).chain(&gbias).any(Storage::is_nan) {
+            gx.clear();
+            ggain.fill(zero);
+            gbias.fill(zero);
+            pass(true, &mut gx, &mut ggain, &mut gbias);
+        }
+        c.recycle(h);
+        c.recycle(q);
+        (gx, ggain, gbias)
+    } else {
+        // `gx` and the normalised rows `h` (a buffer from the arena's recycled ones, given back
+        // below): blocks of whole rows, on threads for large inputs (`parallel::rows_pair`).
+        let mut gx = c.buffer_for(x.numel());
+        gx.resize(x.numel(), zero);
+        let mut h = c.buffer_for(x.numel());
+        h.resize(x.numel(), zero);
+        crate::parallel::rows_pair(&mut gx, &mut h, n, VJP_ROW_WORK, |first, gx, h| {
+            let rows = (&xd[first * n..][..gx.len()], &gd[first * n..][..gx.len()], gain);
+            vjp_rows::<A, false>(rows, nf, eps, gx, h);
+            // As `pinned_if_nan`, over the block's two results.
+            if gx.iter().chain(h.iter()).any(Storage::is_nan) {
+                vjp_rows::<A, true>(rows, nf, eps, gx, h);
+            }
+        });
+        // The sums over rows, in row order on this thread (never split: a reduction).
+        let mut ggain = c.buffer_for(n);
+        ggain.resize(n, zero);
+        let mut gbias = c.buffer_for(n);
+        gbias.resize(n, zero);
+        param_sums::<A, false>(gd, &h, &mut ggain, &mut gbias);
+        if ggain.iter().chain(&gbias).any(Storage::is_nan) {
+            ggain.fill(zero);
+            gbias.fill(zero);
+            param_sums::<A, true>(gd, &h, &mut ggain, &mut gbias);
+        }
+        c.recycle(h);
+        (gx, ggain, gbias)
+    };
+    [
+        RawTensor::from_parts(x.dims(), gx),
+        RawTensor::from_parts(tg.dims(), ggain),
+        RawTensor::from_parts(tb.dims(), gbias),
+    ]
+}
+
 impl<A: Scalar + Float + FromPrimitive, D> CompactOp<A, D> for LayerNorm<A> {
     fn name(&self) -> &'static str {
         "layer_norm"
@@ -217,96 +324,13 @@ impl<A: Scalar + Float + FromPrimitive, D> CompactOp<A, D> for LayerNorm<A> {
         super::forward_like(self, ctx, data, self.parents[0])
     }
     fn forward_into(&self, ctx: &[RawTensor<A>], _: &D, out: &mut Vec<A>) {
-        let x = &ctx[self.parents[0]];
-        let (gain, bias) = (ctx[self.parents[1]].data(), ctx[self.parents[2]].data());
-        let n = gain.len();
-        let nf = A::from_usize(n).expect("output_dims checked that the element count is a scalar of A");
-        let start = out.len();
-        out.resize(start + x.numel(), <A as Scalar>::zero());
-        let (xd, eps) = (x.data(), self.eps);
-        // Blocks of whole rows, on threads for large inputs (`parallel::rows`): each row alone.
-        crate::parallel::rows(&mut out[start..], n, FORWARD_ROW_WORK, |first, block| {
-            let x = &xd[first * n..][..block.len()];
-            pinned_if_nan(block, |block, pinned| {
-                if pinned {
-                    forward_rows::<A, true>(x, gain, bias, nf, eps, block);
-                } else {
-                    forward_rows::<A, false>(x, gain, bias, nf, eps, block);
-                }
-            });
-        });
+        let (x, gain, bias) = (&ctx[self.parents[0]], ctx[self.parents[1]].data(), ctx[self.parents[2]].data());
+        crate::compiled::compiled_or_body!(A, layer_norm.0, forward_body, (x, gain, bias, self.eps, out));
     }
     fn contributions(&self, saved: &SavedValues<'_, A, D>, g: &RawTensor<A>, c: &mut Contributions<A>) -> Contrib {
-        let x = &saved.prefix[self.parents[0]];
-        let (tg, tb) = (&saved.prefix[self.parents[1]], &saved.prefix[self.parents[2]]);
-        let gain = tg.data();
-        let n = gain.len();
-        let nf = A::from_usize(n).expect("output_dims checked that the element count is a scalar of A");
-        let zero = <A as Scalar>::zero();
-        let (xd, gd, eps) = (x.data(), g.data(), self.eps);
-        let rows = x.numel() / n.max(1);
-        let (gx, ggain, gbias) = if crate::parallel::element_parts(rows, n.saturating_mul(VJP_ROW_WORK)) < 2 {
-            // One pass on this thread, with one row's scratch (buffers from the arena's recycled
-            // ones, given back below: no allocation once warm).
-            let (mut h, mut q) = (c.buffer_for(n), c.buffer_for(n));
-            h.resize(n, zero);
-            q.resize(n, zero);
-            let mut gx = c.buffer_for(x.numel());
-            let mut ggain = c.buffer_for(n);
-            ggain.resize(n, zero);
-            let mut gbias = c.buffer_for(n);
-            gbias.resize(n, zero);
-            let mut pass = |pinned: bool, gx: &mut Vec<A>, ggain: &mut [A], gbias: &mut [A]| {
-                let scratch = (&mut h[..], &mut q[..]);
-                if pinned {
-                    vjp_rows_fused::<A, true>((xd, gd, gain), nf, eps, scratch, (gx, ggain, gbias));
-                } else {
-                    vjp_rows_fused::<A, false>((xd, gd, gain), nf, eps, scratch, (gx, ggain, gbias));
-                }
-            };
-            // As `pinned_if_nan`, over the three results.
-            pass(false, &mut gx, &mut ggain, &mut gbias);
-            if gx.iter().chain(&ggain).chain(&gbias).any(Storage::is_nan) {
-                gx.clear();
-                ggain.fill(zero);
-                gbias.fill(zero);
-                pass(true, &mut gx, &mut ggain, &mut gbias);
-            }
-            c.recycle(h);
-            c.recycle(q);
-            (gx, ggain, gbias)
-        } else {
-            // `gx` and the normalised rows `h` (a buffer from the arena's recycled ones, given back
-            // below): blocks of whole rows, on threads for large inputs (`parallel::rows_pair`).
-            let mut gx = c.buffer_for(x.numel());
-            gx.resize(x.numel(), zero);
-            let mut h = c.buffer_for(x.numel());
-            h.resize(x.numel(), zero);
-            crate::parallel::rows_pair(&mut gx, &mut h, n, VJP_ROW_WORK, |first, gx, h| {
-                let rows = (&xd[first * n..][..gx.len()], &gd[first * n..][..gx.len()], gain);
-                vjp_rows::<A, false>(rows, nf, eps, gx, h);
-                // As `pinned_if_nan`, over the block's two results.
-                if gx.iter().chain(h.iter()).any(Storage::is_nan) {
-                    vjp_rows::<A, true>(rows, nf, eps, gx, h);
-                }
-            });
-            // The sums over rows, in row order on this thread (never split: a reduction).
-            let mut ggain = c.buffer_for(n);
-            ggain.resize(n, zero);
-            let mut gbias = c.buffer_for(n);
-            gbias.resize(n, zero);
-            param_sums::<A, false>(gd, &h, &mut ggain, &mut gbias);
-            if ggain.iter().chain(&gbias).any(Storage::is_nan) {
-                ggain.fill(zero);
-                gbias.fill(zero);
-                param_sums::<A, true>(gd, &h, &mut ggain, &mut gbias);
-            }
-            c.recycle(h);
-            (gx, ggain, gbias)
-        };
-        let gx = RawTensor::from_parts(x.dims(), gx);
-        let ggain = RawTensor::from_parts(tg.dims(), ggain);
-        let gbias = RawTensor::from_parts(tb.dims(), gbias);
+        let [x, tg, tb] = self.parents.map(|q| &saved.prefix[q]);
+        let [gx, ggain, gbias] =
+            crate::compiled::compiled_or_body!(A, layer_norm.1, vjp_body, ([x, tg, tb], g, self.eps, c));
         let sx = c.single(self.parents[0], gx);
         let sg = c.single(self.parents[1], ggain);
         let l = c.add(sx, sg);

@@ -35,6 +35,43 @@ impl LogSoftmax {
     }
 }
 
+/// `log_softmax(x)`'s rows appended to `out`: the body `crate::compiled` instantiates for `f32`
+/// and `f64` (a model's crate calls it through the table).
+pub(crate) fn forward_body<A: Scalar + Float>(x: &RawTensor<A>, out: &mut Vec<A>) {
+    // Steps 1–3 (`exp_rows`: the exponentials in `out`'s row, only for their sum), then
+    // `(x − m) − ln s`.
+    exp_rows(x, ROW_WORK, out, |_, o, row, m, s| {
+        let l = s.ln();
+        for (v, &xv) in o.iter_mut().zip(row) {
+            *v = (xv - m) - l;
+        }
+    });
+}
+
+/// The contribution tensor of `x` from the output `y` and the cotangent `g` (its buffer from the
+/// arena `c`): the body `crate::compiled` instantiates for `f32` and `f64`.
+pub(crate) fn vjp_body<A: Scalar + Float>(
+    y: &RawTensor<A>,
+    g: &RawTensor<A>,
+    c: &mut Contributions<A>,
+) -> RawTensor<A> {
+    let n = y.dims().as_slice().last().copied().unwrap_or(1);
+    let mut r = c.buffer_for(y.numel());
+    r.extend_from_slice(y.data());
+    // Rows in blocks, on threads for large inputs (`parallel::rows`): each row alone.
+    crate::parallel::rows(&mut r, n, ROW_WORK, |first, block| {
+        for (row, gr) in block.chunks_exact_mut(n).zip(g.data()[first * n..].chunks_exact(n)) {
+            let t = gr.iter().fold(<A as Scalar>::zero(), |acc, &v| A::pinned_add(acc, v));
+            // exp(y[j]) for the row in place, then δ[j] − t * exp(y[j]).
+            crate::math::exp_in_place(row);
+            for (v, &gv) in row.iter_mut().zip(gr) {
+                *v = gv - A::pinned_mul(t, *v);
+            }
+        }
+    });
+    RawTensor::from_parts(y.dims(), r)
+}
+
 impl<A: Scalar + Float, D> CompactOp<A, D> for LogSoftmax {
     fn name(&self) -> &'static str {
         "log_softmax"
@@ -49,32 +86,10 @@ impl<A: Scalar + Float, D> CompactOp<A, D> for LogSoftmax {
         super::forward_like(self, ctx, data, self.parents[0])
     }
     fn forward_into(&self, ctx: &[RawTensor<A>], _: &D, out: &mut Vec<A>) {
-        // Steps 1–3 (`exp_rows`: the exponentials in `out`'s row, only for their sum), then
-        // `(x − m) − ln s`.
-        exp_rows(&ctx[self.parents[0]], ROW_WORK, out, |_, o, row, m, s| {
-            let l = s.ln();
-            for (v, &xv) in o.iter_mut().zip(row) {
-                *v = (xv - m) - l;
-            }
-        });
+        crate::compiled::compiled_or_body!(A, log_softmax.0, forward_body, (&ctx[self.parents[0]], out));
     }
     fn contributions(&self, saved: &SavedValues<'_, A, D>, g: &RawTensor<A>, c: &mut Contributions<A>) -> Contrib {
-        let y = saved.output;
-        let n = y.dims().as_slice().last().copied().unwrap_or(1);
-        let mut r = c.buffer_for(y.numel());
-        r.extend_from_slice(y.data());
-        // Rows in blocks, on threads for large inputs (`parallel::rows`): each row alone.
-        crate::parallel::rows(&mut r, n, ROW_WORK, |first, block| {
-            for (row, gr) in block.chunks_exact_mut(n).zip(g.data()[first * n..].chunks_exact(n)) {
-                let t = gr.iter().fold(<A as Scalar>::zero(), |acc, &v| A::pinned_add(acc, v));
-                // exp(y[j]) for the row in place, then δ[j] − t * exp(y[j]).
-                crate::math::exp_in_place(row);
-                for (v, &gv) in row.iter_mut().zip(gr) {
-                    *v = gv - A::pinned_mul(t, *v);
-                }
-            }
-        });
-        let r = RawTensor::from_parts(y.dims(), r);
+        let r = crate::compiled::compiled_or_body!(A, log_softmax.1, vjp_body, (saved.output, g, c));
         c.single(self.parents[0], r)
     }
     fn reference(&self) -> Option<RefOp<A, D>> {

@@ -143,6 +143,14 @@ pub(crate) use matmul::{elementwise, Batch, WideLoop};
 pub(crate) mod bodies {
     pub(crate) use super::matmul::{gemm_body, left_gradient_body, product_body, right_gradient_body};
     pub(crate) use super::product_vjp::product_onto_body;
+    /// The row ops' and `permute`'s forwards and contributions, by op.
+    pub(crate) mod rows {
+        pub(crate) use super::super::cross_entropy::{forward_body as cross_entropy, vjp_body as cross_entropy_vjp};
+        pub(crate) use super::super::layer_norm::{forward_body as layer_norm, vjp_body as layer_norm_vjp};
+        pub(crate) use super::super::log_softmax::{forward_body as log_softmax, vjp_body as log_softmax_vjp};
+        pub(crate) use super::super::permute::{forward_body as permute, vjp_body as permute_vjp};
+        pub(crate) use super::super::softmax::{forward_body as softmax, vjp_body as softmax_vjp};
+    }
 }
 pub use matmul::{gemm, gemm_onto, matmul, MatMul, MatrixView};
 pub use matmul_data::{matmul_data, MatMulData, TensorAccessor};

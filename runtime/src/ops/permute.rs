@@ -66,6 +66,20 @@ fn permuted<'x, A: Clone>(x: &'x [A], d: Dims, perm: &[usize]) -> (Dims, impl Fn
     (dims, read)
 }
 
+/// `x` with its axes permuted by `perm`, appended to `out`: the body `crate::compiled`
+/// instantiates for `f32` and `f64` (a model's crate calls it through the table).
+pub(crate) fn forward_body<A: Scalar>(x: &RawTensor<A>, perm: &[usize], out: &mut Vec<A>) {
+    let (d, read) = permuted(x.data(), x.dims(), perm);
+    out.extend((0..d.numel()).map(read));
+}
+
+/// The contribution tensor of the operand: the cotangent `g` permuted back by `inverse` (its
+/// buffer from the arena `c`): the body `crate::compiled` instantiates for `f32` and `f64`.
+pub(crate) fn vjp_body<A: Scalar>(g: &RawTensor<A>, inverse: &[usize], c: &mut Contributions<A>) -> RawTensor<A> {
+    let (d, read) = permuted(g.data(), g.dims(), inverse);
+    c.tensor(d, read)
+}
+
 impl<A: Scalar, D> CompactOp<A, D> for Permute {
     fn name(&self) -> &'static str {
         "permute"
@@ -83,14 +97,11 @@ impl<A: Scalar, D> CompactOp<A, D> for Permute {
         RawTensor::from_fn(d, read)
     }
     fn forward_into(&self, ctx: &[RawTensor<A>], _: &D, out: &mut Vec<A>) {
-        let x = &ctx[self.parents[0]];
-        let (d, read) = permuted(x.data(), x.dims(), &self.perm);
-        out.extend((0..d.numel()).map(read));
+        crate::compiled::compiled_or_body!(A, permute.0, forward_body, (&ctx[self.parents[0]], &self.perm, out));
     }
     fn contributions(&self, saved: &SavedValues<'_, A, D>, g: &RawTensor<A>, c: &mut Contributions<A>) -> Contrib {
-        let (d, read) = permuted(g.data(), g.dims(), &self.inverse);
-        debug_assert_eq!(d, saved.prefix[self.parents[0]].dims());
-        let t = c.tensor(d, read);
+        let t = crate::compiled::compiled_or_body!(A, permute.1, vjp_body, (g, &self.inverse, c));
+        debug_assert_eq!(t.dims(), saved.prefix[self.parents[0]].dims());
         c.single(self.parents[0], t)
     }
     fn reference(&self) -> Option<RefOp<A, D>> {

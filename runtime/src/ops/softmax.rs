@@ -91,6 +91,44 @@ pub(crate) const ROW_WORK: usize = <super::ExpFn as super::PointwiseFn<f32>>::FO
 /// a subtraction and a product, no `exp` — about 1 ns, as a vectorised transcendental loop.
 const VJP_ROW_WORK: usize = 16;
 
+/// `softmax(x)`'s rows appended to `out`: the body `crate::compiled` instantiates for `f32` and
+/// `f64` (a model's crate calls it through the table).
+pub(crate) fn forward_body<A: Scalar + Float>(x: &RawTensor<A>, out: &mut Vec<A>) {
+    // Steps 1–3 (`exp_rows`), then `e / s`.
+    exp_rows(x, ROW_WORK, out, |_, o, _, _, s| {
+        for v in o.iter_mut() {
+            *v = *v / s;
+        }
+    });
+}
+
+/// The contribution tensor of `x` from the output `y` and the cotangent `g` (its buffer from the
+/// arena `c`): the body `crate::compiled` instantiates for `f32` and `f64`.
+pub(crate) fn vjp_body<A: Scalar + Float>(
+    y: &RawTensor<A>,
+    g: &RawTensor<A>,
+    c: &mut Contributions<A>,
+) -> RawTensor<A> {
+    let n = y.dims().as_slice().last().copied().unwrap_or(1);
+    let mut t = c.buffer_for(y.numel());
+    t.resize(y.numel(), <A as Scalar>::zero());
+    let (yd, gd) = (y.data(), g.data());
+    // Rows in blocks, on threads for large inputs (`parallel::rows`): each row alone.
+    crate::parallel::rows(&mut t, n, VJP_ROW_WORK, |first, block| {
+        let rows = yd[first * n..].chunks_exact(n).zip(gd[first * n..].chunks_exact(n));
+        for ((yr, gr), o) in rows.zip(block.chunks_exact_mut(n)) {
+            let d = gr
+                .iter()
+                .zip(yr)
+                .fold(<A as Scalar>::zero(), |acc, (&gv, &yv)| A::pinned_add(acc, A::pinned_mul(gv, yv)));
+            for ((v, &gv), &yv) in o.iter_mut().zip(gr).zip(yr) {
+                *v = A::pinned_mul(gv - d, yv);
+            }
+        }
+    });
+    RawTensor::from_parts(y.dims(), t)
+}
+
 impl<A: Scalar + Float, D> CompactOp<A, D> for Softmax {
     fn name(&self) -> &'static str {
         "softmax"
@@ -105,33 +143,10 @@ impl<A: Scalar + Float, D> CompactOp<A, D> for Softmax {
         super::forward_like(self, ctx, data, self.parents[0])
     }
     fn forward_into(&self, ctx: &[RawTensor<A>], _: &D, out: &mut Vec<A>) {
-        // Steps 1–3 (`exp_rows`), then `e / s`.
-        exp_rows(&ctx[self.parents[0]], ROW_WORK, out, |_, o, _, _, s| {
-            for v in o.iter_mut() {
-                *v = *v / s;
-            }
-        });
+        crate::compiled::compiled_or_body!(A, softmax.0, forward_body, (&ctx[self.parents[0]], out));
     }
     fn contributions(&self, saved: &SavedValues<'_, A, D>, g: &RawTensor<A>, c: &mut Contributions<A>) -> Contrib {
-        let y = saved.output;
-        let n = y.dims().as_slice().last().copied().unwrap_or(1);
-        let mut t = c.buffer_for(y.numel());
-        t.resize(y.numel(), <A as Scalar>::zero());
-        let (yd, gd) = (y.data(), g.data());
-        // Rows in blocks, on threads for large inputs (`parallel::rows`): each row alone.
-        crate::parallel::rows(&mut t, n, VJP_ROW_WORK, |first, block| {
-            let rows = yd[first * n..].chunks_exact(n).zip(gd[first * n..].chunks_exact(n));
-            for ((yr, gr), o) in rows.zip(block.chunks_exact_mut(n)) {
-                let d = gr
-                    .iter()
-                    .zip(yr)
-                    .fold(<A as Scalar>::zero(), |acc, (&gv, &yv)| A::pinned_add(acc, A::pinned_mul(gv, yv)));
-                for ((v, &gv), &yv) in o.iter_mut().zip(gr).zip(yr) {
-                    *v = A::pinned_mul(gv - d, yv);
-                }
-            }
-        });
-        let t = RawTensor::from_parts(y.dims(), t);
+        let t = crate::compiled::compiled_or_body!(A, softmax.1, vjp_body, (saved.output, g, c));
         c.single(self.parents[0], t)
     }
     fn reference(&self) -> Option<RefOp<A, D>> {
