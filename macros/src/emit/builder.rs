@@ -24,6 +24,36 @@ pub(super) fn value(v: usize) -> Ident {
     format_ident!("__v{}", v, span = Span::mixed_site())
 }
 
+/// Per input position (`0..n_in`), whether `tokens` name its value (`value(q)`) or it is an
+/// output: the array elements that need a name of their own. The token trees are walked with a
+/// stack, not by recursion.
+fn used_values(tokens: &TokenStream, n_in: usize, outputs: &[usize]) -> Vec<bool> {
+    let mut used = vec![false; n_in];
+    for &o in outputs {
+        if let Some(u) = used.get_mut(o) {
+            *u = true;
+        }
+    }
+    let mut stack = vec![tokens.clone()];
+    while let Some(ts) = stack.pop() {
+        for tree in ts {
+            match tree {
+                proc_macro2::TokenTree::Group(g) => stack.push(g.stream()),
+                proc_macro2::TokenTree::Ident(i) => {
+                    let name = i.to_string();
+                    if let Some(q) = name.strip_prefix("__v").and_then(|n| n.parse::<usize>().ok()) {
+                        if let Some(u) = used.get_mut(q) {
+                            *u = true;
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    used
+}
+
 /// The name of the array of positions of parameter array `d` (its index among the declared
 /// inputs) in the generated function.
 pub(super) fn array(d: usize) -> Ident {
@@ -157,6 +187,11 @@ impl Cx<'_> {
             let inputs = graph.inputs.iter().map(|(n, _)| syn::ext::IdentExt::unraw(n).to_string());
             body.extend(quote!(let __b = __b.run_time_dims(&[#(#dims),*], &[#(#inputs),*]);));
         }
+        // The nodes first: an array's elements are named only where they are used one by one
+        // (a rolled loop reads `__a1[__i]`), so a 2 000-element array is not 2 000 locals.
+        let nodes = self.nodes(bounds);
+        let arrays = graph.input_decls.iter().any(|(_, n, _)| n.is_some());
+        let used = if arrays { used_values(&nodes, n_in, &graph.outputs) } else { Vec::new() };
         let mut k = 0;
         for (d, (_, n, _)) in graph.input_decls.iter().enumerate() {
             let shape = shape_at(&graph.inputs[k].1, graph.inputs[k].0.span());
@@ -166,14 +201,26 @@ impl Cx<'_> {
                     body.extend(quote!(let (__b, #v) = __b.input::<#shape>();));
                 }
                 Some(n) => {
-                    // One list entry for the array; its elements named as the other values.
-                    let (a, vs) = (array(d), (k..k + n).map(value));
-                    body.extend(quote!(let (__b, #a) = __b.input_array::<#shape, #n>(); let [#(#vs),*] = #a;));
+                    // One list entry for the array; the elements used alone named as the other values.
+                    let a = array(d);
+                    body.extend(quote!(let (__b, #a) = __b.input_array::<#shape, #n>();));
+                    if used[k..k + n].iter().any(|&u| u) {
+                        let vs = (k..k + n).map(|q| if used[q] { value(q).into_token_stream() } else { quote!(_) });
+                        body.extend(quote!(let [#(#vs),*] = #a;));
+                    }
                 }
             }
             k += n.unwrap_or(1);
         }
-        body.extend(quote!(#[allow(unused_mut)] let mut __b = __b;));
+        body.extend(nodes);
+        body
+    }
+
+    /// The builder's statements after the inputs: the declared-shape checks and every node.
+    fn nodes(&self, bounds: &mut Vec<Bound>) -> TokenStream {
+        let Cx { p, graph, .. } = self;
+        let n_in = graph.inputs.len();
+        let mut body = quote!(#[allow(unused_mut)] let mut __b = __b;);
         for check in &graph.checks {
             let span = check.site.span;
             let (l, r) = (shape_at(&check.declared, span), shape_at(&check.actual, span));
