@@ -103,15 +103,7 @@ pub(super) fn runs(
     periods: &[usize],
     tokens: impl Fn(usize) -> TokenStream,
 ) -> TokenStream {
-    let mut out: Vec<TokenStream> = Vec::new();
-    let mut repeats = Vec::new();
-    for Run { first, per, count, deltas } in found_runs(rows, periods) {
-        if count > 1 {
-            repeats.push(repeat(out.len(), per, count, &deltas));
-        }
-        out.extend((first..first + per).map(&tokens));
-    }
-    written(p, &out, &repeats)
+    runs_table(p, found_runs(rows, periods), tokens)
 }
 
 /// [`runs`] of rows that are each `width` numbers of `ns` (row `r`: `ns[r * width..][..width]`)
@@ -126,74 +118,33 @@ pub(super) fn number_runs(
     tokens: impl Fn(usize) -> TokenStream,
     periods: &[usize],
 ) -> TokenStream {
-    let mut out: Vec<TokenStream> = Vec::new();
-    let mut repeats = Vec::new();
-    for Run { first, per, count, deltas } in found_number_runs(ns, width, periods) {
-        if count > 1 {
-            repeats.push(repeat(out.len(), per, count, &deltas));
-        }
-        out.extend((first..first + per).map(&tokens));
-    }
-    written(p, &out, &repeats)
+    runs_table(p, found_number_runs(ns, width, periods), tokens)
 }
 
 /// [`found_runs`] of rows that are each `width` numbers of `ns` with one key (`width > 0`).
 fn found_number_runs(ns: &[usize], width: usize, periods: &[usize]) -> Vec<Run> {
-    let mut periods = periods.to_vec();
-    periods.sort_unstable();
     let ns: Vec<i64> = ns.iter().map(|&n| i64::try_from(n).unwrap_or(i64::MAX)).collect();
     let ns = &ns[..];
-    let rows = ns.len() / width.max(1);
-    let mut out = Vec::new();
-    let mut deltas: Vec<i64> = Vec::new();
-    let mut i = 0;
-    while i < rows {
-        let rest = rows - i;
-        let mut best: Option<(usize, usize, usize, Vec<i64>)> = None;
-        for &per in &periods {
-            if per == 0 || per * MIN_REPEAT > rest {
-                continue;
-            }
-            // `repeated` on groups of `per` rows (`n` numbers each, from number `first`): the
-            // deltas from the first group to the second, then each further group the first
-            // moved `len` times.
-            let (first, n) = (i * width, per * width);
-            deltas.clear();
+    chosen_runs(ns.len() / width.max(1), periods, |i, per, available| {
+        // `repeated` on groups of `per` rows (`n` numbers each, from number `first`): the deltas
+        // from the first group to the second, then each further group the first moved `len`
+        // times.
+        let (first, n) = (i * width, per * width);
+        let deltas: Vec<i64> = (0..n).map(|j| ns[first + n + j].wrapping_sub(ns[first + j])).collect();
+        let mut len = 2;
+        'groups: while len < available {
+            let step = len as i64;
+            let at = first + len * n;
             for j in 0..n {
-                deltas.push(ns[first + n + j].wrapping_sub(ns[first + j]));
-            }
-            let available = rest / per;
-            let mut len = 2;
-            'groups: while len < available {
-                let step = len as i64;
-                let at = first + len * n;
-                for j in 0..n {
-                    let moved = deltas[j].checked_mul(step).and_then(|x| x.checked_add(ns[first + j]));
-                    if moved != Some(ns[at + j]) {
-                        break 'groups;
-                    }
-                }
-                len += 1;
-            }
-            if len >= MIN_REPEAT && best.as_ref().is_none_or(|b| len * per > b.0) {
-                best = Some((len * per, per, len, deltas.clone()));
-                if len * per == rest {
-                    break;
+                let moved = deltas[j].checked_mul(step).and_then(|x| x.checked_add(ns[first + j]));
+                if moved != Some(ns[at + j]) {
+                    break 'groups;
                 }
             }
+            len += 1;
         }
-        match best {
-            Some((covered, per, count, deltas)) => {
-                out.push(Run { first: i, per, count, deltas });
-                i += covered;
-            }
-            None => {
-                out.push(Run { first: i, per: 1, count: 1, deltas: Vec::new() });
-                i += 1;
-            }
-        }
-    }
-    out
+        Some((len, deltas))
+    })
 }
 
 /// Rows `first..first + per` written once, standing for `count` iterations whose numbers move
@@ -208,20 +159,32 @@ struct Run {
 
 /// [`runs`]' choice: from each row on, the longest repeat of a period of `periods`, else the row.
 fn found_runs(rows: &[Row], periods: &[usize]) -> Vec<Run> {
+    chosen_runs(rows.len(), periods, |i, per, available| repeated(available, |m| &rows[i + m * per..i + (m + 1) * per]))
+}
+
+/// The runs of `rows` rows: from each row `i` on, the repeat of a period of `periods` that covers
+/// the most rows (the shorter period on a tie), else the row alone. `repeated(i, per, available)`
+/// is how many of the `available` groups of `per` rows from row `i` on are one repeat, with its
+/// deltas (called only with `available >= MIN_REPEAT`).
+fn chosen_runs(
+    rows: usize,
+    periods: &[usize],
+    mut repeated: impl FnMut(usize, usize, usize) -> Option<(usize, Vec<i64>)>,
+) -> Vec<Run> {
     let mut periods = periods.to_vec();
     periods.sort_unstable();
     let mut out = Vec::new();
     let mut i = 0;
-    while i < rows.len() {
-        let rest = rows.len() - i;
-        // The most rows covered, the shorter period on a tie; a period that covers every row left
-        // is that choice (the periods ascend), so the longer ones are not tried.
+    while i < rows {
+        let rest = rows - i;
+        // A period that covers every row left is the choice (the periods ascend), so the longer
+        // ones are not tried.
         let mut best: Option<(usize, usize, usize, Vec<i64>)> = None;
         for &per in &periods {
             if per == 0 || per * MIN_REPEAT > rest {
                 continue;
             }
-            let Some((len, deltas)) = repeated(rest / per, |m| &rows[i + m * per..i + (m + 1) * per]) else {
+            let Some((len, deltas)) = repeated(i, per, rest / per) else {
                 continue;
             };
             if len >= MIN_REPEAT && best.as_ref().is_none_or(|b| len * per > b.0) {
@@ -243,6 +206,20 @@ fn found_runs(rows: &[Row], periods: &[usize]) -> Vec<Run> {
         }
     }
     out
+}
+
+/// The `Table` of `runs`: each run's first rows written (row `r` is `tokens(r)`), a repeat for
+/// each run of more than one iteration.
+fn runs_table(p: &TokenStream, runs: Vec<Run>, tokens: impl Fn(usize) -> TokenStream) -> TokenStream {
+    let mut out: Vec<TokenStream> = Vec::new();
+    let mut repeats = Vec::new();
+    for Run { first, per, count, deltas } in runs {
+        if count > 1 {
+            repeats.push(repeat(out.len(), per, count, &deltas));
+        }
+        out.extend((first..first + per).map(&tokens));
+    }
+    written(p, &out, &repeats)
 }
 
 /// A `Repeat` of `count` iterations of `per` rows from written row `at`, moving by `deltas`.

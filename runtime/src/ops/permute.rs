@@ -91,10 +91,14 @@ impl<A: Scalar, D> CompactOp<A, D> for Permute {
         let d = super::dims_at("permute", prefix, self.parents[0])?;
         super::ruled(exactgrad_spec::rules::permute(d.as_slice(), &self.perm))
     }
-    fn forward(&self, ctx: &[RawTensor<A>], _: &D) -> RawTensor<A> {
+    fn forward(&self, ctx: &[RawTensor<A>], data: &D) -> RawTensor<A> {
+        // `forward_into`, so both are the compiled body; the dims are the permuted ones.
         let x = &ctx[self.parents[0]];
-        let (d, read) = permuted(x.data(), x.dims(), &self.perm);
-        RawTensor::from_fn(d, read)
+        let d = super::ruled(exactgrad_spec::rules::permute(x.dims().as_slice(), &self.perm))
+            .expect("the graph checked the permutation");
+        let mut out = Vec::with_capacity(d.numel());
+        self.forward_into(ctx, data, &mut out);
+        RawTensor::from_parts(d, out)
     }
     fn forward_into(&self, ctx: &[RawTensor<A>], _: &D, out: &mut Vec<A>) {
         crate::compiled::compiled_or_body!(A, permute.0, forward_body, (&ctx[self.parents[0]], &self.perm, out));
