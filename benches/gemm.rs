@@ -7,7 +7,11 @@
 //! `cargo bench --bench gemm` (`-- attn_` for the attention shapes alone; `-- threads` for the
 //! products on 1 and 2 threads, batched products included). Throughput is in FLOP (`2·m·k·n`): criterion's "elem/s" is FLOP/s.
 //! The portable kernel is reached through [`P`], an `f32` newtype (any scalar other than
-//! `f32`/`f64` runs the portable loop); its products are the same IEEE operations.
+//! `f32`/`f64` runs the portable loop); its products are the same fused multiply-adds.
+//!
+//! `-- peer`: `gemm` against `matrixmultiply::sgemm` (the issue-26 figures), both called from the
+//! bench's main thread as a user's code calls them; run once with `RAYON_NUM_THREADS=1` and once
+//! with `=2` (our products split over the global pool; `sgemm` runs on one thread either way).
 #![allow(missing_docs)] // criterion_group! generates undocumented items
 
 use core::ops::{Add, Mul};
@@ -46,6 +50,9 @@ impl Storage for P {
     const HAS_STORAGE_EQUALITY: bool = true;
     fn storage_eq(&self, other: &P) -> bool {
         self.0.to_bits() == other.0.to_bits()
+    }
+    fn pinned_mul_add(a: P, b: P, acc: P) -> P {
+        P(a.0.mul_add(b.0, acc.0))
     }
 }
 
@@ -288,5 +295,43 @@ fn threads(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench, onto, threads);
+/// `gemm` (`f32`, row-major `a · b`, called from the bench's main thread: the global pool of
+/// `RAYON_NUM_THREADS` threads, as a user's code runs it) against `matrixmultiply::sgemm` on the
+/// same operands (one thread; its FMA kernel where the CPU has one), squares of 256 and 1024.
+/// The two do not give the same bits (`sgemm` sums in blocks), so only the time is compared.
+fn peer(c: &mut Criterion) {
+    let mut group = c.benchmark_group("peer");
+    group.sample_size(10);
+    for n in [256usize, 1024] {
+        let (a, b) = (values(n * n, 1), values(n * n, 2));
+        group.throughput(Throughput::Elements((2 * n * n * n) as u64));
+        let mut out = Vec::with_capacity(n * n);
+        group.bench_function(BenchmarkId::new("exactgrad", format!("{n}x{n}x{n}")), |bench| {
+            bench.iter(|| {
+                out.clear();
+                gemm::<f32, false>(n, n, n, MatrixView::row_major(&a, n), MatrixView::row_major(&b, n), &mut out);
+            });
+        });
+        let mut c = vec![0.0f32; n * n];
+        group.bench_function(BenchmarkId::new("matrixmultiply", format!("{n}x{n}x{n}")), |bench| {
+            bench.iter(|| sgemm(n, &a, &b, &mut c));
+        });
+    }
+    group.finish();
+}
+
+/// `c = a · b` for row-major `n × n` matrices with `matrixmultiply::sgemm`.
+#[allow(unsafe_code)] // the peer's API takes raw pointers and strides
+fn sgemm(n: usize, a: &[f32], b: &[f32], c: &mut [f32]) {
+    assert!(a.len() >= n * n && b.len() >= n * n && c.len() >= n * n);
+    let s = isize::try_from(n).expect("n fits isize");
+    // SAFETY: `a`, `b` and `c` hold `n × n` elements each (checked above), row-major with row
+    // stride `n` and column stride 1, so every address sgemm forms is inside them; `c` is
+    // borrowed mutably and does not alias `a` or `b`.
+    unsafe {
+        matrixmultiply::sgemm(n, n, n, 1.0, a.as_ptr(), s, 1, b.as_ptr(), s, 1, 0.0, c.as_mut_ptr(), s, 1);
+    }
+}
+
+criterion_group!(benches, bench, onto, threads, peer);
 criterion_main!(benches);

@@ -221,6 +221,67 @@ fn square_plus_x_adds_both_parent_terms_first() {
     assert_bits_eq(&passes[5].1, &dense);
 }
 
+/// The products fuse (SEMANTICS §8, worked check): `x · w` with `x = [[-1, 1 + e]]`,
+/// `w = [[1], [1 - e]]` adds the exact `1 - e²` to `-1` with one rounding, `-e²`, where two
+/// roundings give `+0` (`1 - e²` rounds to 1). Then the VJP product of `w`'s gradient: `x` as a
+/// `[2, 1]` column times `w = [[1]]`, seeded `[[1], [1 - e]]`, sums `δ[i] · x[i]` over the rows,
+/// `fma(1 - e, 1 + e, fma(1, -1, 0)) = -e²`. In `f64` (`e = 2⁻³⁰`: `-2⁻⁶⁰ = 0xBC30000000000000`)
+/// and `f32` (`e = 2⁻¹³`: `-2⁻²⁶ = 0xB2800000`), in the forward, the reference and every pass.
+#[test]
+fn matmul_fuses_each_product_into_its_sum() {
+    fn check<A: exactgrad::Scalar + core::ops::Mul<Output = A> + core::fmt::Debug + Copy>(
+        one: A,
+        e: A,
+        minus_e2: A,
+        bits: fn(&A) -> u64,
+        neg: fn(A) -> A,
+        sub: fn(A, A) -> A,
+        add: fn(A, A) -> A,
+    ) {
+        let expected = bits(&minus_e2);
+        let tensor = |d: &[usize], v: Vec<A>| RawTensor::from_vec(Dims::new(d).unwrap(), v).unwrap();
+        // Forward: [1, 2] · [2, 1].
+        let mut graph = RawGraph::<A, ()>::new(vec![Dims::new(&[1, 2]).unwrap(), Dims::new(&[2, 1]).unwrap()]);
+        let y = graph.push(RawNode::compact(ops::MatMul::new(0, 1))).unwrap();
+        let inputs = vec![tensor(&[1, 2], vec![neg(one), add(one, e)]), tensor(&[2, 1], vec![one, sub(one, e)])];
+        let saved = RawSavedGraph::compile(&graph, inputs.clone(), ()).unwrap();
+        assert_eq!(saved.values()[y.index()].data().iter().map(bits).collect::<Vec<_>>(), [expected]);
+        let reference = graph.eval_ctx(&inputs, &()).unwrap();
+        assert_eq!(reference[y.index()].data().iter().map(bits).collect::<Vec<_>>(), [expected]);
+        // VJP: w's gradient xᵀ · δ of [2, 1] · [1, 1].
+        let mut graph = RawGraph::<A, ()>::new(vec![Dims::new(&[2, 1]).unwrap(), Dims::new(&[1, 1]).unwrap()]);
+        let y = graph.push(RawNode::compact(ops::MatMul::new(0, 1))).unwrap();
+        let inputs = vec![tensor(&[2, 1], vec![neg(one), add(one, e)]), tensor(&[1, 1], vec![one])];
+        let saved = RawSavedGraph::compile(&graph, inputs.clone(), ()).unwrap();
+        let seed = tensor(&[2, 1], vec![one, sub(one, e)]);
+        let zero = |d: &[usize]| RawTensor::full(Dims::new(d).unwrap(), <A as exactgrad::Scalar>::zero());
+        let seeds = vec![zero(&[2, 1]), zero(&[1, 1]), seed.clone()];
+        let passes = [
+            ("backprop_all_dense", saved.backprop_all_dense(seeds.clone()).unwrap()),
+            ("backprop_all_array", saved.backprop_all_array(seeds.clone()).unwrap()),
+            ("backprop_all_stored", saved.backprop_all_stored(seeds.clone()).unwrap()),
+            ("backprop_inputs_array", saved.backprop_inputs_array(seeds.clone()).unwrap()),
+            ("backprop_inputs_stored", saved.backprop_inputs_stored(seeds.clone()).unwrap()),
+            ("backprop_inputs_dense", saved.backprop_inputs_dense(seeds.clone()).unwrap()),
+            ("backprop_from", saved.backprop_from(y, seed.clone()).unwrap().into_vec()),
+            ("backprop_from_dense", saved.backprop_from_dense(y, seed).unwrap().into_vec()),
+            ("backprop_ctx", graph.backprop_ctx(&inputs, &(), seeds).unwrap()),
+        ];
+        for (name, grads) in &passes {
+            assert_eq!(grads[1].data().iter().map(bits).collect::<Vec<_>>(), [expected], "{name}");
+        }
+    }
+    let e64 = f64::powi(2.0, -30);
+    assert_eq!((-(e64 * e64)).to_bits(), 0xBC30_0000_0000_0000);
+    check(1.0f64, e64, -(e64 * e64), |x| x.to_bits(), |x| -x, |a, b| a - b, |a, b| a + b);
+    let e32 = f32::powi(2.0, -13);
+    assert_eq!((-(e32 * e32)).to_bits(), 0xB280_0000);
+    check(1.0f32, e32, -(e32 * e32), |x| u64::from(x.to_bits()), |x| -x, |a, b| a - b, |a, b| a + b);
+    // Two roundings would give +0 in both: the check can fail.
+    assert_eq!((-1.0f64 + (1.0 + e64) * (1.0 - e64)).to_bits(), 0);
+    assert_eq!((-1.0f32 + (1.0 + e32) * (1.0 - e32)).to_bits(), 0);
+}
+
 /// The comparison itself must see a sign of zero and a NaN payload (a helper that cannot fail
 /// would make every property above vacuous).
 #[test]

@@ -109,6 +109,36 @@ pub trait Storage {
     {
         a * b
     }
+
+    /// The engine's fused multiply-add `a·b + acc` (SEMANTICS §8): the one step of every dot
+    /// product of a matrix product (`acc ← mul_add(a_k, b_k, acc)`, `k` ascending from `+0`).
+    ///
+    /// For `f32` and `f64` it is IEEE 754 fusedMultiplyAdd — the exact `a·b + acc` rounded once
+    /// (Rust's `mul_add`: the hardware instruction where there is one, the correctly rounded
+    /// library call where not) — with the NaN payload of a NaN result pinned: `acc`'s (quieted) if
+    /// it is a NaN, else `a`'s, else `b`'s, else the hardware's default NaN (`0 · ∞`, `∞ - ∞`).
+    /// That is the precedence of `pinned_add(acc, pinned_mul(a, b))`, the unfused form.
+    ///
+    /// Every other type (the default): `pinned_add(acc, pinned_mul(a, b))` — `acc + a·b`, the
+    /// accumulated value on the left, which for integers and rationals is exactly `a·b + acc`, and
+    /// for `f16`/`bf16` the two-rounding form. A scalar with a fused operation of its own (or a
+    /// symbolic scalar that records it as one node) overrides it.
+    ///
+    /// ```
+    /// use exactgrad_runtime::Storage;
+    /// // 1 - 2⁻⁶⁰ is not an f64: the unfused product rounds it to 1 first.
+    /// let (a, b) = (1.0 + 2f64.powi(-30), 1.0 - 2f64.powi(-30));
+    /// assert_eq!(f64::pinned_mul_add(a, b, -1.0), -(2f64.powi(-60)));
+    /// assert_eq!(f64::pinned_add(-1.0, f64::pinned_mul(a, b)), 0.0);
+    /// assert_eq!(i64::pinned_mul_add(3, 4, 5), 17);
+    /// ```
+    #[inline]
+    fn pinned_mul_add(a: Self, b: Self, acc: Self) -> Self
+    where
+        Self: Sized + core::ops::Add<Output = Self> + core::ops::Mul<Output = Self>,
+    {
+        Self::pinned_add(acc, Self::pinned_mul(a, b))
+    }
 }
 
 /// A scalar the reverse engine can work with: `Clone`, `Add` (left operand first), a zero, and a
@@ -129,7 +159,9 @@ impl<T: Clone + Add<Output = T> + num_traits::Zero + Storage + Send + Sync + 'st
 }
 
 macro_rules! float_storage {
-    ($($t:ty => $quiet:expr $(, $compiled:ident)?);*) => {$(
+    // `fused`: the type's `mul_add` is IEEE fusedMultiplyAdd (else `pinned_mul_add` is the
+    // two-rounding default); `compiled`: this crate's kernel table for it (`crate::compiled`).
+    ($($t:ty => $quiet:expr $(, fused, compiled $compiled:ident)?);*) => {$(
         impl Storage for $t {
             const HAS_STORAGE_EQUALITY: bool = true;
             const ZERO_ADD_IDEMPOTENT: bool = true;
@@ -139,6 +171,13 @@ macro_rules! float_storage {
             #[inline(never)]
             fn compiled() -> &'static crate::compiled::Compiled<Self> {
                 &crate::compiled::$compiled
+            }
+            #[inline]
+            fn pinned_mul_add(a: Self, b: Self, acc: Self) -> Self {
+                let r = a.mul_add(b, acc);
+                let r = if b.is_nan() { <$t>::from_bits(b.to_bits() | $quiet) } else { r };
+                let r = if a.is_nan() { <$t>::from_bits(a.to_bits() | $quiet) } else { r };
+                if acc.is_nan() { <$t>::from_bits(acc.to_bits() | $quiet) } else { r }
             }
             )?
             #[inline]
@@ -166,7 +205,7 @@ macro_rules! float_storage {
         }
     )*};
 }
-float_storage!(f32 => 0x0040_0000, F32; f64 => 0x0008_0000_0000_0000, F64);
+float_storage!(f32 => 0x0040_0000, fused, compiled F32; f64 => 0x0008_0000_0000_0000, fused, compiled F64);
 
 #[cfg(feature = "half")]
 float_storage!(half::f16 => 0x0200; half::bf16 => 0x0040);

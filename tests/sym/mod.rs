@@ -1,4 +1,5 @@
-//! A symbolic scalar for the integration tests: [`Sym`] records every `+`, `-`, `*` and unary `-`
+//! A symbolic scalar for the integration tests: [`Sym`] records every `+`, `-`, `*`, unary `-`
+//! and fused multiply-add (`Storage::pinned_mul_add`, the step of a matrix product's dot product)
 //! as an expression tree in a hash-consed arena, so two values are storage-equal exactly when
 //! their trees are structurally identical (decided in O(1) by comparing interned ids). No law
 //! holds for `Sym`, not even `x + 0 == x`: a pass that reassociated, reordered, dropped or
@@ -20,6 +21,8 @@ pub enum Expr {
     Mul(Sym, Sym),
     Div(Sym, Sym),
     Neg(Sym),
+    /// `mul_add(a, b, acc)`: `a · b + acc` as one operation.
+    MulAdd(Sym, Sym, Sym),
 }
 
 /// A symbolic scalar: an interned expression id. Equal ids ⇔ structurally equal trees.
@@ -80,6 +83,7 @@ impl Sym {
             Expr::Mul(l, r) => format!("({} * {})", l.render(d), r.render(d)),
             Expr::Div(l, r) => format!("({} / {})", l.render(d), r.render(d)),
             Expr::Neg(x) => format!("-{}", x.render(d)),
+            Expr::MulAdd(a, b, acc) => format!("fma({}, {}, {})", a.render(d), b.render(d), acc.render(d)),
         }
     }
 }
@@ -157,6 +161,9 @@ impl Storage for Sym {
     const HAS_STORAGE_EQUALITY: bool = true;
     fn storage_eq(&self, other: &Sym) -> bool {
         self.0 == other.0
+    }
+    fn pinned_mul_add(a: Sym, b: Sym, acc: Sym) -> Sym {
+        Sym::intern(Expr::MulAdd(a, b, acc))
     }
 }
 

@@ -56,8 +56,8 @@ mod tests {
         Sliding { stride, padding, dilation }
     }
 
-    /// The textbook loop of the module docs, in `f64` with plain arithmetic (for ordinary values
-    /// the same bits as the kernel).
+    /// The textbook loop of the module docs, in `f64` with plain arithmetic, each product fused
+    /// into its sum (`mul_add`, SEMANTICS §8; for ordinary values the same bits as the kernel).
     fn textbook(x: &RawTensor<f64>, w: &RawTensor<f64>, s: Sliding<2>) -> Vec<f64> {
         let (xd, wd) = (x.dims(), w.dims());
         let [n, ci_n, h, wi] = xd.as_slice().try_into().unwrap();
@@ -82,7 +82,7 @@ mod tests {
                                         }
                                         _ => 0.0,
                                     };
-                                    acc += v * w.data()[((co * ci_n + ci) * kh + ki) * kw + kj];
+                                    acc = v.mul_add(w.data()[((co * ci_n + ci) * kh + ki) * kw + kj], acc);
                                 }
                             }
                         }

@@ -1,5 +1,6 @@
-//! `matmul(a, b)`: `y[i, j] = Σ_t a[i, t] * b[t, j]` for `a: m×k`, `b: k×n`, each sum taken in
-//! ascending `t` starting from `0`.
+//! `matmul(a, b)`: `y[i, j] = Σ_t a[i, t] * b[t, j]` for `a: m×k`, `b: k×n`, each sum a chain of
+//! fused multiply-adds `acc ← mul_add(a[i, t], b[t, j], acc)` in ascending `t` from `acc = 0`
+//! (SEMANTICS §8).
 //!
 //! VJP: `add(single(a, δ · bᵀ), single(b, aᵀ · δ))`, each product with δ on the left
 //! (`δ[i, j] * b[t, j]` and `δ[i, j] * a[i, t]`).
@@ -86,23 +87,38 @@ impl<'a, A> MatrixView<'a, A> {
     }
 }
 
-/// The portable GEMM of every pass: appends to `out` the `rows × cols` matrix with
-/// `out[r, c] = ((0 + p(r, 0, c)) + p(r, 1, c)) + …` where `p(r, t, c) = lhs[r, t] * rhs[t, c]`,
-/// or `rhs[t, c] * lhs[r, t]` when `RHS_LEFT` (to keep the cotangent on the left).
+/// The GEMM of every pass: appends to `out` the `rows × cols` matrix whose element `(r, c)` is
+/// the dot product `acc ← mul_add(lhs[r, t], rhs[t, c], acc)` for `t` ascending from `acc = +0`
+/// ([`Storage::pinned_mul_add`](crate::Storage::pinned_mul_add), the scalar's fused multiply-add;
+/// `mul_add(rhs[t, c], lhs[r, t], acc)` when `RHS_LEFT`, which keeps the cotangent on the left:
+/// the same value, the NaN precedence of SEMANTICS §1).
 ///
 /// For `f32` and `f64` an order-preserving blocked kernel runs (packed panels, a register tile
-/// vectorised across output columns); it performs, for every output element, the same IEEE
-/// operations in the same order with the same operand order as the portable loop below, so the
-/// results are bit-identical (SEMANTICS §8). Other scalars run the portable loop.
+/// vectorised across output columns, FMA instructions where the CPU has them); it performs, for
+/// every output element, the same fused multiply-adds in the same order as the portable loop
+/// below, so the results are bit-identical (SEMANTICS §8). Other scalars run the portable loop.
 ///
-/// NaN payloads (`f32`, `f64`): Rust does not specify which NaN `x + y` returns when both are
-/// NaNs, and LLVM may swap the operands of `+` and `*`, so for such elements the payload is pinned:
-/// each operation returns its left operand's NaN (quieted) if it is one, else the right one's,
-/// else the platform's default NaN (`∞ - ∞`, `0 · ∞`). Elements that are not NaN are untouched.
+/// NaN payloads (`f32`, `f64`): Rust does not specify which NaN an operation returns when several
+/// operands are NaNs, and LLVM may swap the operands of `+`, `*` and `mul_add`, so for such
+/// elements the payload is pinned: each step returns the accumulator's NaN (quieted) if it is one,
+/// else the left factor's, else the right one's, else the platform's default NaN (`∞ - ∞`,
+/// `0 · ∞`). Elements that are not NaN are untouched.
 ///
 /// Thin products (one side of the output at most 8 — a matrix–vector product, a vector–matrix
 /// product — or at most 8 inner indices, as in an outer product) run kernels vectorised across the
 /// long side, with the same guarantee.
+///
+/// ```
+/// use exactgrad_runtime::ops::{gemm, MatrixView};
+///
+/// // [-1, 1 + 2⁻³⁰] · [1, 1 - 2⁻³⁰]ᵀ: the second product, 1 - 2⁻⁶⁰, is added to -1 exactly
+/// // (one rounding); two roundings would give 1 - 1 = 0.
+/// let (e, one) = (2f64.powi(-30), 1.0);
+/// let (x, w) = ([-one, one + e], [one, one - e]);
+/// let mut out = Vec::new();
+/// gemm::<f64, false>(1, 2, 1, MatrixView::row_major(&x, 2), MatrixView::row_major(&w, 1), &mut out);
+/// assert_eq!(out, [-(2f64.powi(-60))]);
+/// ```
 pub fn gemm<A: Scalar + Mul<Output = A>, const RHS_LEFT: bool>(
     rows: usize,
     inner: usize,
@@ -219,8 +235,11 @@ fn gemm_portable<A: Scalar + Mul<Output = A>, const RHS_LEFT: bool>(
             let l = lhs.at(r, t);
             for (c, acc) in row.iter_mut().enumerate() {
                 let x = rhs.at(t, c);
-                let p = if RHS_LEFT { x.clone() * l.clone() } else { l.clone() * x.clone() };
-                *acc = acc.clone() + p;
+                *acc = if RHS_LEFT {
+                    A::pinned_mul_add(x.clone(), l.clone(), acc.clone())
+                } else {
+                    A::pinned_mul_add(l.clone(), x.clone(), acc.clone())
+                };
             }
         }
     }

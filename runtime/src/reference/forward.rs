@@ -6,7 +6,7 @@
 use core::cmp::Ordering;
 
 use super::op::{FloatKit, RefOp, Unary};
-use super::tensor::{around, numel, plus, times, RefTensor};
+use super::tensor::{around, fused, numel, plus, RefTensor};
 use super::window;
 use crate::scalar::Scalar;
 
@@ -56,19 +56,22 @@ pub(super) fn matmul_dims(a: &[usize], b: &[usize]) -> Result<MatMulDims, String
     Ok(MatMulDims { bt, m, k, n, shared })
 }
 
-/// `out[i, j] = ((0 + p(i, 0, j)) + p(i, 1, j)) + …` over `inner`, `p` a pinned product.
+/// `out[i, j] = mul_add(l, r, … mul_add(l, r, 0))` over `t` ascending in `0..inner` ([`fused`]),
+/// `(l, r) = factors(i, t, j)`.
 pub(super) fn product<A: Scalar>(
     rows: usize,
     inner: usize,
     cols: usize,
-    p: impl Fn(usize, usize, usize) -> A,
+    factors: impl Fn(usize, usize, usize) -> (A, A),
+    mul_add: fn(A, A, A) -> A,
 ) -> Vec<A> {
     let mut out = Vec::with_capacity(rows * cols);
     for i in 0..rows {
         for j in 0..cols {
             let mut acc = A::zero();
             for t in 0..inner {
-                acc = plus(acc, p(i, t, j));
+                let (l, r) = factors(i, t, j);
+                acc = fused(l, r, acc, mul_add);
             }
             out.push(acc);
         }
@@ -216,16 +219,20 @@ pub(super) fn forward<A: Scalar, D>(op: &RefOp<A, D>, vals: &[RefTensor<A>], dat
         RefOp::DivConst { a, divisor, div } => map(vals, *a, |x| div(x.clone(), divisor.clone())),
         RefOp::Select { a, b, max, cmp } => zip(vals, *a, *b, |u, v| if left(*cmp, *max, &u, &v) { u } else { v }),
         RefOp::Unary { a, f } => map(vals, *a, |x| unary(f, x)),
-        RefOp::MatMul { a, b, mul } => {
+        RefOp::MatMul { a, b, mul_add } => {
             let (x, y) = (at(vals, *a)?, at(vals, *b)?);
             let MatMulDims { bt, m, k, n, shared } = matmul_dims(&x.dims, &y.dims)?;
             // Item p of the batch: y[p, i, j] = Σ_t x[p, i, t] * w[p, t, j] (w[t, j] when shared).
             let mut data = Vec::with_capacity(bt * m * n);
             for p in 0..bt {
                 let w0 = if shared { 0 } else { p * k * n };
-                data.extend(product(m, k, n, |i, t, j| {
-                    times(x.data[(p * m + i) * k + t].clone(), y.data[w0 + t * n + j].clone(), *mul)
-                }));
+                data.extend(product(
+                    m,
+                    k,
+                    n,
+                    |i, t, j| (x.data[(p * m + i) * k + t].clone(), y.data[w0 + t * n + j].clone()),
+                    *mul_add,
+                ));
             }
             let mut dims = x.dims.clone();
             if let Some(last) = dims.last_mut() {
@@ -233,14 +240,14 @@ pub(super) fn forward<A: Scalar, D>(op: &RefOp<A, D>, vals: &[RefTensor<A>], dat
             }
             Ok(RefTensor { dims, data })
         }
-        RefOp::MatMulData { w, rows, x, mul } => {
+        RefOp::MatMulData { w, rows, x, mul_add } => {
             let (xv, wv) = (x(data), at(vals, *w)?);
             let ((m, k), (k2, n)) = (matrix(xv.dims().as_slice())?, matrix(&wv.dims)?);
             if m != *rows || k != k2 {
                 return Err(format!("data operand of dims {} for {rows} rows and {k2} inner", xv.dims()));
             }
             let xd = xv.data();
-            let data = product(m, k, n, |i, t, j| times(xd[i * k + t].clone(), wv.data[t * n + j].clone(), *mul));
+            let data = product(m, k, n, |i, t, j| (xd[i * k + t].clone(), wv.data[t * n + j].clone()), *mul_add);
             Ok(RefTensor { dims: vec![m, n], data })
         }
         RefOp::Transpose { a } => {
@@ -429,8 +436,8 @@ pub(super) fn forward<A: Scalar, D>(op: &RefOp<A, D>, vals: &[RefTensor<A>], dat
             }
             Ok(RefTensor::of_raw(v))
         }
-        RefOp::Conv { x, w, stride, padding, dilation, mul } => {
-            let args = window::ConvArgs { stride, padding, dilation, mul: *mul };
+        RefOp::Conv { x, w, stride, padding, dilation, mul_add } => {
+            let args = window::ConvArgs { stride, padding, dilation, mul_add: *mul_add };
             window::conv(at(vals, *x)?, at(vals, *w)?, &args)
         }
         RefOp::MaxPool { x, kernel, stride, padding, cmp } => {

@@ -31,7 +31,7 @@ mod vjp;
 mod window;
 
 pub use op::{FloatKit, RefOp, Unary};
-pub use tensor::{plus, times, RefTensor};
+pub use tensor::{fused, plus, RefTensor};
 
 use crate::contributions::Contributions;
 use crate::error::Error;

@@ -108,7 +108,8 @@ pub enum Unary<A> {
 ///
 /// In every variant `a`, `b`, `x`, `w`, `gain`, `bias`, `logits` and `table` are context
 /// positions; `fn` fields are the scalar's operations (`sub`: `x - y`, `mul`: `x * y`, `div`:
-/// `x / y`, `cmp`: `partial_cmp`, `count`: an element count as a scalar); `k` is the float kit.
+/// `x / y`, `mul_add`: the fused `a · b + acc` of the products, `Storage::pinned_mul_add`,
+/// `cmp`: `partial_cmp`, `count`: an element count as a scalar); `k` is the float kit.
 #[non_exhaustive]
 #[allow(missing_docs)] // the fields are described above, once for all variants
 pub enum RefOp<A, D> {
@@ -133,9 +134,9 @@ pub enum RefOp<A, D> {
     /// A pointwise function of `a`.
     Unary { a: usize, f: Unary<A> },
     /// `a · b`.
-    MatMul { a: usize, b: usize, mul: fn(A, A) -> A },
+    MatMul { a: usize, b: usize, mul_add: fn(A, A, A) -> A },
     /// `x(data) · w`, `x` having `rows` rows.
-    MatMulData { w: usize, rows: usize, x: TensorAccessor<A, D>, mul: fn(A, A) -> A },
+    MatMulData { w: usize, rows: usize, x: TensorAccessor<A, D>, mul_add: fn(A, A, A) -> A },
     /// `aᵀ`.
     Transpose { a: usize },
     /// `a` under the dims `dims`.
@@ -179,7 +180,14 @@ pub enum RefOp<A, D> {
     DataTensor { dims: Vec<usize>, x: TensorAccessor<A, D> },
     /// The convolution of `x` (`[n, c_in, spatial…]`) with `w` (`[c_out, c_in, kernel…]`): one
     /// stride, padding and dilation per spatial axis (one or two).
-    Conv { x: usize, w: usize, stride: Vec<usize>, padding: Vec<usize>, dilation: Vec<usize>, mul: fn(A, A) -> A },
+    Conv {
+        x: usize,
+        w: usize,
+        stride: Vec<usize>,
+        padding: Vec<usize>,
+        dilation: Vec<usize>,
+        mul_add: fn(A, A, A) -> A,
+    },
     /// Max pooling of `x` (`[n, c, spatial…]`): one kernel size, stride and padding per spatial
     /// axis.
     MaxPool {
@@ -271,25 +279,25 @@ impl<A, D> RefOp<A, D> {
     #[must_use]
     pub fn matmul(a: usize, b: usize) -> Self
     where
-        A: Mul<Output = A>,
+        A: crate::Scalar + Mul<Output = A>,
     {
-        RefOp::MatMul { a, b, mul: |x, y| x * y }
+        RefOp::MatMul { a, b, mul_add: A::pinned_mul_add }
     }
 
     /// `x(data) · w`.
     pub fn matmul_data(w: usize, rows: usize, x: TensorAccessor<A, D>) -> Self
     where
-        A: Mul<Output = A>,
+        A: crate::Scalar + Mul<Output = A>,
     {
-        RefOp::MatMulData { w, rows, x, mul: |p, q| p * q }
+        RefOp::MatMulData { w, rows, x, mul_add: A::pinned_mul_add }
     }
 
     /// The convolution of `x` with `w` (one entry per spatial axis in each list).
     pub fn conv(x: usize, w: usize, stride: Vec<usize>, padding: Vec<usize>, dilation: Vec<usize>) -> Self
     where
-        A: Mul<Output = A>,
+        A: crate::Scalar + Mul<Output = A>,
     {
-        RefOp::Conv { x, w, stride, padding, dilation, mul: |p, q| p * q }
+        RefOp::Conv { x, w, stride, padding, dilation, mul_add: A::pinned_mul_add }
     }
 
     /// Max pooling of `x` (one entry per spatial axis in each list).

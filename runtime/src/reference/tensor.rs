@@ -116,14 +116,43 @@ pub(crate) fn pinned_product<A: Clone + 'static + core::ops::Mul<Output = A>>(a:
     }
 }
 
-/// A product of a matrix product (SEMANTICS §8): `mul(a, b)` with the same NaN rule as [`plus`] for
-/// `f32` and `f64`, plain `mul(a, b)` for every other scalar.
-pub fn times<A: Scalar>(a: A, b: A, mul: fn(A, A) -> A) -> A {
-    let float = (&a as &dyn Any).is::<f32>() || (&a as &dyn Any).is::<f64>();
-    match float.then(|| pinned(&a, &b, false)).flatten() {
-        Some(r) => r,
-        None => mul(a, b),
+/// One step of a matrix product's dot product (SEMANTICS §8), `acc ← mul_add(a, b, acc)`: for
+/// `f32` and `f64` the standard library's `mul_add` (IEEE fusedMultiplyAdd, one rounding) with the
+/// NaN rule of [`plus`] extended to three operands — `acc`'s NaN quieted if it is one, else `a`'s,
+/// else `b`'s, else the hardware result — written here, not taken from the engine; for every
+/// other scalar `mul_add(a, b, acc)`, the scalar's own operation (the op's constructor passes
+/// [`Storage::pinned_mul_add`](crate::Storage::pinned_mul_add)).
+///
+/// ```
+/// use exactgrad_runtime::reference::fused;
+/// use exactgrad_runtime::Storage;
+/// let (a, b) = (1.0 + 2f64.powi(-30), 1.0 - 2f64.powi(-30));
+/// assert_eq!(fused(a, b, -1.0, f64::pinned_mul_add), -(2f64.powi(-60)));
+/// assert_eq!(fused(3i64, 4, 5, |a, b, c| a * b + c), 17);
+/// ```
+pub fn fused<A: Scalar>(a: A, b: A, acc: A, mul_add: fn(A, A, A) -> A) -> A {
+    macro_rules! rule {
+        ($($t:ty => $quiet:expr),*) => {$(
+            let any = |v: &A| (v as &dyn Any).downcast_ref::<$t>().copied();
+            if let (Some(x), Some(y), Some(z)) = (any(&a), any(&b), any(&acc)) {
+                let quiet = |v: $t| <$t>::from_bits(v.to_bits() | $quiet);
+                let r: $t = if z.is_nan() {
+                    quiet(z)
+                } else if x.is_nan() {
+                    quiet(x)
+                } else if y.is_nan() {
+                    quiet(y)
+                } else {
+                    x.mul_add(y, z)
+                };
+                if let Some(r) = (&r as &dyn Any).downcast_ref::<A>() {
+                    return r.clone();
+                }
+            }
+        )*};
     }
+    rule!(f32 => 0x0040_0000, f64 => 0x0008_0000_0000_0000);
+    mul_add(a, b, acc)
 }
 
 /// `(outer, n, inner)`: the sizes before, at and after `axis` (which must be below the rank).
@@ -142,8 +171,23 @@ mod tests {
         assert_eq!(plus(1.0, n2).to_bits(), 0xffc0_0002);
         assert_eq!(plus(-0.0f64, 0.0).to_bits(), 0);
         assert_eq!(plus(2i32, 3), 5);
-        let m = f64::from_bits(0x7ff0_0000_0000_0001);
-        assert_eq!(times(2.0, m, |a, b| a * b).to_bits(), 0x7ff8_0000_0000_0001);
-        assert_eq!(times(3i64, 4, |a, b| a * b), 12);
+    }
+
+    /// The fused step's NaN precedence: the accumulator, then the left factor, then the right one
+    /// (each quieted); `0 · ∞` alone gives the hardware's default NaN; other scalars call theirs.
+    #[test]
+    fn fused_pins_the_accumulator_then_the_factors() {
+        let (n1, n2, n3) = (
+            f64::from_bits(0x7ff0_0000_0000_0001),
+            f64::from_bits(0xfff0_0000_0000_0002),
+            f64::from_bits(0x7ff8_0000_0000_0003),
+        );
+        let unused = |_: f64, _: f64, _: f64| -> f64 { unreachable!("f64 takes the reference's own rule") };
+        assert_eq!(fused(n1, n2, n3, unused).to_bits(), 0x7ff8_0000_0000_0003);
+        assert_eq!(fused(n1, n2, 1.0, unused).to_bits(), 0x7ff8_0000_0000_0001);
+        assert_eq!(fused(2.0, n2, 1.0, unused).to_bits(), 0xfff8_0000_0000_0002);
+        assert!(fused(0.0, f64::INFINITY, 1.0, unused).is_nan());
+        assert_eq!(fused(2.0f32, 3.0, 1.0, |_, _, _| unreachable!()), 7.0);
+        assert_eq!(fused(3i64, 4, 5, |a, b, c| a * b + c), 17);
     }
 }

@@ -11,7 +11,7 @@ use super::forward::{
     product, shifted, sum, MatMulDims,
 };
 use super::op::{RefOp, Unary};
-use super::tensor::{around, numel, plus, times, RefTensor};
+use super::tensor::{around, numel, plus, RefTensor};
 use super::window;
 use crate::scalar::Scalar;
 
@@ -110,38 +110,46 @@ pub(super) fn vjp<A: Scalar, D>(
             let x = at(vals, *a)?;
             vec![(*a, each(g, |v, i| unary(f, v, &x.data[i], &y.data[i])))]
         }
-        RefOp::MatMul { a, b, mul } => {
+        RefOp::MatMul { a, b, mul_add } => {
             let (x, w) = (at(vals, *a)?, at(vals, *b)?);
             let MatMulDims { bt, m, k, n, shared } = matmul_dims(&x.dims, &w.dims)?;
             // Per item p: δ · wᵀ, products δ[p, i, j] * w[t, j] summed over j ascending.
             let mut ga = Vec::with_capacity(bt * m * k);
             for p in 0..bt {
                 let w0 = if shared { 0 } else { p * k * n };
-                ga.extend(product(m, n, k, |i, j, t| {
-                    times(g.data[(p * m + i) * n + j].clone(), w.data[w0 + t * n + j].clone(), *mul)
-                }));
+                ga.extend(product(
+                    m,
+                    n,
+                    k,
+                    |i, j, t| (g.data[(p * m + i) * n + j].clone(), w.data[w0 + t * n + j].clone()),
+                    *mul_add,
+                ));
             }
             // xᵀ · δ: per item when w is batched; when w is shared, one sum over every row r of
             // every item (r = p·m + i ascending) of δ[r, j] * x[r, t] (SEMANTICS §8.2).
             let gw = if shared {
                 let rows = bt * m;
-                product(k, rows, n, |t, r, j| times(g.data[r * n + j].clone(), x.data[r * k + t].clone(), *mul))
+                product(k, rows, n, |t, r, j| (g.data[r * n + j].clone(), x.data[r * k + t].clone()), *mul_add)
             } else {
                 let mut gw = Vec::with_capacity(bt * k * n);
                 for p in 0..bt {
-                    gw.extend(product(k, m, n, |t, i, j| {
-                        times(g.data[(p * m + i) * n + j].clone(), x.data[(p * m + i) * k + t].clone(), *mul)
-                    }));
+                    gw.extend(product(
+                        k,
+                        m,
+                        n,
+                        |t, i, j| (g.data[(p * m + i) * n + j].clone(), x.data[(p * m + i) * k + t].clone()),
+                        *mul_add,
+                    ));
                 }
                 gw
             };
             vec![(*a, RefTensor { dims: x.dims.clone(), data: ga }), (*b, RefTensor { dims: w.dims.clone(), data: gw })]
         }
-        RefOp::MatMulData { w, x, mul, .. } => {
+        RefOp::MatMulData { w, x, mul_add, .. } => {
             let (xv, wv) = (x(data), at(vals, *w)?);
             let ((m, k), (_, n)) = (matrix(xv.dims().as_slice())?, matrix(&wv.dims)?);
             let xd = xv.data();
-            let gw = product(k, m, n, |t, i, j| times(g.data[i * n + j].clone(), xd[i * k + t].clone(), *mul));
+            let gw = product(k, m, n, |t, i, j| (g.data[i * n + j].clone(), xd[i * k + t].clone()), *mul_add);
             vec![(*w, RefTensor { dims: wv.dims.clone(), data: gw })]
         }
         RefOp::Transpose { a } => {
@@ -308,8 +316,8 @@ pub(super) fn vjp<A: Scalar, D>(
             vec![(*a, each(g, |v, e| if e % t > (e / t) % t { zero() } else { v.clone() }))]
         }
         RefOp::DataTensor { .. } => Vec::new(),
-        RefOp::Conv { x, w, stride, padding, dilation, mul } => {
-            let args = window::ConvArgs { stride, padding, dilation, mul: *mul };
+        RefOp::Conv { x, w, stride, padding, dilation, mul_add } => {
+            let args = window::ConvArgs { stride, padding, dilation, mul_add: *mul_add };
             let (gx, gw) = window::conv_vjp(at(vals, *x)?, at(vals, *w)?, g, &args)?;
             vec![(*x, gx), (*w, gw)]
         }

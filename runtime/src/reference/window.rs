@@ -9,7 +9,7 @@
 use core::cmp::Ordering;
 
 use super::forward::count;
-use super::tensor::{plus, times, RefTensor};
+use super::tensor::{fused, plus, RefTensor};
 use crate::scalar::Scalar;
 
 /// The geometry of a window op over `n × c` planes of `h × w`.
@@ -141,7 +141,7 @@ pub(super) struct ConvArgs<'a, A> {
     pub(super) stride: &'a [usize],
     pub(super) padding: &'a [usize],
     pub(super) dilation: &'a [usize],
-    pub(super) mul: fn(A, A) -> A,
+    pub(super) mul_add: fn(A, A, A) -> A,
 }
 
 /// The geometry of the convolution of `x` with `w` and `c_out`, or a message.
@@ -152,7 +152,8 @@ fn conv_geometry<A>(x: &RefTensor<A>, w: &RefTensor<A>, a: &ConvArgs<'_, A>) -> 
     Ok((Geometry::new(&x.dims, &w.dims[2..], a.stride, a.padding, a.dilation)?, w.dims[0]))
 }
 
-/// `y[b, co, i, j] = Σ_{ci, ki, kj} xp[…] * w[co, ci, ki, kj]` from `0`, ascending.
+/// `y[b, co, i, j] = Σ_{ci, ki, kj} xp[…] * w[co, ci, ki, kj]` from `0`, ascending, each step a
+/// fused multiply-add ([`fused`]: SEMANTICS §8).
 pub(super) fn conv<A: Scalar>(x: &RefTensor<A>, w: &RefTensor<A>, a: &ConvArgs<'_, A>) -> Result<RefTensor<A>, String> {
     let (g, c_out) = conv_geometry(x, w, a)?;
     let weight = |co: usize, ci: usize, ki: usize, kj: usize| {
@@ -168,7 +169,7 @@ pub(super) fn conv<A: Scalar>(x: &RefTensor<A>, w: &RefTensor<A>, a: &ConvArgs<'
                         for ki in 0..g.kernel[0] {
                             for kj in 0..g.kernel[1] {
                                 let v = g.padded(x, b, ci, (i, j), (ki, kj));
-                                acc = plus(acc, times(v, weight(co, ci, ki, kj), a.mul));
+                                acc = fused(v, weight(co, ci, ki, kj), acc, a.mul_add);
                             }
                         }
                     }
@@ -205,7 +206,7 @@ pub(super) fn conv_vjp<A: Scalar>(
                             let (Some(i), Some(j)) = (g.reader(0, r, ki), g.reader(1, col, kj)) else { continue };
                             let mut inner = A::zero();
                             for co in 0..c_out {
-                                inner = plus(inner, times(delta(b, co, i, j), weight(co, ci, ki, kj), a.mul));
+                                inner = fused(delta(b, co, i, j), weight(co, ci, ki, kj), inner, a.mul_add);
                             }
                             acc = plus(acc, inner);
                         }
@@ -225,7 +226,7 @@ pub(super) fn conv_vjp<A: Scalar>(
                         for i in 0..g.oh {
                             for j in 0..g.ow {
                                 let v = g.padded(x, b, ci, (i, j), (ki, kj));
-                                acc = plus(acc, times(delta(b, co, i, j), v, a.mul));
+                                acc = fused(delta(b, co, i, j), v, acc, a.mul_add);
                             }
                         }
                     }

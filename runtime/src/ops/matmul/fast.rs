@@ -1,15 +1,17 @@
 //! The order-preserving fast GEMM for `f32` and `f64`.
 //!
 //! Every output element is computed exactly as the portable kernel computes it: one accumulator,
-//! starting from `+0`, to which the products `p(r, 0, c)`, `p(r, 1, c)`, … are added in ascending
-//! inner index, each product with the same operand order (`lhs * rhs`, or `rhs * lhs` when
-//! `RHS_LEFT`). Speed comes only from doing *independent* elements at the same time:
+//! starting from `+0`, updated by the fused multiply-adds `acc ← mul_add(lhs[r, t], rhs[t, c],
+//! acc)` in ascending inner index `t` (SEMANTICS §8; the factors swapped when `RHS_LEFT`, which
+//! changes only the NaN precedence, and NaNs are pinned afterwards). Speed comes only from doing
+//! *independent* elements at the same time:
 //!
 //! * both operands are packed into contiguous panels (`MR` rows of `lhs` interleaved per inner
 //!   index, `NR` columns of `rhs` per inner index), padded with zeros whose lanes are discarded;
 //! * a register tile of `MR × NR` accumulators walks the inner index innermost, so LLVM
-//!   vectorises across the `NR` output columns (one vector multiply and one vector add per row
-//!   and inner index — never an FMA: Rust emits no `contract` flag, and no FMA feature is enabled);
+//!   vectorises across the `NR` output columns: one vector FMA per row and inner index (`mul_add`
+//!   lowers to `vfmadd` in the AVX2+FMA and AVX-512F builds, to `fmla` on AArch64; the x86-64
+//!   baseline build, for CPUs without FMA, calls the correctly rounded library `fma`);
 //! * the inner index is split into chunks of `KC` for cache reuse; between chunks the accumulators
 //!   are stored to `out` and loaded back, which is exact, so each element still sees the same
 //!   sequence of roundings.
@@ -31,8 +33,8 @@ use std::thread::LocalKey;
 use super::{small, thin, MatrixView};
 use crate::scalar::Scalar;
 
-/// Below this many multiply-adds the packing does not pay off; the portable kernel runs instead
-/// (same results either way).
+/// Below this many multiply-adds the packing does not pay off; the portable loop runs instead,
+/// built for the CPU's instruction set ([`Portable`]; same results either way).
 const MIN_WORK: usize = 4 * 1024;
 
 /// Inner-index chunk: an `NR`-column panel chunk (`KC · NR` lanes) stays in L1 while the row
@@ -43,6 +45,9 @@ const KC: usize = 256;
 pub(super) trait Lane: Copy + Send + Sync + Add<Output = Self> + Mul<Output = Self> + 'static {
     const ZERO: Self;
     fn is_nan(self) -> bool;
+    /// IEEE fusedMultiplyAdd `self · b + acc`, rounded once (`mul_add`; the payload of a NaN
+    /// result is whichever the hardware picks: [`strict_fma`] pins it).
+    fn fma(self, b: Self, acc: Self) -> Self;
     /// The NaN `self` with its quiet bit set (what IEEE operations return for a NaN operand).
     fn quiet(self) -> Self;
     /// This thread's two packing buffers for this lane type ([`with_packs`]).
@@ -60,6 +65,10 @@ macro_rules! lane {
             #[inline]
             fn is_nan(self) -> bool {
                 <$t>::is_nan(self)
+            }
+            #[inline(always)]
+            fn fma(self, b: Self, acc: Self) -> Self {
+                self.mul_add(b, acc)
             }
             #[inline]
             fn quiet(self) -> Self {
@@ -92,6 +101,23 @@ pub(super) fn strict<T: Lane>(a: T, b: T, op: impl Fn(T, T) -> T) -> T {
     }
 }
 
+/// `a · b + acc` fused ([`Lane::fma`]) with the NaN payload fixed as
+/// [`Storage::pinned_mul_add`](crate::Storage::pinned_mul_add) fixes it: `acc`'s if `acc` is a
+/// NaN, else `a`'s, else `b`'s (quieted); otherwise the hardware's (its default NaN for `0 · ∞`
+/// and `∞ - ∞`).
+#[inline]
+pub(super) fn strict_fma<T: Lane>(a: T, b: T, acc: T) -> T {
+    if acc.is_nan() {
+        acc.quiet()
+    } else if a.is_nan() {
+        a.quiet()
+    } else if b.is_nan() {
+        b.quiet()
+    } else {
+        a.fma(b, acc)
+    }
+}
+
 /// The value of `v` as a `T` when `A` is `T`.
 #[inline(always)]
 pub(super) fn lane<A: 'static, T: Lane>(v: &A) -> T {
@@ -105,8 +131,8 @@ pub(super) fn lane<A: 'static, T: Lane>(v: &A) -> T {
 /// allocation (the portable loop returned different payloads in debug and release builds). An
 /// output element that is not a NaN never met a NaN, so it is fully determined by IEEE rounding.
 /// Every NaN element of `out[start..]` (`rows × cols`) is recomputed here with the same sequence
-/// of operations, each with the left operand's NaN taking precedence ([`strict`]) — the order of
-/// SEMANTICS §0 (`acc + p`, `p = lhs · rhs` or `rhs · lhs` when `RHS_LEFT`).
+/// of fused multiply-adds, each with the NaN precedence of `pinned_mul_add` ([`strict_fma`]:
+/// the accumulator, then `lhs`, then `rhs` — `rhs` first when `RHS_LEFT`).
 ///
 /// With `onto = Some(stored)` the elements hold `stored + element` (the fused epilogue of
 /// [`gemm_onto`](super::gemm_onto)): a NaN there is rewritten as `pinned_add(stored, element)` with
@@ -161,8 +187,7 @@ fn pin<A: Scalar, T: Lane, const RHS_LEFT: bool>(
                 for t in 0..inner {
                     let l: T = lane(&lhs.data[r * lhs.row_stride + t * lhs.col_stride]);
                     let x: T = lane(&rhs.data[t * rhs.row_stride + c * rhs.col_stride]);
-                    let p = if RHS_LEFT { strict(x, l, |a, b| a * b) } else { strict(l, x, |a, b| a * b) };
-                    acc = strict(acc, p, |a, b| a + b);
+                    acc = if RHS_LEFT { strict_fma(x, l, acc) } else { strict_fma(l, x, acc) };
                 }
                 out[r * cols + c] = match onto {
                     Some(stored) => strict(stored, acc, |a, b| a + b),
@@ -195,7 +220,70 @@ pub(super) fn try_gemm<A: Scalar + Mul<Output = A>, const RHS_LEFT: bool>(
         Some(nan) => Some(nan),
         None if work >= MIN_WORK => small::small_gemm_on::<A, RHS_LEFT>(isa, rows, inner, cols, lhs, rhs, onto, out)
             .or_else(|| fast_gemm_on::<A, RHS_LEFT>(isa, rows, inner, cols, lhs, rhs, onto, out)),
-        None => None,
+        None => portable_on::<A, RHS_LEFT>(isa, Geometry { rows, inner, cols }, lhs, rhs, onto, out),
+    }
+}
+
+/// The portable loop for `f32` and `f64` built for `isa` ([`Portable`]): whether it may have
+/// stored a NaN; `None` (and `out` untouched) for other scalars.
+fn portable_on<A: Scalar, const RHS_LEFT: bool>(
+    isa: Isa,
+    g: Geometry,
+    lhs: MatrixView<'_, A>,
+    rhs: MatrixView<'_, A>,
+    onto: Option<&A>,
+    out: &mut dyn Any,
+) -> Option<bool> {
+    fn on<A: Scalar, T: Lane, const RHS_LEFT: bool>(
+        isa: Isa,
+        g: Geometry,
+        lhs: MatrixView<'_, A>,
+        rhs: MatrixView<'_, A>,
+        onto: Option<T>,
+        v: &mut Vec<T>,
+    ) -> bool {
+        let start = v.len();
+        v.resize(start + g.rows * g.cols, T::ZERO);
+        isa.run(Portable::<A, T, RHS_LEFT> { g, lhs, rhs, onto, out: &mut v[start..] })
+    }
+    if let Some(v) = cast::<f32>(out) {
+        Some(on::<A, f32, RHS_LEFT>(isa, g, lhs, rhs, onto.map(lane), v))
+    } else {
+        cast::<f64>(out).map(|v| on::<A, f64, RHS_LEFT>(isa, g, lhs, rhs, onto.map(lane), v))
+    }
+}
+
+/// The portable loop on lanes of `T` as a [`Kernel`], for products below [`MIN_WORK`]: compiled
+/// into the instruction set's entry, so each `mul_add` is an instruction rather than a library
+/// call. Row by row, each inner index's products fused onto the row's running sums (`out`
+/// starts at `+0`); with `onto = Some(stored)`, `stored + sum` stored at the end.
+struct Portable<'k, A, T, const RHS_LEFT: bool> {
+    g: Geometry,
+    lhs: MatrixView<'k, A>,
+    rhs: MatrixView<'k, A>,
+    onto: Option<T>,
+    out: &'k mut [T],
+}
+
+impl<A: 'static, T: Lane, const RHS_LEFT: bool> Kernel for Portable<'_, A, T, RHS_LEFT> {
+    #[inline(always)]
+    fn run(self) -> bool {
+        let Portable { g: Geometry { inner, cols, .. }, lhs, rhs, onto, out } = self;
+        for (r, row) in out.chunks_exact_mut(cols.max(1)).enumerate() {
+            for t in 0..inner {
+                let l: T = lane(lhs.at(r, t));
+                for (c, acc) in row.iter_mut().enumerate() {
+                    let x: T = lane(rhs.at(t, c));
+                    *acc = if RHS_LEFT { x.fma(l, *acc) } else { l.fma(x, *acc) };
+                }
+            }
+            if let Some(stored) = onto {
+                for x in row.iter_mut() {
+                    *x = stored + *x;
+                }
+            }
+        }
+        any_nan(out)
     }
 }
 
@@ -270,14 +358,15 @@ pub(super) fn any_nan<T: Lane>(xs: &[T]) -> bool {
     T::any_nan(xs)
 }
 
-/// The instruction set the kernel is compiled for. Only the vector width differs: the same Rust
-/// code runs, each lane performs the same IEEE operations (no FMA is enabled), so every choice
-/// gives the same bits.
+/// The instruction set the kernel is compiled for. Only the vector width and how `mul_add` is
+/// reached differ: the same Rust code runs, each lane performs the same IEEE operations (fused
+/// multiply-adds are one rounding however they are computed), so every choice gives the same
+/// bits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Isa {
     /// The target's baseline (SSE2 on x86-64): `NR` = one 16-byte vector pair.
     Baseline,
-    /// AVX2, detected at run time: 32-byte vectors, twice the columns per register tile.
+    /// AVX2 and FMA, detected at run time: 32-byte vectors, twice the columns per register tile.
     Avx2,
     /// AVX-512F, detected at run time: 64-byte vectors. The tile is 4 rows (not 6): LLVM keeps a
     /// by-value tile of at most 128 lanes in registers, and a 6 × 32 one spilled to memory
@@ -616,8 +705,8 @@ fn block<T: Lane, const MR: usize, const NR: usize, const W: usize, const RHS_LE
     last && (0..nr).any(|i| any_nan(&out[i * cols..][..nc]))
 }
 
-/// The register tile: `acc[i][j] = acc[i][j] + a[t][i] * b[t][j]` for `t` ascending (operands
-/// swapped when `RHS_LEFT`), on a by-value copy the optimiser keeps in registers.
+/// The register tile: `acc[i][j] = mul_add(a[t][i], b[t][j], acc[i][j])` for `t` ascending
+/// (factors swapped when `RHS_LEFT`), on a by-value copy the optimiser keeps in registers.
 #[inline(always)]
 fn tile<T: Lane, const MR: usize, const NR: usize, const W: usize, const RHS_LEFT: bool>(
     a: &[[T; MR]],
@@ -628,8 +717,7 @@ fn tile<T: Lane, const MR: usize, const NR: usize, const W: usize, const RHS_LEF
     for (av, bv) in a.iter().zip(b) {
         for (ci, &ai) in c.iter_mut().zip(av) {
             for (cij, &bj) in ci.iter_mut().zip(bv) {
-                let p = if RHS_LEFT { bj * ai } else { ai * bj };
-                *cij = *cij + p;
+                *cij = if RHS_LEFT { bj.fma(ai, *cij) } else { ai.fma(bj, *cij) };
             }
         }
     }

@@ -101,8 +101,24 @@ macro_rules! float_tests {
                 }
             }
 
-            /// The definition, element by element: `((0 + p0) + p1) + …` with every operation
-            /// strict.
+            /// `x · y + acc` rounded once (the standard library's `mul_add`) with the NaN rule of
+            /// `gemm`'s fused step: `acc`'s NaN (quieted), else `x`'s, else `y`'s, else the
+            /// hardware result.
+            pub(in crate::ops::matmul) fn strict_fma(x: $t, y: $t, acc: $t) -> $t {
+                let quiet = 1 as $bits << ($mant - 1);
+                if acc.is_nan() {
+                    <$t>::from_bits(acc.to_bits() | quiet)
+                } else if x.is_nan() {
+                    <$t>::from_bits(x.to_bits() | quiet)
+                } else if y.is_nan() {
+                    <$t>::from_bits(y.to_bits() | quiet)
+                } else {
+                    x.mul_add(y, acc)
+                }
+            }
+
+            /// The definition, element by element: `fma(l, r, … fma(l, r, +0))` over the inner
+            /// index ascending, every step strict ([`strict_fma`]).
             pub(in crate::ops::matmul) fn strict_gemm<const RHS_LEFT: bool>(
                 m: usize,
                 k: usize,
@@ -118,8 +134,7 @@ macro_rules! float_tests {
                         for t in 0..k {
                             let l = a.data[r * a.rs + t * a.cs];
                             let x = b.data[t * b.rs + c * b.cs];
-                            let p = if RHS_LEFT { strict(x, l, |p, q| p * q) } else { strict(l, x, |p, q| p * q) };
-                            acc = strict(acc, p, |p, q| p + q);
+                            acc = if RHS_LEFT { strict_fma(x, l, acc) } else { strict_fma(l, x, acc) };
                         }
                         v.push(acc);
                     }
@@ -217,8 +232,8 @@ macro_rules! float_tests {
                 );
             }
 
-            /// Two NaNs meeting: the left operand's payload wins (quieted), in every build
-            /// profile and on both paths.
+            /// Two NaNs meeting: the left factor's payload wins (quieted), then the accumulator's,
+            /// in every build profile and on both paths.
             #[test]
             fn nan_payload_rule() {
                 let quiet = 1 as $bits << ($mant - 1);
@@ -228,7 +243,8 @@ macro_rules! float_tests {
                 let (n1, n2, n3) = (nan(1, false), nan(quiet | 2, false), nan(quiet | 3, true));
                 for cols in [1usize, 3, 8, 9, 17, 40] {
                     for rows in [1usize, 7, 130] {
-                        // out[r, c] = (0 + a0 * n2) + 1 * n3 with a0 = n1 (signalling) on every row.
+                        // out[r, c] = fma(1, n3, fma(a0, n2, +0)) with a0 = n1 (signalling) on every row:
+                        // the first step's left factor wins, then the accumulator.
                         let a: Vec<$t> = (0..rows).flat_map(|_| [n1, 1.0]).collect();
                         let b: Vec<$t> = [vec![n2; cols], vec![n3; cols]].concat();
                         let (av, bv) = (MatrixView::row_major(&a, 2), MatrixView::row_major(&b, cols));

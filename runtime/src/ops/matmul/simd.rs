@@ -7,10 +7,12 @@
 //! changes. [`transposing_f32`] and [`transposing_f64`] call the thin kernels written with AVX2
 //! intrinsics (in-register transposes, `thin.rs`), and [`pack_transposed`] the small-product
 //! kernel's packing of a transposed right operand (the same transposes, a copy), which are safe
-//! functions apart from needing the feature. Only `avx2` or `avx512f` is enabled — not `fma` — and Rust never lets LLVM
-//! contract `a * b + c`, so each lane performs exactly the IEEE multiplications and additions of
-//! the portable loop, in the same order: the results are bit-identical (`gemm_tests.rs` and
-//! `thin_tests.rs` compare every path bit for bit).
+//! functions apart from needing the feature. The kernels' products are `mul_add` (and
+//! `_mm256_fmadd_*` in the intrinsic kernels): with `fma` enabled beside `avx2` (AVX-512F
+//! implies it) each is one `vfmadd` instruction, one rounding, as the portable loop's
+//! `Storage::pinned_mul_add` is; Rust never lets LLVM contract a written `a * b + c`, so every
+//! other operation keeps its own rounding. The results are bit-identical to the portable loop's
+//! (`gemm_tests.rs` and `thin_tests.rs` compare every path bit for bit).
 //!
 //! Measured (`cargo bench --bench gemm`): see the crate README's benchmark table.
 
@@ -21,10 +23,10 @@ use super::thin::{self, Thin};
 /// library), `$entry` (runs a kernel built for it, or the baseline build when the CPU lacks it)
 /// and the `#[target_feature]` body it calls.
 macro_rules! isa_entry {
-    ($has:ident, $entry:ident, $body:ident, $feature:tt) => {
-        #[doc = concat!("`true` when the running CPU supports `", $feature, "`.")]
+    ($has:ident, $entry:ident, $body:ident, $feature:tt, $second:tt) => {
+        #[doc = concat!("`true` when the running CPU supports `", $feature, "` and `", $second, "`.")]
         pub(super) fn $has() -> bool {
-            std::is_x86_feature_detected!($feature)
+            std::is_x86_feature_detected!($feature) && std::is_x86_feature_detected!($second)
         }
 
         #[doc = concat!("Runs `k` compiled with `", $feature, "`; the baseline build when the CPU lacks it.")]
@@ -40,21 +42,23 @@ macro_rules! isa_entry {
         }
 
         #[target_feature(enable = $feature)]
+        #[target_feature(enable = $second)]
         fn $body<K: Kernel>(k: K) -> bool {
             k.run()
         }
     };
 }
 
-isa_entry!(has_avx2, run_avx2, run_avx2_body, "avx2");
-isa_entry!(has_avx512, run_avx512, run_avx512_body, "avx512f");
+isa_entry!(has_avx2, run_avx2, run_avx2_body, "avx2", "fma");
+isa_entry!(has_avx512, run_avx512, run_avx512_body, "avx512f", "fma");
 
-/// Runs `f` compiled with AVX-512F or AVX2 when the CPU has it, else as built: for the
+/// Runs `f` compiled with AVX-512F or AVX2 (and FMA) when the CPU has them, else as built: for the
 /// element-wise loops of the pointwise ops (`ops::pointwise`, whose scalar functions — `math`'s
 /// `tanh` kernels among them — inline into `f`), which LLVM then vectorises wider (the `tanh` op's
 /// forward over 4 096 `f32`: 16.2 µs as built, 8.9 µs with AVX2, 4.6 µs with AVX-512F,
 /// `cargo bench --bench math -- op_forward`). The same Rust code and so the same IEEE operations
-/// per element (no `fma` enabled, no contraction): the bits do not depend on the path
+/// per element (these loops call no `mul_add`, and Rust never contracts `a * b + c`, `fma`
+/// enabled or not): the bits do not depend on the path
 /// (`elementwise_paths_agree` below compares every path with the baseline build).
 ///
 /// `f` is a closure or any other [`WideLoop`]: LLVM inlines a closure into the wide body only when
@@ -90,12 +94,12 @@ impl<R, F: FnOnce() -> R> WideLoop for F {
     }
 }
 
-#[target_feature(enable = "avx512f")]
+#[target_feature(enable = "avx512f,fma")]
 fn elementwise_avx512<L: WideLoop>(f: L) -> L::Output {
     f.run()
 }
 
-#[target_feature(enable = "avx2")]
+#[target_feature(enable = "avx2,fma")]
 fn elementwise_avx2<L: WideLoop>(f: L) -> L::Output {
     f.run()
 }

@@ -3,10 +3,9 @@
 //! tile of the packed kernel without its packing and setup.
 //!
 //! Every output element is computed exactly as the portable loop computes it: one accumulator,
-//! starting from `+0`, to which the products `p(r, 0, c)`, `p(r, 1, c)`, … are added in ascending
-//! inner index, each with the portable loop's operand order (`lhs * rhs`, or `rhs * lhs` when
-//! `RHS_LEFT`). The vector lanes hold independent output columns; a sum is never split, the inner
-//! index is never chunked.
+//! starting from `+0`, updated by the fused multiply-adds `acc ← mul_add(lhs[r, t], rhs[t, c],
+//! acc)` in ascending inner index (factors swapped when `RHS_LEFT`). The vector lanes hold
+//! independent output columns; a sum is never split, the inner index is never chunked.
 //!
 //! What the packed kernel does and this path does not:
 //!
@@ -241,8 +240,8 @@ fn pack_columns<A: Scalar, const W: usize>(rhs: MatrixView<'_, A>, c0: usize, in
 /// Columns of a transposed `rhs` packed together ([`pack_columns`]).
 const GROUP: usize = 8;
 
-/// The register tile: `acc[i][j] = acc[i][j] + a(t)[i] * b[t][j]` for `t` ascending from
-/// `acc = +0` (operands swapped when `RHS_LEFT`), `b[t]` being `b[t · b_step..][..W]`.
+/// The register tile: `acc[i][j] = mul_add(a(t)[i], b[t][j], acc[i][j])` for `t` ascending from
+/// `acc = +0` (factors swapped when `RHS_LEFT`), `b[t]` being `b[t · b_step..][..W]`.
 #[inline(always)]
 fn tile<A: 'static, T: Lane, const MR: usize, const W: usize, const RHS_LEFT: bool>(
     inner: usize,
@@ -257,8 +256,7 @@ fn tile<A: 'static, T: Lane, const MR: usize, const W: usize, const RHS_LEFT: bo
         let av = a(t);
         for (ci, &ai) in c.iter_mut().zip(&av) {
             for (cij, &bj) in ci.iter_mut().zip(&bv) {
-                let p = if RHS_LEFT { bj * ai } else { ai * bj };
-                *cij = *cij + p;
+                *cij = if RHS_LEFT { bj.fma(ai, *cij) } else { ai.fma(bj, *cij) };
             }
         }
     }

@@ -248,7 +248,7 @@ macro_rules! small_tests {
                 check::<RHS_LEFT>(c, None).expect("bit-identical");
                 check::<RHS_LEFT>(c, Some(-0.0)).expect("bit-identical onto");
                 if !special {
-                    // The test can tell orders apart: the same products summed from the last
+                    // The test can tell orders apart: the same products fused from the last
                     // inner index down differ somewhere.
                     let reversed: Vec<$bits> = (0..*m)
                         .flat_map(|r| (0..*n).map(move |col| (r, col)))
@@ -256,7 +256,7 @@ macro_rules! small_tests {
                             let mut acc: $t = 0.0;
                             for t in (0..*k).rev() {
                                 let (l, x) = (a.data[r * a.rs + t * a.cs], b.data[t * b.rs + col * b.cs]);
-                                acc += if RHS_LEFT { x * l } else { l * x };
+                                acc = if RHS_LEFT { x.mul_add(l, acc) } else { l.mul_add(x, acc) };
                             }
                             acc.to_bits()
                         })

@@ -6,8 +6,9 @@
 //! row-major, transposed and strided views of adversarial values (`±0`, `±∞`, NaNs with payloads,
 //! quiet and signalling, subnormals, random bit patterns). Each kernel's result, after the NaN
 //! pinning of `gemm` (run only when the kernel reports it may have stored a NaN, as `gemm` does),
-//! must equal the strict definition: `((0 + p0) + p1) + …` with the left operand's NaN winning at
-//! every operation, then `pinned_add(stored, element)` for `gemm_onto`.
+//! must equal the strict definition: `fma(l, r, … fma(l, r, +0))` with the fused step's NaN rule
+//! (the accumulator's NaN, else the left factor's, else the right one's) at every step, then
+//! `pinned_add(stored, element)` for `gemm_onto`.
 
 use super::fast::{fast_gemm_on, pin_nans, Isa};
 use super::gemm_tests::{layout, StridedMatrix};

@@ -65,8 +65,8 @@ impl<A: 'static, T: Lane, const W1: usize, const WG: usize, const V: usize, cons
 }
 
 /// Appends output row `j` (`out[.., j]`, `m` contiguous) of a product with few inner indices:
-/// `0 + p(0)` appended for the whole row, then `+ p(t)` for each further `t` in place (all in L1),
-/// then `stored +` for `gemm_onto`; whether a NaN was stored.
+/// `mul_add(a, b(0), +0)` appended for the whole row, then `mul_add(a, b(t), ·)` for each further
+/// `t` in place (all in L1), then `stored +` for `gemm_onto`; whether a NaN was stored.
 #[inline(always)]
 fn short_row<A: 'static, T: Lane, const B_LEFT: bool>(
     p: &Thin<'_, A>,
@@ -78,19 +78,19 @@ fn short_row<A: 'static, T: Lane, const B_LEFT: bool>(
         return false;
     }
     let start = v.len();
-    let product = |x: T, bt: T| if B_LEFT { bt * x } else { x * bt };
+    let fused = |x: T, bt: T, acc: T| if B_LEFT { bt.fma(x, acc) } else { x.fma(bt, acc) };
     if p.k == 0 {
         v.resize(start + p.m, T::ZERO);
     } else {
         let b0: T = lane(p.b.at(0, j));
-        v.extend(p.a.data[..p.m].iter().map(|x| T::ZERO + product(lane(x), b0)));
+        v.extend(p.a.data[..p.m].iter().map(|x| fused(lane(x), b0, T::ZERO)));
     }
     let row = &mut v[start..];
     for t in 1..p.k {
         let bt: T = lane(p.b.at(t, j));
         let column = &p.a.data[t * p.a.col_stride..][..p.m];
         for (o, x) in row.iter_mut().zip(column) {
-            *o = *o + product(lane(x), bt);
+            *o = fused(lane(x), bt, *o);
         }
     }
     if let Some(stored) = onto {
@@ -126,8 +126,8 @@ fn columns<A: 'static, T: Lane, const W: usize, const V: usize, const NJ: usize,
     nan
 }
 
-/// Outputs `m0..m0 + live` (`live ≤ W`) of columns `j0..j0 + NJ`: `acc = acc + a[m, t] · b[t, j]`
-/// for `t` ascending, then stored (`stored + acc` for `gemm_onto`); whether a NaN may have been
+/// Outputs `m0..m0 + live` (`live ≤ W`) of columns `j0..j0 + NJ`: `acc = mul_add(a[m, t], b[t, j],
+/// acc)` for `t` ascending, then stored (`stored + acc` for `gemm_onto`); whether a NaN may have been
 /// stored (dropped lanes included).
 #[inline(always)]
 fn block<A: 'static, T: Lane, const W: usize, const NJ: usize, const B_LEFT: bool>(
@@ -151,8 +151,7 @@ fn block<A: 'static, T: Lane, const W: usize, const NJ: usize, const B_LEFT: boo
         for (g, row) in acc.iter_mut().enumerate() {
             let bj: T = lane(p.b.at(t, j0 + g));
             for (s, &x) in row.iter_mut().zip(&av) {
-                let product = if B_LEFT { bj * x } else { x * bj };
-                *s = *s + product;
+                *s = if B_LEFT { bj.fma(x, *s) } else { x.fma(bj, *s) };
             }
         }
     }
@@ -192,8 +191,7 @@ pub(super) fn tail_rows<A: 'static, T: Lane, const B_LEFT: bool>(
             let mut s = T::ZERO;
             for t in 0..p.k {
                 let (x, y): (T, T) = (lane(p.a.at(m, t)), lane(p.b.at(t, j)));
-                let product = if B_LEFT { y * x } else { x * y };
-                s = s + product;
+                s = if B_LEFT { y.fma(x, s) } else { x.fma(y, s) };
             }
             let s = match onto {
                 Some(stored) => stored + s,

@@ -4,13 +4,13 @@
 //! rows) or a short inner dimension (an outer product, `inner == 1`).
 //!
 //! Every output element is computed exactly as the portable loop computes it: one accumulator,
-//! starting from `+0`, to which the products `p(0)`, `p(1)`, … are added in ascending inner index,
-//! each product with the portable loop's operand order. The vector lanes hold *independent
+//! starting from `+0`, updated by the fused multiply-adds of `t = 0, 1, …` in ascending inner
+//! index, each with the portable loop's factor order. The vector lanes hold *independent
 //! outputs* of the long side; a sum is never split.
 //!
 //! A thin product is seen from the side it vectorises ([`Thin`]):
-//! `out[m, j] = ((0 + p(m, 0, j)) + p(m, 1, j)) + …` for `m < M` (the long side, across the lanes)
-//! and `j < N`, with `p(m, t, j) = a[m, t] · b[t, j]`, or `b[t, j] · a[m, t]` when `B_LEFT`:
+//! `out[m, j] = mul_add(a[m, k-1], b[k-1, j], … mul_add(a[m, 0], b[0, j], +0))` for `m < M` (the
+//! long side, across the lanes) and `j < N`, the factors `b[t, j], a[m, t]` when `B_LEFT`:
 //!
 //! * **across rows** (`cols ≤ 8`): `a = lhs`, `b = rhs`, `out[m, j]` is `out[m · cols + j]`;
 //! * **across columns** (`rows ≤ 8`, or `inner ≤ 8`): `a = rhsᵀ`, `b = lhsᵀ`, `out[m, j]` is
@@ -20,22 +20,23 @@
 //! Two kernels, chosen by the layout of `a`:
 //!
 //! * **direct** — `a` is contiguous along `m` (a column of a transposed view, a row of a row-major
-//!   `rhs`): for each `t`, one vector load of `a[m.., t]`, a multiplication by the broadcast
-//!   `b[t, j]` and an addition into accumulators held in registers (several vectors, so that the
-//!   latency of each sum's additions overlaps with the others');
+//!   `rhs`): for each `t`, one vector load of `a[m.., t]` and a fused multiply-add with the
+//!   broadcast `b[t, j]` into accumulators held in registers (several vectors, so that the
+//!   latency of each chain overlaps with the others');
 //! * **transposing** — `a` is contiguous along `t` (a row-major `lhs` in `W · x`): the lanes need
 //!   `a[m.., t]`, a column of what memory holds as rows. With AVX2, blocks of 8 rows × 8 inner
-//!   indices (`f32`; 4 × 4 for `f64`) are transposed in registers; for one column of `b` the
-//!   products are formed before the transpose (`a[m, t..t+8] · b[t..t+8, j]`: each is one IEEE
-//!   multiplication, whatever lane it is in) and the transposed products are added in ascending
-//!   `t`. The baseline build packs `a` transposed (into a reused per-thread buffer) and runs the
-//!   direct kernel on it; so does an `a` with no unit stride, for a short inner dimension.
+//!   indices (`f32`; 4 × 4 for `f64`) are transposed in registers, and each transposed vector
+//!   `a[m..m+8, t]` is fused with the broadcast `b[t, j]` in ascending `t` (a fused step cannot
+//!   be split into a product formed before the transpose and an addition after it). The baseline
+//!   build packs `a` transposed (into a reused per-thread buffer) and runs the direct kernel on
+//!   it; so does an `a` with no unit stride, for a short inner dimension.
 //!   This is the one thin case bound by shuffles: ~0.45 µs for 64 × 64 × 1 on Zen 4 (~18 GFLOP/s;
 //!   a transpose with 512-bit vectors or 128-bit loads merged into 256-bit ones measured no
 //!   faster), against ~0.19 µs for the direct kernel on the same sizes.
 //!
 //! With few inner indices (an outer product) and contiguous output rows, the direct kernel writes
-//! each output row in passes over it (`0 + p(0)` appended, then `+ p(t)` in place, in L1).
+//! each output row in passes over it (`mul_add(…, +0)` appended, then one fused pass per `t` in
+//! place, in L1).
 //!
 //! AVX-512 CPUs run the AVX2 builds (measured faster on the one we have, which splits 64-byte
 //! vectors in two). With [`gemm_onto`](super::gemm_onto) the final store writes `stored + sum`.

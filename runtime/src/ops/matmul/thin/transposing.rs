@@ -13,33 +13,34 @@ mod f32x8 {
     pub(super) const L: usize = 8;
 
     #[inline]
-    #[target_feature(enable = "avx2")]
+    #[target_feature(enable = "avx2,fma")]
     pub(super) fn zero() -> V {
         _mm256_setzero_ps()
     }
     #[inline]
-    #[target_feature(enable = "avx2")]
+    #[target_feature(enable = "avx2,fma")]
     pub(super) fn splat(x: T) -> V {
         _mm256_set1_ps(x)
     }
     #[inline]
-    #[target_feature(enable = "avx2")]
+    #[target_feature(enable = "avx2,fma")]
     pub(super) fn add(a: V, b: V) -> V {
         _mm256_add_ps(a, b)
     }
     #[inline]
-    #[target_feature(enable = "avx2")]
-    pub(super) fn mul(a: V, b: V) -> V {
-        _mm256_mul_ps(a, b)
+    #[target_feature(enable = "avx2,fma")]
+    /// `a · b + c` fused (one rounding).
+    pub(super) fn fma(a: V, b: V, c: V) -> V {
+        _mm256_fmadd_ps(a, b, c)
     }
     /// The vector of `x` (from consecutive elements, one vector load).
     #[inline]
-    #[target_feature(enable = "avx2")]
+    #[target_feature(enable = "avx2,fma")]
     pub(super) fn set(x: [T; L]) -> V {
         _mm256_setr_ps(x[0], x[1], x[2], x[3], x[4], x[5], x[6], x[7])
     }
     #[inline]
-    #[target_feature(enable = "avx2")]
+    #[target_feature(enable = "avx2,fma")]
     pub(super) fn to_array(v: V) -> [T; L] {
         let (lo, hi) = (_mm256_castps256_ps128(v), _mm256_extractf128_ps::<1>(v));
         [
@@ -56,7 +57,7 @@ mod f32x8 {
     /// Lane `i` of result `t` is lane `t` of `r[i]`: pairs interleaved, then quadruples, then
     /// 128-bit halves.
     #[inline]
-    #[target_feature(enable = "avx2")]
+    #[target_feature(enable = "avx2,fma")]
     pub(super) fn transpose(r: [V; L]) -> [V; L] {
         let t0 = _mm256_unpacklo_ps(r[0], r[1]);
         let t1 = _mm256_unpackhi_ps(r[0], r[1]);
@@ -97,33 +98,34 @@ mod f64x4 {
     pub(super) const L: usize = 4;
 
     #[inline]
-    #[target_feature(enable = "avx2")]
+    #[target_feature(enable = "avx2,fma")]
     pub(super) fn zero() -> V {
         _mm256_setzero_pd()
     }
     #[inline]
-    #[target_feature(enable = "avx2")]
+    #[target_feature(enable = "avx2,fma")]
     pub(super) fn splat(x: T) -> V {
         _mm256_set1_pd(x)
     }
     #[inline]
-    #[target_feature(enable = "avx2")]
+    #[target_feature(enable = "avx2,fma")]
     pub(super) fn add(a: V, b: V) -> V {
         _mm256_add_pd(a, b)
     }
     #[inline]
-    #[target_feature(enable = "avx2")]
-    pub(super) fn mul(a: V, b: V) -> V {
-        _mm256_mul_pd(a, b)
+    #[target_feature(enable = "avx2,fma")]
+    /// `a · b + c` fused (one rounding).
+    pub(super) fn fma(a: V, b: V, c: V) -> V {
+        _mm256_fmadd_pd(a, b, c)
     }
     /// The vector of `x` (from consecutive elements, one vector load).
     #[inline]
-    #[target_feature(enable = "avx2")]
+    #[target_feature(enable = "avx2,fma")]
     pub(super) fn set(x: [T; L]) -> V {
         _mm256_setr_pd(x[0], x[1], x[2], x[3])
     }
     #[inline]
-    #[target_feature(enable = "avx2")]
+    #[target_feature(enable = "avx2,fma")]
     pub(super) fn to_array(v: V) -> [T; L] {
         let (lo, hi) = (_mm256_castpd256_pd128(v), _mm256_extractf128_pd::<1>(v));
         [
@@ -135,7 +137,7 @@ mod f64x4 {
     }
     /// Lane `i` of result `t` is lane `t` of `r[i]`: pairs interleaved, then 128-bit halves.
     #[inline]
-    #[target_feature(enable = "avx2")]
+    #[target_feature(enable = "avx2,fma")]
     pub(super) fn transpose(r: [V; L]) -> [V; L] {
         let t0 = _mm256_unpacklo_pd(r[0], r[1]);
         let t1 = _mm256_unpackhi_pd(r[0], r[1]);
@@ -156,13 +158,13 @@ mod f64x4 {
 macro_rules! transposing_avx2 {
     ($module:ident, $lanes:ident, $single:literal, $grouped:literal) => {
         mod $module {
-            use super::$lanes::{add, mul, set, splat, to_array, transpose, zero, L, T, V};
+            use super::$lanes::{add, fma, set, splat, to_array, transpose, zero, L, T, V};
             use super::{tail_rows, Thin, GROUP};
             use crate::ops::matmul::fast::lane;
 
             /// The transposing kernel (`a` contiguous along `t`; see the [module docs](super));
             /// whether it may have stored a NaN.
-            #[target_feature(enable = "avx2")]
+            #[target_feature(enable = "avx2,fma")]
             pub(in crate::ops::matmul) fn kernel<A: 'static, const B_LEFT: bool>(
                 p: &Thin<'_, A>,
                 onto: Option<T>,
@@ -175,20 +177,20 @@ macro_rules! transposing_avx2 {
                     let mut m0 = 0;
                     if nj == GROUP {
                         while m0 + $grouped * L <= whole {
-                            nan |= grouped::<A, $grouped, B_LEFT>(p, m0, j, onto, out);
+                            nan |= grouped::<A, $grouped, GROUP, B_LEFT>(p, m0, j, onto, out);
                             m0 += $grouped * L;
                         }
                         while m0 < whole {
-                            nan |= grouped::<A, 1, B_LEFT>(p, m0, j, onto, out);
+                            nan |= grouped::<A, 1, GROUP, B_LEFT>(p, m0, j, onto, out);
                             m0 += L;
                         }
                     } else {
                         while m0 + $single * L <= whole {
-                            nan |= single::<A, $single, B_LEFT>(p, m0, j, onto, out);
+                            nan |= grouped::<A, $single, 1, B_LEFT>(p, m0, j, onto, out);
                             m0 += $single * L;
                         }
                         while m0 < whole {
-                            nan |= single::<A, 1, B_LEFT>(p, m0, j, onto, out);
+                            nan |= grouped::<A, 1, 1, B_LEFT>(p, m0, j, onto, out);
                             m0 += L;
                         }
                     }
@@ -209,29 +211,9 @@ macro_rules! transposing_avx2 {
                 }
             }
 
-            /// The products `a[m + i, c · L + t] · x[t]` (`x · a` when `B_LEFT`), transposed: vector
-            /// `t` holds them for the rows `m..m + L`.
-            #[inline]
-            #[target_feature(enable = "avx2")]
-            fn products<A: 'static, const B_LEFT: bool>(p: &Thin<'_, A>, m: usize, c: usize, x: V) -> [V; L] {
-                // `a[m + i, c · L .. c · L + L]` for `i < L`, one vector per row, written out here
-                // rather than called: as an `#[inline]` function LLVM stopped inlining it (which
-                // halved the matrix–vector speed), and `#[inline(always)]` cannot go with
-                // `#[target_feature]`. Addresses are computed, not loaded: a table of row slices in
-                // memory made the loads wait on the stores of the accumulators.
-                let (rs, t) = (p.a.row_stride, c * L);
-                let mut r = [zero(); L];
-                for (i, v) in r.iter_mut().enumerate() {
-                    let chunk = &p.a.data[(m + i) * rs + t..][..L];
-                    let row = set(core::array::from_fn(|q| lane(&chunk[q])));
-                    *v = if B_LEFT { mul(x, row) } else { mul(row, x) };
-                }
-                transpose(r)
-            }
-
             /// `a[m..m + L, t]`, gathered (the inner indices after whole chunks).
             #[inline]
-            #[target_feature(enable = "avx2")]
+            #[target_feature(enable = "avx2,fma")]
             fn column<A: 'static>(p: &Thin<'_, A>, m: usize, t: usize) -> V {
                 set(core::array::from_fn(|i| lane(p.a.at(m + i, t))))
             }
@@ -239,7 +221,7 @@ macro_rules! transposing_avx2 {
             /// Stores outputs `m..m + L` of columns `j0..j0 + acc.len()` (`stored + acc` for
             /// `gemm_onto`); whether one is a NaN.
             #[inline]
-            #[target_feature(enable = "avx2")]
+            #[target_feature(enable = "avx2,fma")]
             fn store<A: 'static>(
                 p: &Thin<'_, A>,
                 acc: &[V],
@@ -268,62 +250,34 @@ macro_rules! transposing_avx2 {
                 nan
             }
 
-            /// One column `j`, `NB` blocks of `L` rows from `m0`: the products
-            /// `a[m, t..t + L] · b[t..t + L, j]` are formed along each row, transposed, and
-            /// added in ascending `t`.
+            /// `NJ` columns from `j0`, `NB` blocks of `L` rows from `m0`: each `L × L` block of `a`
+            /// is transposed once in registers (vector `t` holds `a[m..m + L, t]`) and fused with
+            /// the broadcast `b[t, j]` of every column, `t` ascending.
             #[inline(never)] // one copy per shape of the loops, not one per call site
-            #[target_feature(enable = "avx2")]
-            fn single<A: 'static, const NB: usize, const B_LEFT: bool>(
-                p: &Thin<'_, A>,
-                m0: usize,
-                j: usize,
-                onto: Option<T>,
-                out: &mut [T],
-            ) -> bool {
-                let mut acc = [zero(); NB];
-                for c in 0..p.k / L {
-                    let x = set(b_chunk(p, c, j));
-                    for (blk, s) in acc.iter_mut().enumerate() {
-                        for col in products::<A, B_LEFT>(p, m0 + blk * L, c, x) {
-                            *s = add(*s, col);
-                        }
-                    }
-                }
-                for t in p.k - p.k % L..p.k {
-                    let x = splat(lane(p.b.at(t, j)));
-                    for (blk, s) in acc.iter_mut().enumerate() {
-                        let col = column(p, m0 + blk * L, t);
-                        *s = add(*s, if B_LEFT { mul(x, col) } else { mul(col, x) });
-                    }
-                }
-                let mut nan = false;
-                for (blk, s) in acc.iter().enumerate() {
-                    nan |= store(p, core::slice::from_ref(s), m0 + blk * L, j, onto, out);
-                }
-                nan
-            }
-
-            /// [`GROUP`] columns from `j0`, `NB` blocks of `L` rows from `m0`: each block of `a`
-            /// is transposed once and multiplied by the broadcast `b[t, j]` of every column.
-            #[inline(never)] // one copy per shape of the loops, not one per call site
-            #[target_feature(enable = "avx2")]
-            fn grouped<A: 'static, const NB: usize, const B_LEFT: bool>(
+            #[target_feature(enable = "avx2,fma")]
+            fn grouped<A: 'static, const NB: usize, const NJ: usize, const B_LEFT: bool>(
                 p: &Thin<'_, A>,
                 m0: usize,
                 j0: usize,
                 onto: Option<T>,
                 out: &mut [T],
             ) -> bool {
-                let mut acc = [[zero(); GROUP]; NB];
+                let fused = |x: V, b: V, s: V| if B_LEFT { fma(b, x, s) } else { fma(x, b, s) };
+                let mut acc = [[zero(); NJ]; NB];
                 for c in 0..p.k / L {
-                    let mut bs = [[zero(); L]; GROUP];
+                    let mut bs = [[zero(); L]; NJ];
                     for (g, bg) in bs.iter_mut().enumerate() {
                         for (x, v) in bg.iter_mut().zip(b_chunk(p, c, j0 + g)) {
                             *x = splat(v);
                         }
                     }
                     for (blk, sb) in acc.iter_mut().enumerate() {
-                        // The rows, as in `products` (written out for the same reason).
+                        // `a[m + i, c · L .. c · L + L]` for `i < L`, one vector per row, written
+                        // out here rather than called: as an `#[inline]` function LLVM stopped
+                        // inlining it (which halved the matrix–vector speed), and
+                        // `#[inline(always)]` cannot go with `#[target_feature]`. Addresses are
+                        // computed, not loaded: a table of row slices in memory made the loads wait
+                        // on the stores of the accumulators.
                         let (rs, t, m) = (p.a.row_stride, c * L, m0 + blk * L);
                         let mut rows = [zero(); L];
                         for (i, v) in rows.iter_mut().enumerate() {
@@ -333,7 +287,7 @@ macro_rules! transposing_avx2 {
                         let cols = transpose(rows);
                         for (s, bg) in sb.iter_mut().zip(&bs) {
                             for (&ct, &bt) in cols.iter().zip(bg) {
-                                *s = add(*s, if B_LEFT { mul(bt, ct) } else { mul(ct, bt) });
+                                *s = fused(ct, bt, *s);
                             }
                         }
                     }
@@ -342,8 +296,7 @@ macro_rules! transposing_avx2 {
                     for (blk, sb) in acc.iter_mut().enumerate() {
                         let c = column(p, m0 + blk * L, t);
                         for (g, s) in sb.iter_mut().enumerate() {
-                            let x = splat(lane(p.b.at(t, j0 + g)));
-                            *s = add(*s, if B_LEFT { mul(x, c) } else { mul(c, x) });
+                            *s = fused(c, splat(lane(p.b.at(t, j0 + g))), *s);
                         }
                     }
                 }
@@ -374,7 +327,7 @@ pub(in crate::ops::matmul) use {avx2_f32::kernel as transposing_f32_avx2, avx2_f
 #[cfg(target_arch = "x86_64")]
 macro_rules! pack_transposed_avx2 {
     ($name:ident, $lanes:ident) => {
-        #[target_feature(enable = "avx2")]
+        #[target_feature(enable = "avx2,fma")]
         pub(in crate::ops::matmul) fn $name<A: 'static>(
             columns: &[&[A]],
             inner: usize,
