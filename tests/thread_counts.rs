@@ -4,7 +4,9 @@
 //! and pointwise loops are split over threads even at these small sizes, and independent work
 //! (a forward level's nodes, a product's two VJP products) runs at the same time
 //! (`parallel::set_min_work(0)`, `parallel::set_min_pointwise_work(0)`,
-//! `parallel::set_min_node_work(0)`; the splits move work, never a result).
+//! `parallel::set_min_node_work(0)`; the splits move work, never a result). The same step called
+//! from a thread outside every pool (which becomes a worker of a caller pool of the global pool's
+//! size) gives the same bits too.
 #![allow(clippy::unwrap_used)]
 
 mod floats;
@@ -48,6 +50,11 @@ fn check<A: TestFloat>(pools: &[parallel::ThreadPool]) {
         for (k, pool) in pools.iter().enumerate().skip(1) {
             assert!(pool.install(|| step::<A>(salt)) == one, "salt {salt}: {} threads differ from one", k + 1);
         }
+        // From a thread outside every pool, as a user's loop calls it: the thread becomes a
+        // worker of a caller pool of the global pool's size (twice: the second run is on it).
+        let caller = std::thread::spawn(move || [step::<A>(salt), step::<A>(salt)]).join().unwrap();
+        let threads = parallel::threads();
+        assert!(caller.iter().all(|c| *c == one), "salt {salt}: a caller thread ({threads} threads) differs from one");
     }
 }
 

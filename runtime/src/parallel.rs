@@ -19,6 +19,11 @@
 //! [`DEFAULT_KEEP_AWAKE`]) instead of sleeping, so a model's splits, tens of microseconds apart,
 //! do not each pay for waking a thread (see the `awake` module's docs).
 //!
+//! A pass or program step called from a thread outside every pool (a training loop on the
+//! program's main thread) makes that thread a worker of a pool of its own, of the global pool's
+//! size, the first time: its splits then cost what they cost inside a pool, with no hand-off per
+//! split and none per call (see the `caller` module's docs and [`MAX_CALLER_POOLS`]).
+//!
 //! Small work stays on the calling thread: a product is split only when it has at least
 //! [`min_work`] multiply-adds (default [`DEFAULT_MIN_WORK`], measured: see its docs), a batched
 //! product over its items when all of them together have (and, with fewer items than threads,
@@ -37,9 +42,12 @@ use core::sync::atomic::{AtomicUsize, Ordering};
 pub use rayon::{ThreadPool, ThreadPoolBuildError};
 
 mod awake;
+mod caller;
 
 pub use awake::{keep_awake, set_keep_awake, DEFAULT_KEEP_AWAKE};
 pub(crate) use awake::{part, split};
+pub(crate) use caller::entered;
+pub use caller::MAX_CALLER_POOLS;
 
 /// The default of [`min_work`]: `2^18` multiply-adds (a 64 × 64 × 64 product). Measured with
 /// `cargo bench --bench gemm -- threads` on a 2-core machine: 256³ runs 1.32× faster on two

@@ -238,6 +238,18 @@ impl<A: Scalar, D: Sync + 'static, G, O, Br> Program<A, D, G, O, Br> {
         if let Some(e) = &self.build_error {
             return Err(e.clone());
         }
+        // On a pool's thread: a caller outside every pool becomes one of its own.
+        crate::parallel::entered(|| self.run_here(inputs, data, pass, seed))
+    }
+
+    /// [`run`](Self::run) on the current thread.
+    fn run_here(
+        &mut self,
+        inputs: &mut Pack<A, G>,
+        data: &D,
+        pass: Pass,
+        seed: impl FnOnce(&mut ProgramState<A>, &[usize]) -> Result<(), Error>,
+    ) -> Result<(), Error> {
         let n_in = self.graph.num_inputs();
         let plan = self.plan.memory;
         let state = if self.graph.run_time_dims().is_empty() {

@@ -250,10 +250,12 @@ impl<'g, A: Scalar, D: Sync + 'static> RawSavedGraph<'g, A, D> {
     pub fn compile(graph: &'g RawGraph<A, D>, inputs: Vec<RawTensor<A>>, data: D) -> Result<Self, Error> {
         // For a graph with run-time dims: their sizes bound from the inputs and data, and every
         // node's dims recomputed for them (else the declared dims, the inputs checked against them).
-        let dims = graph.bound_dims(&inputs, &data)?;
-        let mut values = inputs;
-        forward::run(graph, &dims, &mut values, &data)?;
-        Ok(RawSavedGraph { graph, dims, values, data })
+        crate::parallel::entered(|| {
+            let dims = graph.bound_dims(&inputs, &data)?;
+            let mut values = inputs;
+            forward::run(graph, &dims, &mut values, &data)?;
+            Ok(RawSavedGraph { graph, dims, values, data })
+        })
     }
 }
 
@@ -308,10 +310,13 @@ impl<'g, A: Scalar, D: 'static> RawSavedGraph<'g, A, D> {
         })
     }
 
-    /// Runs `f` on the loops' view of this execution (its graph bound to its data).
+    /// Runs `f` on the loops' view of this execution (its graph bound to its data), on a pool's
+    /// thread (`parallel::entered`: a caller outside every pool becomes one of its own).
     pub(super) fn with_view<R>(&self, f: impl FnOnce(View<'_, A>) -> R) -> R {
-        let bound = Bound { graph: self.graph, data: &self.data };
-        f(View::bound(&bound, &self.dims, &self.values))
+        crate::parallel::entered(|| {
+            let bound = Bound { graph: self.graph, data: &self.data };
+            f(View::bound(&bound, &self.dims, &self.values))
+        })
     }
 
     /// §3 `backprop_all_dense`: the reference. `seeds` has one tensor per position (Γ ++ ss).
