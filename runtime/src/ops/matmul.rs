@@ -127,7 +127,7 @@ pub fn gemm<A: Scalar + Mul<Output = A>, const RHS_LEFT: bool>(
     rhs: MatrixView<'_, A>,
     out: &mut Vec<A>,
 ) {
-    gemm_into::<A, RHS_LEFT>(rows, inner, cols, lhs, rhs, None, out);
+    crate::parallel::entered(|| gemm_into::<A, RHS_LEFT>(rows, inner, cols, lhs, rhs, None, out));
 }
 
 /// [`gemm`] added onto a uniform: appends `A::pinned_add(stored.clone(), element)` for every
@@ -169,7 +169,7 @@ pub fn gemm_onto<A: Scalar + Mul<Output = A>, const RHS_LEFT: bool>(
     stored: &A,
     out: &mut Vec<A>,
 ) {
-    gemm_into::<A, RHS_LEFT>(rows, inner, cols, lhs, rhs, Some(stored), out);
+    crate::parallel::entered(|| gemm_into::<A, RHS_LEFT>(rows, inner, cols, lhs, rhs, Some(stored), out));
 }
 
 /// [`gemm`] (`onto = None`) or [`gemm_onto`]: a fast kernel when there is one (the epilogue

@@ -38,9 +38,12 @@ impl Permute {
     }
 }
 
-/// Permuting `x` (dims `d`) by `perm` (already checked): the output dims and a reader giving
-/// output element `o`.
-fn permuted<'x, A: Clone>(x: &'x [A], d: Dims, perm: &[usize]) -> (Dims, impl Fn(usize) -> A + 'x) {
+/// Appends `x` (dims `d`) with its axes permuted by `perm` (already checked) to `out` and
+/// returns the output dims. Output axes that stay adjacent in `x` are merged, so the innermost
+/// merged axis is one run: a copy of contiguous elements when its step in `x` is 1 (an
+/// attention head split `[b, t, h, d] → [b, h, t, d]` copies runs of `d`), else a strided gather;
+/// the outer axes advance as an odometer (no division per element). Copies only, no arithmetic.
+pub(super) fn permute_into<A: Clone>(x: &[A], d: Dims, perm: &[usize], out: &mut Vec<A>) -> Dims {
     let src = d.as_slice();
     let mut strides = [0; MAX_RANK];
     let mut acc = 1;
@@ -48,36 +51,75 @@ fn permuted<'x, A: Clone>(x: &'x [A], d: Dims, perm: &[usize]) -> (Dims, impl Fn
         strides[k] = acc;
         acc *= src[k];
     }
-    let (mut out, mut step) = ([0; MAX_RANK], [0; MAX_RANK]);
-    for (k, &p) in perm.iter().enumerate() {
-        out[k] = src[p];
-        step[k] = strides[p];
-    }
     let rank = perm.len();
-    let dims = Dims::new(&out[..rank]).expect("a permutation keeps the rank");
-    let read = move |mut o: usize| {
-        let mut j = 0;
-        for k in (0..rank).rev() {
-            j += (o % out[k]) * step[k];
-            o /= out[k];
+    let mut lens = [0; MAX_RANK];
+    for (k, &p) in perm.iter().enumerate() {
+        lens[k] = src[p];
+    }
+    let dims = Dims::new(&lens[..rank]).expect("a permutation keeps the rank");
+    if dims.numel() == 0 {
+        return dims;
+    }
+    // The output axes as (length, step in `x`), outermost first, size-1 axes dropped and an
+    // axis merged into the one before it when the two are contiguous in `x`.
+    let mut axes = [(0usize, 0usize); MAX_RANK];
+    let mut m = 0;
+    for (k, &p) in perm.iter().enumerate() {
+        let (len, step) = (lens[k], strides[p]);
+        if len == 1 {
+            continue;
         }
-        x[j].clone()
-    };
-    (dims, read)
+        if m > 0 && axes[m - 1].1 == step * len {
+            axes[m - 1] = (axes[m - 1].0 * len, step);
+        } else {
+            axes[m] = (len, step);
+            m += 1;
+        }
+    }
+    if m == 0 {
+        out.push(x[0].clone());
+        return dims;
+    }
+    out.reserve(dims.numel());
+    let (run, run_step) = axes[m - 1];
+    let outer = &axes[..m - 1];
+    let mut at = [0usize; MAX_RANK];
+    let mut base = 0;
+    loop {
+        if run_step == 1 {
+            out.extend_from_slice(&x[base..base + run]);
+        } else {
+            out.extend(x[base..].iter().step_by(run_step).take(run).cloned());
+        }
+        let mut k = outer.len();
+        loop {
+            if k == 0 {
+                return dims;
+            }
+            k -= 1;
+            at[k] += 1;
+            base += outer[k].1;
+            if at[k] < outer[k].0 {
+                break;
+            }
+            base -= outer[k].1 * outer[k].0;
+            at[k] = 0;
+        }
+    }
 }
 
 /// `x` with its axes permuted by `perm`, appended to `out`: the body `crate::compiled`
 /// instantiates for `f32` and `f64` (a model's crate calls it through the table).
 pub(crate) fn forward_body<A: Scalar>(x: &RawTensor<A>, perm: &[usize], out: &mut Vec<A>) {
-    let (d, read) = permuted(x.data(), x.dims(), perm);
-    out.extend((0..d.numel()).map(read));
+    permute_into(x.data(), x.dims(), perm, out);
 }
 
 /// The contribution tensor of the operand: the cotangent `g` permuted back by `inverse` (its
 /// buffer from the arena `c`): the body `crate::compiled` instantiates for `f32` and `f64`.
 pub(crate) fn vjp_body<A: Scalar>(g: &RawTensor<A>, inverse: &[usize], c: &mut Contributions<A>) -> RawTensor<A> {
-    let (d, read) = permuted(g.data(), g.dims(), inverse);
-    c.tensor(d, read)
+    let mut v = c.buffer_for(g.dims().numel());
+    let d = permute_into(g.data(), g.dims(), inverse, &mut v);
+    RawTensor::from_parts(d, v)
 }
 
 impl<A: Scalar, D> CompactOp<A, D> for Permute {
@@ -173,6 +215,61 @@ mod tests {
         assert_eq!(t[0].dims(), x.dims());
         let back = forward(Permute::new(0, &perm), &t);
         assert_eq!(bits(&back), bits(&g));
+    }
+
+    /// Every permutation of every shape of rank ≤ 4 with axes of 0 to 3 elements: the runs and
+    /// odometer of `permute_into` give element `o` of the output as the definition does
+    /// (`y[i] = x[j]` with `j[perm[k]] = i_k`, read off `o` by division).
+    #[test]
+    fn merged_runs_follow_the_definition() {
+        fn perms(n: usize) -> Vec<Vec<usize>> {
+            if n == 0 {
+                return vec![vec![]];
+            }
+            let mut all = Vec::new();
+            for p in perms(n - 1) {
+                for at in 0..n {
+                    let mut q = p.clone();
+                    q.insert(at, n - 1);
+                    all.push(q);
+                }
+            }
+            all
+        }
+        let mut shapes = vec![vec![]];
+        for _ in 0..4 {
+            let longer: Vec<Vec<usize>> =
+                shapes.iter().flat_map(|s: &Vec<usize>| (0..4).map(move |n| [s.clone(), vec![n]].concat())).collect();
+            shapes.extend(longer.into_iter().filter(|s| s.len() <= 4));
+            shapes.sort();
+            shapes.dedup();
+        }
+        for shape in shapes {
+            let d = dims(&shape);
+            let x: Vec<u32> = (0..d.numel() as u32).collect();
+            let mut strides = vec![1; shape.len()];
+            for k in (0..shape.len().saturating_sub(1)).rev() {
+                strides[k] = strides[k + 1] * shape[k + 1];
+            }
+            for perm in perms(shape.len()) {
+                let mut out = vec![7];
+                let y = permute_into(&x, d, &perm, &mut out);
+                let lens: Vec<usize> = perm.iter().map(|&p| shape[p]).collect();
+                assert_eq!(y.as_slice(), &lens[..]);
+                let want: Vec<u32> = (0..y.numel())
+                    .map(|mut o| {
+                        let mut j = 0;
+                        for k in (0..perm.len()).rev() {
+                            j += (o % lens[k]) * strides[perm[k]];
+                            o /= lens[k];
+                        }
+                        x[j]
+                    })
+                    .collect();
+                assert_eq!(out[0], 7, "appends");
+                assert_eq!(&out[1..], &want[..], "shape {shape:?}, perm {perm:?}");
+            }
+        }
     }
 
     #[test]

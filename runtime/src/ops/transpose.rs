@@ -23,9 +23,10 @@ impl Transpose {
     }
 }
 
-/// `out[j * rows + i] = x[i * cols + j]`.
-fn transposed<A: Clone>(x: &[A], rows: usize, cols: usize) -> impl Fn(usize) -> A + '_ {
-    move |o| x[(o % rows) * cols + o / rows].clone()
+/// `x` transposed (`out[j * rows + i] = x[i * cols + j]` for `x` of dims `d`), appended to
+/// `out`: `permute(x, [1, 0])`'s copy (each output row a strided gather of a column of `x`).
+fn transposed<A: Clone>(x: &RawTensor<A>, out: &mut Vec<A>) -> Dims {
+    super::permute::permute_into(x.data(), x.dims(), &[1, 0], out)
 }
 
 impl<A: Scalar, D> CompactOp<A, D> for Transpose {
@@ -40,20 +41,18 @@ impl<A: Scalar, D> CompactOp<A, D> for Transpose {
         super::ruled(exactgrad_spec::rules::transpose(d.as_slice()))
     }
     fn forward(&self, ctx: &[RawTensor<A>], _: &D) -> RawTensor<A> {
-        let x = &ctx[self.parents[0]];
-        let (r, c) = (x.dims().as_slice()[0], x.dims().as_slice()[1]);
-        RawTensor::from_fn(Dims::matrix(c, r), transposed(x.data(), r, c))
+        let mut out = Vec::new();
+        let d = transposed(&ctx[self.parents[0]], &mut out);
+        RawTensor::from_parts(d, out)
     }
     fn forward_into(&self, ctx: &[RawTensor<A>], _: &D, out: &mut Vec<A>) {
-        let x = &ctx[self.parents[0]];
-        let (r, c) = (x.dims().as_slice()[0], x.dims().as_slice()[1]);
-        out.extend((0..r * c).map(transposed(x.data(), r, c)));
+        transposed(&ctx[self.parents[0]], out);
     }
-    fn contributions(&self, saved: &SavedValues<'_, A, D>, g: &RawTensor<A>, c: &mut Contributions<A>) -> Contrib {
-        let d = saved.prefix[self.parents[0]].dims();
-        let (r, cols) = (d.as_slice()[0], d.as_slice()[1]);
-        // g is cols × r; its transpose is r × cols.
-        let t = c.tensor(d, transposed(g.data(), cols, r));
+    fn contributions(&self, _: &SavedValues<'_, A, D>, g: &RawTensor<A>, c: &mut Contributions<A>) -> Contrib {
+        // g is cols × rows; its transpose is the operand's rows × cols.
+        let mut v = c.buffer_for(g.dims().numel());
+        let d = transposed(g, &mut v);
+        let t = RawTensor::from_parts(d, v);
         c.single(self.parents[0], t)
     }
     fn reference(&self) -> Option<RefOp<A, D>> {

@@ -467,8 +467,16 @@ fn pack_panel<A: Scalar, const MR: usize>(rows: usize, lhs: MatrixView<'_, A>, p
             lanes[live..].fill(A::zero());
         }
     }
-    if rs == 1 {
-        // A transposed view: the panel's `live` values at each `t` are contiguous.
+    if rs == 1 && live == MR {
+        // A transposed view: the panel's `MR` values at each `t` are contiguous, copied as one
+        // array of constant length (a slice copy of `MR` values was a `memmove` call each).
+        for (t, lanes) in panel.as_chunks_mut::<MR>().0.iter_mut().enumerate() {
+            let base = r0 + t * cs;
+            let src: &[A; MR] = lhs.data[base..base + MR].try_into().expect("MR contiguous values");
+            lanes.clone_from(src);
+        }
+    } else if rs == 1 {
+        // The same for the last panel's `live < MR` rows.
         for (t, lanes) in panel.chunks_exact_mut(MR).enumerate() {
             let base = r0 + t * cs;
             lanes[..live].clone_from_slice(&lhs.data[base..base + live]);
