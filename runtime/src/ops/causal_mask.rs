@@ -29,11 +29,17 @@ impl<A> CausalMask<A> {
     }
 }
 
-/// Whether element `e` of a tensor whose last two axes are `t × t` lies past the diagonal.
-#[inline]
-fn masked(e: usize, t: usize) -> bool {
-    let (row, col) = ((e / t) % t, e % t);
-    col > row
+/// Appends `src` (whose last two axes are `t × t`) with every element past the diagonal
+/// replaced by `fill`: row `i` of each `t × t` block keeps its first `i + 1` elements (copied,
+/// bit for bit) and gets `t - i - 1` copies of `fill`, row by row (no index arithmetic per
+/// element).
+fn masked_rows<A: Clone>(src: &[A], t: usize, fill: &A, out: &mut Vec<A>) {
+    out.reserve(src.len());
+    for (r, row) in src.chunks_exact(t.max(1)).enumerate() {
+        let keep = (r % t) + 1;
+        out.extend_from_slice(&row[..keep]);
+        out.extend(core::iter::repeat_n(fill, t - keep).cloned());
+    }
 }
 
 fn size(d: Dims) -> usize {
@@ -57,12 +63,12 @@ impl<A: Scalar, D> CompactOp<A, D> for CausalMask<A> {
     fn forward_into(&self, ctx: &[RawTensor<A>], _: &D, out: &mut Vec<A>) {
         let x = &ctx[self.parents[0]];
         let t = size(x.dims());
-        out.extend(x.data().iter().enumerate().map(|(e, v)| if masked(e, t) { self.value.clone() } else { v.clone() }));
+        masked_rows(x.data(), t, &self.value, out);
     }
     fn contributions(&self, _: &SavedValues<'_, A, D>, g: &RawTensor<A>, c: &mut Contributions<A>) -> Contrib {
-        let t = size(g.dims());
-        let gd = g.data();
-        let gx = c.tensor(g.dims(), |e| if masked(e, t) { A::zero() } else { gd[e].clone() });
+        let mut v = c.buffer_for(g.dims().numel());
+        masked_rows(g.data(), size(g.dims()), &A::zero(), &mut v);
+        let gx = RawTensor::from_parts(g.dims(), v);
         c.single(self.parents[0], gx)
     }
     fn reference(&self) -> Option<RefOp<A, D>> {

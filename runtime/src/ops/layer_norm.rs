@@ -30,6 +30,8 @@ use crate::scalar::{Scalar, Storage};
 use crate::shape::Dims;
 use crate::tensor::RawTensor;
 
+use super::softmax::{grouped_sums, ROW_GROUP};
+
 /// Layer normalisation over the last axis with a gain and a bias.
 #[derive(Clone, Debug)]
 pub struct LayerNorm<A> {
@@ -90,55 +92,83 @@ const FORWARD_ROW_WORK: usize = 32;
 /// 1.4–1.5× faster, the sums over rows after them included).
 const VJP_ROW_WORK: usize = 64;
 
-/// Steps 1–5 for one row: `h` into `h` (the row's length); returns `r`.
-fn normalise<A: Scalar + Float, const P: bool>(row: &[A], n: A, eps: A, h: &mut [A]) -> A {
-    let mu = row.iter().fold(<A as Scalar>::zero(), |acc, &v| add::<A, P>(acc, v)) / n;
-    for (d, &v) in h.iter_mut().zip(row) {
-        *d = v - mu;
+/// Steps 1–5 for the `R` rows of length `n` in `rows`, side by side (`softmax::ROW_GROUP`: each
+/// row's sums in its own order, one element of every row per step): the normalised rows into `h`
+/// (as long as `rows`); returns each row's `r`.
+fn normalise<A: Scalar + Float, const P: bool, const R: usize>(
+    rows: &[A],
+    n: usize,
+    nf: A,
+    eps: A,
+    h: &mut [A],
+) -> [A; R] {
+    let zero = <A as Scalar>::zero();
+    let mu = grouped_sums::<A, R>(n, zero, add::<A, P>, |r, j| rows[r * n + j]).map(|s| s / nf);
+    for ((hr, row), &mu) in h.chunks_exact_mut(n).zip(rows.chunks_exact(n)).zip(&mu) {
+        for (d, &v) in hr.iter_mut().zip(row) {
+            *d = v - mu;
+        }
     }
-    let var = h.iter().fold(<A as Scalar>::zero(), |acc, &d| add::<A, P>(acc, d * d)) / n;
-    let r = A::one() / (var + eps).sqrt();
-    for d in h.iter_mut() {
-        *d = mul::<A, P>(*d, r);
+    let var = grouped_sums::<A, R>(n, zero, add::<A, P>, |r, j| h[r * n + j] * h[r * n + j]).map(|s| s / nf);
+    let r = var.map(|v| A::one() / (v + eps).sqrt());
+    for (hr, &r) in h.chunks_exact_mut(n).zip(&r) {
+        for d in hr.iter_mut() {
+            *d = mul::<A, P>(*d, r);
+        }
     }
     r
 }
 
+/// The elements of the leading whole groups of [`ROW_GROUP`] rows of length `n` in `len`
+/// elements (the rows after them go one at a time).
+fn grouped_len(len: usize, n: usize) -> usize {
+    let group = ROW_GROUP * n.max(1);
+    len - len % group
+}
+
 /// The forward of the rows of `x` written into `out` (as long as `x`): `normalise` into the
-/// row, then `h * g + b` in place.
-fn forward_rows<A: Scalar + Float, const P: bool>(x: &[A], gain: &[A], bias: &[A], nf: A, eps: A, out: &mut [A]) {
+/// rows, then `h * g + b` in place; `R` rows at a time (`x` holds a multiple of `R` rows).
+fn forward_rows<A: Scalar + Float, const P: bool, const R: usize>(
+    x: &[A],
+    gain: &[A],
+    bias: &[A],
+    nf: A,
+    eps: A,
+    out: &mut [A],
+) {
     let n = gain.len().max(1);
-    for (row, h) in x.chunks_exact(n).zip(out.chunks_exact_mut(n)) {
-        let mu = row.iter().fold(<A as Scalar>::zero(), |acc, &v| add::<A, P>(acc, v)) / nf;
-        for (d, &v) in h.iter_mut().zip(row) {
-            *d = v - mu;
-        }
-        let var = h.iter().fold(<A as Scalar>::zero(), |acc, &d| add::<A, P>(acc, d * d)) / nf;
-        let r = A::one() / (var + eps).sqrt();
-        for ((d, &g), &b) in h.iter_mut().zip(gain).zip(bias) {
-            *d = add::<A, P>(mul::<A, P>(mul::<A, P>(*d, r), g), b);
+    for (rows, h) in x.chunks_exact(R * n).zip(out.chunks_exact_mut(R * n)) {
+        normalise::<A, P, R>(rows, n, nf, eps, h);
+        for hr in h.chunks_exact_mut(n) {
+            for ((d, &g), &b) in hr.iter_mut().zip(gain).zip(bias) {
+                *d = add::<A, P>(mul::<A, P>(*d, g), b);
+            }
         }
     }
 }
 
-/// The VJP of one row `row` at cotangent `dr`: its normalised row written into `h` and its `gx`
-/// into `q` (each the row's length; `q` holds `δ * g` until `gx` overwrites it).
-fn vjp_row<A: Scalar + Float, const P: bool>(
-    (row, dr, gain): (&[A], &[A], &[A]),
+/// The VJP of the `R` rows `rows` at cotangents `dr`: their normalised rows written into `h` and
+/// their `gx` into `q` (each as long as `rows`; `q` holds `δ * g` until `gx` overwrites it).
+fn vjp_group<A: Scalar + Float, const P: bool, const R: usize>(
+    (rows, dr, gain): (&[A], &[A], &[A]),
     nf: A,
     eps: A,
     q: &mut [A],
     h: &mut [A],
 ) {
-    let zero = <A as Scalar>::zero();
-    let r = normalise::<A, P>(row, nf, eps, h);
-    for ((qv, &dv), &gv) in q.iter_mut().zip(dr).zip(gain) {
-        *qv = mul::<A, P>(dv, gv);
+    let (n, zero) = (gain.len().max(1), <A as Scalar>::zero());
+    let r = normalise::<A, P, R>(rows, n, nf, eps, h);
+    for (qr, drr) in q.chunks_exact_mut(n).zip(dr.chunks_exact(n)) {
+        for ((qv, &dv), &gv) in qr.iter_mut().zip(drr).zip(gain) {
+            *qv = mul::<A, P>(dv, gv);
+        }
     }
-    let a = q.iter().fold(zero, |acc, &v| add::<A, P>(acc, v)) / nf;
-    let b = q.iter().zip(h.iter()).fold(zero, |acc, (&qv, &hv)| add::<A, P>(acc, mul::<A, P>(qv, hv))) / nf;
-    for (qv, &hv) in q.iter_mut().zip(h.iter()) {
-        *qv = mul::<A, P>((*qv - a) - mul::<A, P>(b, hv), r);
+    let a = grouped_sums::<A, R>(n, zero, add::<A, P>, |r, j| q[r * n + j]).map(|s| s / nf);
+    let b = grouped_sums::<A, R>(n, zero, add::<A, P>, |r, j| mul::<A, P>(q[r * n + j], h[r * n + j])).map(|s| s / nf);
+    for (k, (qr, hr)) in q.chunks_exact_mut(n).zip(h.chunks_exact(n)).enumerate() {
+        for (qv, &hv) in qr.iter_mut().zip(hr) {
+            *qv = mul::<A, P>((*qv - a[k]) - mul::<A, P>(b[k], hv), r[k]);
+        }
     }
 }
 
@@ -151,27 +181,42 @@ fn param_row<A: Scalar + Float, const P: bool>(dr: &[A], h: &[A], ggain: &mut [A
     }
 }
 
-/// The VJP's rows: `gx` and the normalised rows `h` written (each as long as `x`).
-fn vjp_rows<A: Scalar + Float, const P: bool>(
+/// The VJP's rows: `gx` and the normalised rows `h` written (each as long as `x`), `R` rows at a
+/// time (`x` holds a multiple of `R` rows).
+fn vjp_rows<A: Scalar + Float, const P: bool, const R: usize>(
     (x, g, gain): (&[A], &[A], &[A]),
     nf: A,
     eps: A,
     gx: &mut [A],
     h: &mut [A],
 ) {
-    let n = gain.len().max(1);
+    let n = gain.len().max(1) * R;
     let rows = x.chunks_exact(n).zip(g.chunks_exact(n)).zip(gx.chunks_exact_mut(n).zip(h.chunks_exact_mut(n)));
-    for ((row, dr), (q, h)) in rows {
-        vjp_row::<A, P>((row, dr, gain), nf, eps, q, h);
+    for ((rows, dr), (q, h)) in rows {
+        vjp_group::<A, P, R>((rows, dr, gain), nf, eps, q, h);
     }
 }
 
-/// The VJP of every row in one pass on this thread (when the rows are not split): `gx` appended,
-/// `ggain` and `gbias` (zeros, `n` each) accumulated row after row, `h` and `q` one row's scratch
-/// (`n` each). The same operations in the same order as [`vjp_rows`] then [`param_sums`], without
-/// keeping every normalised row.
+/// [`vjp_rows`] on the leading whole groups of [`ROW_GROUP`] rows, then row by row.
+fn vjp_rows_grouped<A: Scalar + Float, const P: bool>(
+    (x, g, gain): (&[A], &[A], &[A]),
+    nf: A,
+    eps: A,
+    gx: &mut [A],
+    h: &mut [A],
+) {
+    let k = grouped_len(x.len(), gain.len());
+    let ((gx, gx_tail), (h, h_tail)) = (gx.split_at_mut(k), h.split_at_mut(k));
+    vjp_rows::<A, P, ROW_GROUP>((&x[..k], &g[..k], gain), nf, eps, gx, h);
+    vjp_rows::<A, P, 1>((&x[k..], &g[k..], gain), nf, eps, gx_tail, h_tail);
+}
+
+/// The VJP of every row in one pass on this thread (when the rows are not split), `R` rows at a
+/// time (`x` holds a multiple of `R` rows): `gx` appended, `ggain` and `gbias` accumulated row
+/// after row, `h` and `q` scratch for `R` rows at least. The same operations in the same order as
+/// [`vjp_rows`] then [`param_sums`], without keeping every normalised row.
 #[allow(clippy::type_complexity)]
-fn vjp_rows_fused<A: Scalar + Float, const P: bool>(
+fn vjp_rows_fused<A: Scalar + Float, const P: bool, const R: usize>(
     (x, g, gain): (&[A], &[A], &[A]),
     nf: A,
     eps: A,
@@ -179,10 +224,13 @@ fn vjp_rows_fused<A: Scalar + Float, const P: bool>(
     (gx, ggain, gbias): (&mut Vec<A>, &mut [A], &mut [A]),
 ) {
     let n = gain.len().max(1);
-    for (row, dr) in x.chunks_exact(n).zip(g.chunks_exact(n)) {
-        vjp_row::<A, P>((row, dr, gain), nf, eps, q, h);
+    let (h, q) = (&mut h[..R * n], &mut q[..R * n]);
+    for (rows, dr) in x.chunks_exact(R * n).zip(g.chunks_exact(R * n)) {
+        vjp_group::<A, P, R>((rows, dr, gain), nf, eps, q, h);
         gx.extend_from_slice(q);
-        param_row::<A, P>(dr, h, ggain, gbias);
+        for (drr, hr) in dr.chunks_exact(n).zip(h.chunks_exact(n)) {
+            param_row::<A, P>(drr, hr, ggain, gbias);
+        }
     }
 }
 
@@ -214,9 +262,15 @@ pub(crate) fn forward_body<A: Scalar + Float + FromPrimitive>(
         let x = &xd[first * n..][..block.len()];
         pinned_if_nan(block, |block, pinned| {
             if pinned {
-                forward_rows::<A, true>(x, gain, bias, nf, eps, block);
+                let k = grouped_len(x.len(), n);
+                let (block, tail) = block.split_at_mut(k);
+                forward_rows::<A, true, ROW_GROUP>(&x[..k], gain, bias, nf, eps, block);
+                forward_rows::<A, true, 1>(&x[k..], gain, bias, nf, eps, tail);
             } else {
-                forward_rows::<A, false>(x, gain, bias, nf, eps, block);
+                let k = grouped_len(x.len(), n);
+                let (block, tail) = block.split_at_mut(k);
+                forward_rows::<A, false, ROW_GROUP>(&x[..k], gain, bias, nf, eps, block);
+                forward_rows::<A, false, 1>(&x[k..], gain, bias, nf, eps, tail);
             }
         });
     });
@@ -239,9 +293,10 @@ pub(crate) fn vjp_body<A: Scalar + Float + FromPrimitive>(
     let (gx, ggain, gbias) = if crate::parallel::element_parts(rows, n.saturating_mul(VJP_ROW_WORK)) < 2 {
         // One pass on this thread, with one row's scratch (buffers from the arena's recycled
         // ones, given back below: no allocation once warm).
-        let (mut h, mut q) = (c.buffer_for(n), c.buffer_for(n));
-        h.resize(n, zero);
-        q.resize(n, zero);
+        let (mut h, mut q) = (c.buffer_for(ROW_GROUP * n), c.buffer_for(ROW_GROUP * n));
+        h.resize(ROW_GROUP * n, zero);
+        q.resize(ROW_GROUP * n, zero);
+        let k = grouped_len(xd.len(), n);
         let mut gx = c.buffer_for(x.numel());
         let mut ggain = c.buffer_for(n);
         ggain.resize(n, zero);
@@ -250,9 +305,13 @@ pub(crate) fn vjp_body<A: Scalar + Float + FromPrimitive>(
         let mut pass = |pinned: bool, gx: &mut Vec<A>, ggain: &mut [A], gbias: &mut [A]| {
             let scratch = (&mut h[..], &mut q[..]);
             if pinned {
-                vjp_rows_fused::<A, true>((xd, gd, gain), nf, eps, scratch, (gx, ggain, gbias));
+                let (h, q) = scratch;
+                vjp_rows_fused::<A, true, ROW_GROUP>((&xd[..k], &gd[..k], gain), nf, eps, (h, q), (gx, ggain, gbias));
+                vjp_rows_fused::<A, true, 1>((&xd[k..], &gd[k..], gain), nf, eps, (h, q), (gx, ggain, gbias));
             } else {
-                vjp_rows_fused::<A, false>((xd, gd, gain), nf, eps, scratch, (gx, ggain, gbias));
+                let (h, q) = scratch;
+                vjp_rows_fused::<A, false, ROW_GROUP>((&xd[..k], &gd[..k], gain), nf, eps, (h, q), (gx, ggain, gbias));
+                vjp_rows_fused::<A, false, 1>((&xd[k..], &gd[k..], gain), nf, eps, (h, q), (gx, ggain, gbias));
             }
         };
         // As `pinned_if_nan`, over the three results.
@@ -275,10 +334,10 @@ pub(crate) fn vjp_body<A: Scalar + Float + FromPrimitive>(
         h.resize(x.numel(), zero);
         crate::parallel::rows_pair(&mut gx, &mut h, n, VJP_ROW_WORK, |first, gx, h| {
             let rows = (&xd[first * n..][..gx.len()], &gd[first * n..][..gx.len()], gain);
-            vjp_rows::<A, false>(rows, nf, eps, gx, h);
+            vjp_rows_grouped::<A, false>(rows, nf, eps, gx, h);
             // As `pinned_if_nan`, over the block's two results.
             if gx.iter().chain(h.iter()).any(Storage::is_nan) {
-                vjp_rows::<A, true>(rows, nf, eps, gx, h);
+                vjp_rows_grouped::<A, true>(rows, nf, eps, gx, h);
             }
         });
         // The sums over rows, in row order on this thread (never split: a reduction).
@@ -349,6 +408,79 @@ typed_op!(layer_norm(x: S, gain: G, bias: B; eps: A) -> LayerNorm<A>: RowParams,
 mod tests {
     use super::*;
     use crate::ops::testing::{forward, gradcheck, sample};
+    use proptest::prelude::*;
+
+    fn special() -> impl Strategy<Value = f64> {
+        prop_oneof![
+            Just(0.0f64),
+            Just(-0.0),
+            Just(f64::INFINITY),
+            Just(f64::NEG_INFINITY),
+            Just(f64::from_bits(0x7ff4_0000_0000_0bad)),
+            Just(f64::from_bits(0xfff8_0000_0000_0001)),
+            Just(f64::from_bits(1)),
+            (-3.0f64..3.0),
+            (-3.0f64..3.0),
+            (-3.0f64..3.0),
+        ]
+    }
+
+    proptest! {
+        /// The rows taken `ROW_GROUP` at a time (each row's sums side by side with the others')
+        /// give the bits of the rows taken one at a time, forward and VJP (`gx`, `ggain`, `gbias`),
+        /// on both VJP paths (one pass on this thread, and the split path's blocks).
+        #[test]
+        fn grouped_rows_are_the_rows_one_by_one(
+            (rows, n, x, g, gain, bias) in (1usize..20, 1usize..8).prop_flat_map(|(rows, n)| {
+                let v = |k| proptest::collection::vec(special(), k);
+                (Just(rows), Just(n), v(rows * n), v(rows * n), v(n), v(n))
+            })
+        ) {
+            let eps = 1e-5;
+            let nf = n as f64;
+            let b = |v: &[f64]| v.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+            let xt = RawTensor::from_vec(Dims::matrix(rows, n), x.clone()).unwrap();
+            let mut y = Vec::new();
+            forward_body(&xt, &gain, &bias, eps, &mut y);
+            let mut want = vec![0.0; rows * n];
+            pinned_if_nan(&mut want, |o, p| if p {
+                forward_rows::<f64, true, 1>(&x, &gain, &bias, nf, eps, o)
+            } else {
+                forward_rows::<f64, false, 1>(&x, &gain, &bias, nf, eps, o)
+            });
+            prop_assert_eq!(b(&y), b(&want));
+            // The VJP against rows one at a time, then the sums over rows.
+            let (mut gx, mut h) = (vec![0.0; rows * n], vec![0.0; rows * n]);
+            vjp_rows::<f64, false, 1>((&x, &g, &gain), nf, eps, &mut gx, &mut h);
+            if gx.iter().chain(&h).any(|v| v.is_nan()) {
+                vjp_rows::<f64, true, 1>((&x, &g, &gain), nf, eps, &mut gx, &mut h);
+            }
+            let (mut gg, mut gb) = (vec![0.0; n], vec![0.0; n]);
+            param_sums::<f64, false>(&g, &h, &mut gg, &mut gb);
+            if gg.iter().chain(&gb).any(|v| v.is_nan()) {
+                gg.fill(0.0);
+                gb.fill(0.0);
+                param_sums::<f64, true>(&g, &h, &mut gg, &mut gb);
+            }
+            let tensors = [xt.clone(), RawTensor::from_vec(Dims::vector(n), gain.clone()).unwrap(), RawTensor::from_vec(Dims::vector(n), bias.clone()).unwrap()];
+            let gt = RawTensor::from_vec(Dims::matrix(rows, n), g.clone()).unwrap();
+            for split in [false, true] {
+                let got = if split {
+                    let pool = crate::parallel::pool(2).unwrap();
+                    let before = crate::parallel::min_pointwise_work();
+                    crate::parallel::set_min_pointwise_work(0);
+                    let got = pool.install(|| vjp_body([&tensors[0], &tensors[1], &tensors[2]], &gt, eps, &mut Contributions::new()));
+                    crate::parallel::set_min_pointwise_work(before);
+                    got
+                } else {
+                    crate::parallel::sequential(|| vjp_body([&tensors[0], &tensors[1], &tensors[2]], &gt, eps, &mut Contributions::new()))
+                };
+                prop_assert_eq!(b(got[0].data()), b(&gx), "gx, split {}", split);
+                prop_assert_eq!(b(got[1].data()), b(&gg), "ggain, split {}", split);
+                prop_assert_eq!(b(got[2].data()), b(&gb), "gbias, split {}", split);
+            }
+        }
+    }
 
     #[test]
     fn value() {
