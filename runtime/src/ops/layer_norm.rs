@@ -128,7 +128,7 @@ fn grouped_len(len: usize, n: usize) -> usize {
 
 /// The forward of the rows of `x` written into `out` (as long as `x`): `normalise` into the
 /// rows, then `h * g + b` in place; `R` rows at a time (`x` holds a multiple of `R` rows).
-fn forward_rows<A: Scalar + Float, const P: bool, const R: usize>(
+fn forward_groups<A: Scalar + Float, const P: bool, const R: usize>(
     x: &[A],
     gain: &[A],
     bias: &[A],
@@ -183,7 +183,7 @@ fn param_row<A: Scalar + Float, const P: bool>(dr: &[A], h: &[A], ggain: &mut [A
 
 /// The VJP's rows: `gx` and the normalised rows `h` written (each as long as `x`), `R` rows at a
 /// time (`x` holds a multiple of `R` rows).
-fn vjp_rows<A: Scalar + Float, const P: bool, const R: usize>(
+fn vjp_groups<A: Scalar + Float, const P: bool, const R: usize>(
     (x, g, gain): (&[A], &[A], &[A]),
     nf: A,
     eps: A,
@@ -197,8 +197,9 @@ fn vjp_rows<A: Scalar + Float, const P: bool, const R: usize>(
     }
 }
 
-/// [`vjp_rows`] on the leading whole groups of [`ROW_GROUP`] rows, then row by row.
-fn vjp_rows_grouped<A: Scalar + Float, const P: bool>(
+/// The VJP's rows: `gx` and the normalised rows `h` written (each as long as `x`),
+/// [`vjp_groups`] on the leading whole groups of [`ROW_GROUP`] rows, then row by row.
+fn vjp_rows<A: Scalar + Float, const P: bool>(
     (x, g, gain): (&[A], &[A], &[A]),
     nf: A,
     eps: A,
@@ -207,8 +208,38 @@ fn vjp_rows_grouped<A: Scalar + Float, const P: bool>(
 ) {
     let k = grouped_len(x.len(), gain.len());
     let ((gx, gx_tail), (h, h_tail)) = (gx.split_at_mut(k), h.split_at_mut(k));
-    vjp_rows::<A, P, ROW_GROUP>((&x[..k], &g[..k], gain), nf, eps, gx, h);
-    vjp_rows::<A, P, 1>((&x[k..], &g[k..], gain), nf, eps, gx_tail, h_tail);
+    vjp_groups::<A, P, ROW_GROUP>((&x[..k], &g[..k], gain), nf, eps, gx, h);
+    vjp_groups::<A, P, 1>((&x[k..], &g[k..], gain), nf, eps, gx_tail, h_tail);
+}
+
+/// The forward of the rows of `x` into `out`: [`forward_groups`] on the leading whole groups of
+/// [`ROW_GROUP`] rows, then row by row.
+fn forward_rows<A: Scalar + Float, const P: bool>(x: &[A], gain: &[A], bias: &[A], nf: A, eps: A, out: &mut [A]) {
+    let k = grouped_len(x.len(), gain.len());
+    let (head, tail) = out.split_at_mut(k);
+    forward_groups::<A, P, ROW_GROUP>(&x[..k], gain, bias, nf, eps, head);
+    forward_groups::<A, P, 1>(&x[k..], gain, bias, nf, eps, tail);
+}
+
+/// The VJP of every row in one pass on this thread: [`vjp_groups_fused`] on the leading whole
+/// groups of [`ROW_GROUP`] rows, then row by row (`h` and `q`: scratch for `ROW_GROUP` rows).
+#[allow(clippy::type_complexity)]
+fn vjp_rows_fused<A: Scalar + Float, const P: bool>(
+    (x, g, gain): (&[A], &[A], &[A]),
+    nf: A,
+    eps: A,
+    (h, q): (&mut [A], &mut [A]),
+    (gx, ggain, gbias): (&mut Vec<A>, &mut [A], &mut [A]),
+) {
+    let k = grouped_len(x.len(), gain.len());
+    vjp_groups_fused::<A, P, ROW_GROUP>(
+        (&x[..k], &g[..k], gain),
+        nf,
+        eps,
+        (&mut *h, &mut *q),
+        (&mut *gx, &mut *ggain, &mut *gbias),
+    );
+    vjp_groups_fused::<A, P, 1>((&x[k..], &g[k..], gain), nf, eps, (h, q), (gx, ggain, gbias));
 }
 
 /// The VJP of every row in one pass on this thread (when the rows are not split), `R` rows at a
@@ -216,7 +247,7 @@ fn vjp_rows_grouped<A: Scalar + Float, const P: bool>(
 /// after row, `h` and `q` scratch for `R` rows at least. The same operations in the same order as
 /// [`vjp_rows`] then [`param_sums`], without keeping every normalised row.
 #[allow(clippy::type_complexity)]
-fn vjp_rows_fused<A: Scalar + Float, const P: bool, const R: usize>(
+fn vjp_groups_fused<A: Scalar + Float, const P: bool, const R: usize>(
     (x, g, gain): (&[A], &[A], &[A]),
     nf: A,
     eps: A,
@@ -262,15 +293,9 @@ pub(crate) fn forward_body<A: Scalar + Float + FromPrimitive>(
         let x = &xd[first * n..][..block.len()];
         pinned_if_nan(block, |block, pinned| {
             if pinned {
-                let k = grouped_len(x.len(), n);
-                let (block, tail) = block.split_at_mut(k);
-                forward_rows::<A, true, ROW_GROUP>(&x[..k], gain, bias, nf, eps, block);
-                forward_rows::<A, true, 1>(&x[k..], gain, bias, nf, eps, tail);
+                forward_rows::<A, true>(x, gain, bias, nf, eps, block);
             } else {
-                let k = grouped_len(x.len(), n);
-                let (block, tail) = block.split_at_mut(k);
-                forward_rows::<A, false, ROW_GROUP>(&x[..k], gain, bias, nf, eps, block);
-                forward_rows::<A, false, 1>(&x[k..], gain, bias, nf, eps, tail);
+                forward_rows::<A, false>(x, gain, bias, nf, eps, block);
             }
         });
     });
@@ -296,7 +321,6 @@ pub(crate) fn vjp_body<A: Scalar + Float + FromPrimitive>(
         let (mut h, mut q) = (c.buffer_for(ROW_GROUP * n), c.buffer_for(ROW_GROUP * n));
         h.resize(ROW_GROUP * n, zero);
         q.resize(ROW_GROUP * n, zero);
-        let k = grouped_len(xd.len(), n);
         let mut gx = c.buffer_for(x.numel());
         let mut ggain = c.buffer_for(n);
         ggain.resize(n, zero);
@@ -305,13 +329,9 @@ pub(crate) fn vjp_body<A: Scalar + Float + FromPrimitive>(
         let mut pass = |pinned: bool, gx: &mut Vec<A>, ggain: &mut [A], gbias: &mut [A]| {
             let scratch = (&mut h[..], &mut q[..]);
             if pinned {
-                let (h, q) = scratch;
-                vjp_rows_fused::<A, true, ROW_GROUP>((&xd[..k], &gd[..k], gain), nf, eps, (h, q), (gx, ggain, gbias));
-                vjp_rows_fused::<A, true, 1>((&xd[k..], &gd[k..], gain), nf, eps, (h, q), (gx, ggain, gbias));
+                vjp_rows_fused::<A, true>((xd, gd, gain), nf, eps, scratch, (gx, ggain, gbias));
             } else {
-                let (h, q) = scratch;
-                vjp_rows_fused::<A, false, ROW_GROUP>((&xd[..k], &gd[..k], gain), nf, eps, (h, q), (gx, ggain, gbias));
-                vjp_rows_fused::<A, false, 1>((&xd[k..], &gd[k..], gain), nf, eps, (h, q), (gx, ggain, gbias));
+                vjp_rows_fused::<A, false>((xd, gd, gain), nf, eps, scratch, (gx, ggain, gbias));
             }
         };
         // As `pinned_if_nan`, over the three results.
@@ -334,10 +354,10 @@ pub(crate) fn vjp_body<A: Scalar + Float + FromPrimitive>(
         h.resize(x.numel(), zero);
         crate::parallel::rows_pair(&mut gx, &mut h, n, VJP_ROW_WORK, |first, gx, h| {
             let rows = (&xd[first * n..][..gx.len()], &gd[first * n..][..gx.len()], gain);
-            vjp_rows_grouped::<A, false>(rows, nf, eps, gx, h);
+            vjp_rows::<A, false>(rows, nf, eps, gx, h);
             // As `pinned_if_nan`, over the block's two results.
             if gx.iter().chain(h.iter()).any(Storage::is_nan) {
-                vjp_rows_grouped::<A, true>(rows, nf, eps, gx, h);
+                vjp_rows::<A, true>(rows, nf, eps, gx, h);
             }
         });
         // The sums over rows, in row order on this thread (never split: a reduction).
@@ -410,19 +430,9 @@ mod tests {
     use crate::ops::testing::{forward, gradcheck, sample};
     use proptest::prelude::*;
 
+    /// Adversarial values (signed zeros, infinities, NaN payloads, a subnormal) and numbers in ±3.0.
     fn special() -> impl Strategy<Value = f64> {
-        prop_oneof![
-            Just(0.0f64),
-            Just(-0.0),
-            Just(f64::INFINITY),
-            Just(f64::NEG_INFINITY),
-            Just(f64::from_bits(0x7ff4_0000_0000_0bad)),
-            Just(f64::from_bits(0xfff8_0000_0000_0001)),
-            Just(f64::from_bits(1)),
-            (-3.0f64..3.0),
-            (-3.0f64..3.0),
-            (-3.0f64..3.0),
-        ]
+        crate::ops::testing::special_f64(3.0)
     }
 
     proptest! {
@@ -444,16 +454,16 @@ mod tests {
             forward_body(&xt, &gain, &bias, eps, &mut y);
             let mut want = vec![0.0; rows * n];
             pinned_if_nan(&mut want, |o, p| if p {
-                forward_rows::<f64, true, 1>(&x, &gain, &bias, nf, eps, o)
+                forward_groups::<f64, true, 1>(&x, &gain, &bias, nf, eps, o)
             } else {
-                forward_rows::<f64, false, 1>(&x, &gain, &bias, nf, eps, o)
+                forward_groups::<f64, false, 1>(&x, &gain, &bias, nf, eps, o)
             });
             prop_assert_eq!(b(&y), b(&want));
             // The VJP against rows one at a time, then the sums over rows.
             let (mut gx, mut h) = (vec![0.0; rows * n], vec![0.0; rows * n]);
-            vjp_rows::<f64, false, 1>((&x, &g, &gain), nf, eps, &mut gx, &mut h);
+            vjp_groups::<f64, false, 1>((&x, &g, &gain), nf, eps, &mut gx, &mut h);
             if gx.iter().chain(&h).any(|v| v.is_nan()) {
-                vjp_rows::<f64, true, 1>((&x, &g, &gain), nf, eps, &mut gx, &mut h);
+                vjp_groups::<f64, true, 1>((&x, &g, &gain), nf, eps, &mut gx, &mut h);
             }
             let (mut gg, mut gb) = (vec![0.0; n], vec![0.0; n]);
             param_sums::<f64, false>(&g, &h, &mut gg, &mut gb);

@@ -290,6 +290,25 @@ mod rows_thread_tests;
 #[cfg(test)]
 pub(crate) mod testing {
     //! Helpers for op tests: run one node's forward and dense VJP, and a finite-difference check.
+    /// `f64`s for the row ops' property tests: signed zeros, infinities, a signalling and a
+    /// quiet NaN with payloads, the smallest subnormal, and (three times as often) numbers in
+    /// `-range..range`.
+    pub(crate) fn special_f64(range: f64) -> impl proptest::strategy::Strategy<Value = f64> {
+        use proptest::prelude::*;
+        prop_oneof![
+            Just(0.0f64),
+            Just(-0.0),
+            Just(f64::INFINITY),
+            Just(f64::NEG_INFINITY),
+            Just(f64::from_bits(0x7ff4_0000_0000_0bad)),
+            Just(f64::from_bits(0xfff8_0000_0000_0001)),
+            Just(f64::from_bits(1)),
+            (-range..range),
+            (-range..range),
+            (-range..range),
+        ]
+    }
+
     use crate::contributions::Contributions;
     use crate::graph::{CompactOp, RawGraph, RawNode};
     use crate::saved::RawSavedGraph;

@@ -288,19 +288,9 @@ mod tests {
     use crate::scalar::Storage;
     use proptest::prelude::*;
 
+    /// Adversarial values (signed zeros, infinities, NaN payloads, a subnormal) and numbers in ±30.0.
     fn special() -> impl Strategy<Value = f64> {
-        prop_oneof![
-            Just(0.0f64),
-            Just(-0.0),
-            Just(f64::INFINITY),
-            Just(f64::NEG_INFINITY),
-            Just(f64::from_bits(0x7ff4_0000_0000_0bad)),
-            Just(f64::from_bits(0xfff8_0000_0000_0001)),
-            Just(f64::from_bits(1)),
-            (-30.0f64..30.0),
-            (-30.0f64..30.0),
-            (-30.0f64..30.0),
-        ]
+        crate::ops::testing::special_f64(30.0)
     }
 
     proptest::proptest! {
