@@ -9,7 +9,8 @@
 //!   moved into `compile` and taken back, as a training loop runs it;
 //! * `runtime_inputs_array`: the same with the array pass seeded at the loss, input gradients
 //!   only (`backprop_inputs_array`);
-//! * `program`: the generated program (`Gpt::program`), `gradients_from` the loss.
+//! * `program`: the generated program (`Gpt::program`), `gradients_from` the loss;
+//! * `gemm_only`: the step's products alone (`benches/gpt_gemms`), the floor of the step.
 //!
 //! All three give the same gradients bit for bit (checked once before measuring).
 //!
@@ -18,6 +19,7 @@
 
 use std::time::Duration;
 
+mod gpt_gemms;
 #[path = "../examples/support/gpt_model.rs"]
 mod gpt_model;
 #[path = "../examples/support/rng.rs"]
@@ -86,6 +88,8 @@ fn gpt_step(c: &mut Criterion) {
     group.bench_function("program", |b| {
         b.iter(|| program.gradients_from(h.output0, &mut params, &data, &seed).map(exactgrad::Pack::len));
     });
+    let mut gemms = gpt_gemms::GptGemms::new();
+    group.bench_function("gemm_only", |b| b.iter(|| gemms.run()));
     group.finish();
 }
 
