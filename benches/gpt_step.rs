@@ -1,8 +1,8 @@
 //! One training step of the character-level GPT of `examples/gpt_char.rs` (issue 25), without
 //! the optimizer: the forward, the loss and the gradients of all 29 parameter tensors, for a
 //! vocabulary of 65 characters (tiny Shakespeare's) and one batch of 8 windows of 64 seeded
-//! random tokens, `f32`. The model is `examples/support/gpt_model.rs`, the example's own. Two
-//! ways in one group, so one run compares them:
+//! random tokens, `f32`. The model is `examples/support/gpt_model.rs`, the example's own. Four
+//! benchmarks in one group, so one run compares them:
 //!
 //! * `runtime`: `compile` (the saved forward) and the single-output pass from the loss
 //!   (`backprop_from`, which also returns every node's gradient), the parameters and the batch
@@ -12,7 +12,7 @@
 //! * `program`: the generated program (`Gpt::program`), `gradients_from` the loss;
 //! * `gemm_only`: the step's products alone (`benches/gpt_gemms`), the floor of the step.
 //!
-//! All three give the same gradients bit for bit (checked once before measuring).
+//! The three passes give the same gradients bit for bit (checked once before measuring).
 //!
 //! `cargo bench --bench gpt_step -- --warm-up-time 2 --measurement-time 5`
 #![allow(missing_docs)] // criterion_group! generates undocumented items
