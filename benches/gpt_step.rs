@@ -22,6 +22,7 @@ use std::time::Duration;
 mod gpt_gemms;
 #[path = "../examples/support/gpt_model.rs"]
 mod gpt_model;
+mod product_floor;
 #[path = "../examples/support/rng.rs"]
 mod rng;
 
@@ -88,7 +89,7 @@ fn gpt_step(c: &mut Criterion) {
     group.bench_function("program", |b| {
         b.iter(|| program.gradients_from(h.output0, &mut params, &data, &seed).map(exactgrad::Pack::len));
     });
-    let mut gemms = gpt_gemms::GptGemms::new();
+    let mut gemms = gpt_gemms::gpt_gemms();
     group.bench_function("gemm_only", |b| b.iter(|| gemms.run()));
     group.finish();
 }

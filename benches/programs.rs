@@ -25,6 +25,7 @@ mod attention_block;
 mod attention_gemms;
 mod mlp_gemms;
 mod mlp_model;
+mod product_floor;
 
 use attention_block::{attention, Attention, AttentionBatched, AttentionBatchedData, AttentionData};
 use criterion::measurement::WallTime;
@@ -95,7 +96,7 @@ fn attention_bench(c: &mut Criterion) {
         b.iter(|| batched.gradients(&mut params, &batched_data, &seed).map(exactgrad::Pack::len))
     });
     // The products the step needs, alone (`benches/attention_gemms`).
-    let mut gemms = attention_gemms::AttentionGemms::new();
+    let mut gemms = attention_gemms::attention_gemms();
     group.bench_function("gemm_only", |b| b.iter(|| gemms.run()));
     group.bench_function("runtime_dense", |b| {
         b.iter(|| {

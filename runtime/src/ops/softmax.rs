@@ -118,27 +118,34 @@ pub(crate) fn exp_rows<A: Scalar + Float>(
     out.resize(start + x.numel(), <A as Scalar>::zero());
     crate::parallel::rows(&mut out[start..], n, work_per_element, |first, block| {
         let xs = &x.data()[first * n..][..block.len()];
-        let (mut xg, mut og) = (xs.chunks_exact(ROW_GROUP * n), block.chunks_exact_mut(ROW_GROUP * n));
-        let mut i = first;
-        for (xr, or) in (&mut xg).zip(&mut og) {
-            let m = row_maxes::<A, ROW_GROUP>(xr, n);
-            for (r, (row, o)) in xr.chunks_exact(n).zip(or.chunks_exact_mut(n)).enumerate() {
-                shifted_exps_into(row, m[r], o);
-            }
-            let s = row_sums::<A, ROW_GROUP>(n, |r, j| or[r * n + j]);
-            for (r, (row, o)) in xr.chunks_exact(n).zip(or.chunks_exact_mut(n)).enumerate() {
-                finish(i + r, o, row, m[r], s[r]);
-            }
-            i += ROW_GROUP;
-        }
-        let rows = xg.remainder().chunks_exact(n).zip(og.into_remainder().chunks_exact_mut(n));
-        for (i, (row, o)) in (i..).zip(rows) {
-            let m = row_max(row);
-            shifted_exps_into(row, m, o);
-            let s = o.iter().fold(<A as Scalar>::zero(), |acc, &v| A::pinned_add(acc, v));
-            finish(i, o, row, m, s);
-        }
+        let done = exp_groups::<A, ROW_GROUP>(xs, block, n, first, &finish);
+        exp_groups::<A, 1>(&xs[done * n..], &mut block[done * n..], n, first + done, &finish);
     });
+}
+
+/// [`exp_rows`]' steps for the whole groups of `R` rows of length `n` in `xs` (row `first`
+/// first), their exponentials into `block` (as long as `xs`), the groups' maxima and sums side by
+/// side; returns how many rows it did (the rows after the last whole group are left).
+fn exp_groups<A: Scalar + Float, const R: usize>(
+    xs: &[A],
+    block: &mut [A],
+    n: usize,
+    first: usize,
+    finish: &impl Fn(usize, &mut [A], &[A], A, A),
+) -> usize {
+    let mut i = first;
+    for (xr, or) in xs.chunks_exact(R * n).zip(block.chunks_exact_mut(R * n)) {
+        let m = row_maxes::<A, R>(xr, n);
+        for (r, (row, o)) in xr.chunks_exact(n).zip(or.chunks_exact_mut(n)).enumerate() {
+            shifted_exps_into(row, m[r], o);
+        }
+        let s = row_sums::<A, R>(n, |r, j| or[r * n + j]);
+        for (r, (row, o)) in xr.chunks_exact(n).zip(or.chunks_exact_mut(n)).enumerate() {
+            finish(i + r, o, row, m[r], s[r]);
+        }
+        i += R;
+    }
+    i - first
 }
 
 /// The work per element of a row-wise loop around `exp` (`parallel::rows`): `exp`'s own.
@@ -173,33 +180,28 @@ pub(crate) fn vjp_body<A: Scalar + Float>(
     // Rows in blocks, on threads for large inputs (`parallel::rows`): each row alone.
     crate::parallel::rows(&mut t, n, VJP_ROW_WORK, |first, block| {
         let (ys, gs) = (&yd[first * n..][..block.len()], &gd[first * n..][..block.len()]);
-        let finish = |d: A, yr: &[A], gr: &[A], o: &mut [A]| {
-            for ((v, &gv), &yv) in o.iter_mut().zip(gr).zip(yr) {
-                *v = A::pinned_mul(gv - d, yv);
-            }
-        };
-        // `ROW_GROUP` rows' dot products side by side, then the rest one by one.
-        let mut og = block.chunks_exact_mut(ROW_GROUP * n);
-        let groups = ys.chunks_exact(ROW_GROUP * n).zip(gs.chunks_exact(ROW_GROUP * n));
-        let mut done = 0;
-        for ((yg, gg), o) in groups.zip(&mut og) {
-            let d = row_sums::<A, ROW_GROUP>(n, |r, j| A::pinned_mul(gg[r * n + j], yg[r * n + j]));
-            for (r, ((yr, gr), o)) in yg.chunks_exact(n).zip(gg.chunks_exact(n)).zip(o.chunks_exact_mut(n)).enumerate()
-            {
-                finish(d[r], yr, gr, o);
-            }
-            done += ROW_GROUP * n;
-        }
-        let rows = ys[done..].chunks_exact(n).zip(gs[done..].chunks_exact(n));
-        for ((yr, gr), o) in rows.zip(og.into_remainder().chunks_exact_mut(n)) {
-            let d = gr
-                .iter()
-                .zip(yr)
-                .fold(<A as Scalar>::zero(), |acc, (&gv, &yv)| A::pinned_add(acc, A::pinned_mul(gv, yv)));
-            finish(d, yr, gr, o);
-        }
+        let done = vjp_groups::<A, ROW_GROUP>(ys, gs, block, n);
+        vjp_groups::<A, 1>(&ys[done..], &gs[done..], &mut block[done..], n);
     });
     RawTensor::from_parts(y.dims(), t)
+}
+
+/// The VJP's rows for the whole groups of `R` rows of length `n` in `ys` and `gs` (into `block`,
+/// as long), the groups' dot products side by side; returns how many elements it did (the rows
+/// after the last whole group are left).
+fn vjp_groups<A: Scalar + Float, const R: usize>(ys: &[A], gs: &[A], block: &mut [A], n: usize) -> usize {
+    let mut done = 0;
+    let groups = ys.chunks_exact(R * n).zip(gs.chunks_exact(R * n)).zip(block.chunks_exact_mut(R * n));
+    for ((yg, gg), og) in groups {
+        let d = row_sums::<A, R>(n, |r, j| A::pinned_mul(gg[r * n + j], yg[r * n + j]));
+        for (r, ((yr, gr), o)) in yg.chunks_exact(n).zip(gg.chunks_exact(n)).zip(og.chunks_exact_mut(n)).enumerate() {
+            for ((v, &gv), &yv) in o.iter_mut().zip(gr).zip(yr) {
+                *v = A::pinned_mul(gv - d[r], yv);
+            }
+        }
+        done += R * n;
+    }
+    done
 }
 
 impl<A: Scalar + Float, D> CompactOp<A, D> for Softmax {
