@@ -112,6 +112,8 @@ pub struct Compiled<A: 'static> {
     pub(crate) pointwise_forward: [fn(&[A], &mut Vec<A>); BUILTIN.len()],
     /// Their derivative loops (`ops::pointwise::derivative_into`).
     pub(crate) pointwise_derivative: [fn(&[A], &[A], &[A], &mut Vec<A>); BUILTIN.len()],
+    /// Their derivative loops onto a gradient (`ops::pointwise::derivative_onto`).
+    pub(crate) pointwise_onto: [fn(&[A], &[A], &[A], crate::ops::Onto<'_, A>); BUILTIN.len()],
     /// `softmax`'s forward and contribution (`ops::softmax::{forward_body, vjp_body}`).
     pub(crate) softmax: (RowForward<A>, RowVjp<A>),
     /// `log_softmax`'s (`ops::log_softmax::{forward_body, vjp_body}`).
@@ -151,6 +153,7 @@ const fn table<A: Scalar + Mul<Output = A> + num_traits::Float + num_traits::Fro
         product_onto: mm::product_onto_body::<A>,
         pointwise_forward: crate::ops::builtin::forward_loops::<A>(),
         pointwise_derivative: crate::ops::builtin::derivative_loops::<A>(),
+        pointwise_onto: crate::ops::builtin::onto_loops::<A>(),
         forward: crate::saved::forward_body::<A>,
         dense_loop: crate::saved::dense_loop_body::<A>,
         array_slots: crate::saved::array_slots_body::<A>,

@@ -118,6 +118,14 @@ pub trait CompactOp<A, D>: Send + Sync + 'static {
         None
     }
 
+    /// The op as an elementwise op whose read a generated program computes and adds in one loop
+    /// ([`ElementwiseVjp`](crate::ops::ElementwiseVjp): `add`, `sub`, `mul`, the pointwise
+    /// functions); `None` by default.
+    #[doc(hidden)]
+    fn as_elementwise(&self) -> Option<&dyn crate::ops::ElementwiseVjp<A>> {
+        None
+    }
+
     /// The op as a window a generated program adds in one pass
     /// ([`WindowVjp`](crate::ops::WindowVjp): `slice`); `None` by default.
     #[doc(hidden)]

@@ -82,8 +82,12 @@ pub fn set_min_pointwise_work(n: usize) {
 /// How many contiguous chunks to split a pointwise loop of `len` elements, each costing
 /// `work_per_element`, into: 1 (run here) for short or cheap loops, or one thread.
 pub(crate) fn element_parts(len: usize, work_per_element: usize) -> usize {
+    // The size test first: a short loop does not ask the pool for its threads.
+    if len < 2 || len.saturating_mul(work_per_element) < min_pointwise_work() {
+        return 1;
+    }
     let threads = split_threads();
-    if threads < 2 || len < 2 || len.saturating_mul(work_per_element) < min_pointwise_work() {
+    if threads < 2 {
         1
     } else {
         threads.min(len)

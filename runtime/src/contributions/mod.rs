@@ -131,6 +131,15 @@ impl<A: Scalar> Contributions<A> {
         }
     }
 
+    /// An empty arena whose buffer pool already has room for its bound, so that an arena kept
+    /// from run to run (a generated program's) allocates nothing after its first run, whenever
+    /// it is first given a buffer back.
+    pub(crate) fn reusable() -> Self {
+        let mut c = Self::new();
+        c.pool.reserve_exact(POOL_LIMIT);
+        c
+    }
+
     /// Forgets every description, recycling the buffers of owned tensors.
     pub fn clear(&mut self) {
         self.descriptions.clear();
@@ -174,6 +183,14 @@ impl<A: Scalar> Contributions<A> {
     pub fn tensor(&mut self, dims: Dims, f: impl FnMut(usize) -> A) -> RawTensor<A> {
         let mut v = self.buffer_for(dims.numel());
         v.extend((0..dims.numel()).map(f));
+        RawTensor::from_parts(dims, v)
+    }
+
+    /// A tensor of the elements `values` yields (as many as `dims` holds, or fewer: a reader
+    /// refuses a tensor of the wrong length), built in a recycled buffer.
+    pub fn tensor_from_iter(&mut self, dims: Dims, values: impl Iterator<Item = A>) -> RawTensor<A> {
+        let mut v = self.buffer_for(dims.numel());
+        v.extend(values.take(dims.numel()));
         RawTensor::from_parts(dims, v)
     }
 

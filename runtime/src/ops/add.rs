@@ -3,6 +3,7 @@
 //! VJP: `add(single(a, δ), single(b, δ))` — both terms are the cotangent itself, no copy.
 //! At `a` the reader gives `δ + 0`; when `a == b` it gives `δ + δ`.
 
+use super::elementwise_vjp::{binary, binary_uniform, same_len, ElementwiseVjp, Onto};
 use crate::contributions::{Contrib, Contributions};
 use crate::graph::{CompactOp, SavedValues};
 use crate::reference::RefOp;
@@ -48,6 +49,28 @@ impl<A: Scalar, D> CompactOp<A, D> for Add {
     }
     fn reference(&self) -> Option<RefOp<A, D>> {
         Some(RefOp::Add { a: self.parents[0], b: self.parents[1] })
+    }
+    fn as_elementwise(&self) -> Option<&dyn ElementwiseVjp<A>> {
+        Some(self)
+    }
+}
+
+impl<A: Scalar> ElementwiseVjp<A> for Add {
+    fn elementwise_uniform(&self) -> A {
+        binary_uniform()
+    }
+    /// Both terms are the cotangent's elements (the `single_cotangent` leaves).
+    fn read_onto(
+        &self,
+        _: &[RawTensor<A>],
+        _: &RawTensor<A>,
+        g: &RawTensor<A>,
+        q: usize,
+        onto: Onto<'_, A>,
+    ) -> Result<(), String> {
+        let gd = g.data();
+        same_len(&onto, gd.len(), &[])?;
+        binary(onto, q, self.parents, gd.iter().cloned(), gd.iter().cloned())
     }
 }
 

@@ -90,6 +90,7 @@ mod data_tensor;
 mod div;
 mod div_const;
 mod dropout;
+pub(crate) mod elementwise_vjp;
 mod gather_rows;
 mod layer_norm;
 mod log_softmax;
@@ -206,6 +207,10 @@ macro_rules! builtin_pointwise {
             pub(crate) const fn derivative_loops<A: crate::scalar::Scalar + num_traits::Float>() -> [fn(&[A], &[A], &[A], &mut Vec<A>); NAMES.len()] {
                 [$(pointwise::derivative_body::<A, $f>),*]
             }
+            /// Their derivative loops onto a gradient, for `A`, in table order.
+            pub(crate) const fn onto_loops<A: crate::scalar::Scalar + num_traits::Float>() -> [fn(&[A], &[A], &[A], Onto<'_, A>); NAMES.len()] {
+                [$(pointwise::derivative_onto_body::<A, $f>),*]
+            }
             /// What a test does with each built-in function.
             #[cfg(test)]
             pub(crate) trait Visit {
@@ -233,6 +238,7 @@ builtin_pointwise! {
     neg: Neg = NegFn, "Negation";
     silu: Silu = SiluFn, "SiLU (swish) `x · sigmoid(x)`";
 }
+pub use elementwise_vjp::{ElementwiseVjp, Onto};
 pub use product_vjp::ProductVjp;
 pub use window_vjp::{Window, WindowVjp};
 

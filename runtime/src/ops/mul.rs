@@ -5,6 +5,7 @@
 use crate::reference::RefOp;
 use core::ops::Mul as MulOp;
 
+use super::elementwise_vjp::{binary, binary_uniform, same_len, ElementwiseVjp, Onto};
 use crate::contributions::{Contrib, Contributions};
 use crate::graph::{CompactOp, SavedValues};
 use crate::scalar::Scalar;
@@ -45,14 +46,41 @@ impl<A: Scalar + MulOp<Output = A>, D> CompactOp<A, D> for Mul {
     fn contributions(&self, saved: &SavedValues<'_, A, D>, g: &RawTensor<A>, c: &mut Contributions<A>) -> Contrib {
         let [a, b] = self.parents;
         let (av, bv, gd) = (saved.prefix[a].data(), saved.prefix[b].data(), g.data());
-        let ga = c.tensor(g.dims(), |i| A::pinned_mul(gd[i].clone(), bv[i].clone()));
-        let gb = c.tensor(g.dims(), |i| A::pinned_mul(gd[i].clone(), av[i].clone()));
+        let ga = c.tensor_from_iter(g.dims(), term(gd, bv));
+        let gb = c.tensor_from_iter(g.dims(), term(gd, av));
         let l = c.single(a, ga);
         let r = c.single(b, gb);
         c.add(l, r)
     }
     fn reference(&self) -> Option<RefOp<A, D>> {
         Some(RefOp::mul(self.parents[0], self.parents[1]))
+    }
+    fn as_elementwise(&self) -> Option<&dyn ElementwiseVjp<A>> {
+        Some(self)
+    }
+}
+
+/// The VJP's term at one operand: `δ · v` for the other operand's value `v` (δ left).
+fn term<'s, A: Scalar + MulOp<Output = A>>(g: &'s [A], v: &'s [A]) -> impl ExactSizeIterator<Item = A> + 's {
+    g.iter().zip(v).map(|(g, v)| A::pinned_mul(g.clone(), v.clone()))
+}
+
+impl<A: Scalar + MulOp<Output = A>> ElementwiseVjp<A> for Mul {
+    fn elementwise_uniform(&self) -> A {
+        binary_uniform()
+    }
+    fn read_onto(
+        &self,
+        prefix: &[RawTensor<A>],
+        _: &RawTensor<A>,
+        g: &RawTensor<A>,
+        q: usize,
+        onto: Onto<'_, A>,
+    ) -> Result<(), String> {
+        let [a, b] = self.parents;
+        let (av, bv, gd) = (prefix[a].data(), prefix[b].data(), g.data());
+        same_len(&onto, gd.len(), &[av.len(), bv.len()])?;
+        binary(onto, q, self.parents, term(gd, bv), term(gd, av))
     }
 }
 

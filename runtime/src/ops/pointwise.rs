@@ -11,6 +11,7 @@ use core::marker::PhantomData;
 
 use rayon::prelude::*;
 
+use super::elementwise_vjp::{same_len, write_here, ElementwiseVjp, Onto};
 use crate::contributions::{Contrib, Contributions};
 use crate::graph::{Compact, CompactOp, SavedValues};
 use crate::parallel;
@@ -214,6 +215,89 @@ impl<A: Scalar, F: PointwiseFn<A>> super::WideLoop for DerivativeLoop<'_, A, F> 
     }
 }
 
+/// `onto` the read `t[e] = derivative(g[e], x[e], y[e])` (the op's one term, a lone `single`),
+/// split over threads as [`derivative_into`].
+pub fn derivative_onto<A: Scalar, F: PointwiseFn<A>>(g: &[A], x: &[A], y: &[A], onto: Onto<'_, A>) {
+    // Two constants once `A` and `F` are known: the call or the body is compiled, not both.
+    if A::COMPILED && F::COMPILED {
+        return (A::compiled().pointwise_onto[F::COMPILED_INDEX])(g, x, y, onto);
+    }
+    derivative_onto_body::<A, F>(g, x, y, onto);
+}
+
+/// [`derivative_onto`]'s body (compiled as [`forward_body`]). `g`, `x`, `y` (and a slot) have
+/// one length.
+pub(crate) fn derivative_onto_body<A: Scalar, F: PointwiseFn<A>>(g: &[A], x: &[A], y: &[A], onto: Onto<'_, A>) {
+    let parts = parallel::element_parts(g.len(), F::DERIVATIVE_WORK);
+    if parts < 2 || x.len() != g.len() || y.len() != g.len() {
+        super::elementwise(DerivativeOnto::<A, F> { g, x, y, onto, f: PhantomData });
+        return;
+    }
+    let (x_out, u) = match onto {
+        Onto::Slot(x_out, u) => (x_out, u),
+        Onto::Uniform(stored, out) => {
+            // `stored + t[e]` as a slot holding `stored` everywhere plus `t[e]`: the same addition.
+            out.resize(g.len(), stored.clone());
+            (&mut out[..], None)
+        }
+    };
+    let chunk = g.len().div_ceil(parts);
+    parallel::split(|| {
+        x_out
+            .par_chunks_mut(chunk)
+            .zip(g.par_chunks(chunk))
+            .zip(x.par_chunks(chunk))
+            .zip(y.par_chunks(chunk))
+            .for_each(|(((slot, g), x), y)| {
+                let onto = Onto::Slot(slot, u);
+                parallel::part(|| super::elementwise(DerivativeOnto::<A, F> { g, x, y, onto, f: PhantomData }));
+            });
+    });
+}
+
+/// `onto` the read `t[e] = derivative(g[e], x[e], y[e])`.
+struct DerivativeOnto<'a, A, F> {
+    g: &'a [A],
+    x: &'a [A],
+    y: &'a [A],
+    onto: Onto<'a, A>,
+    f: PhantomData<fn() -> F>,
+}
+
+impl<A: Scalar, F: PointwiseFn<A>> super::WideLoop for DerivativeOnto<'_, A, F> {
+    type Output = ();
+    #[inline(always)]
+    fn run(self) {
+        let k = F::consts();
+        let read = self.g.iter().zip(self.x).zip(self.y).map(|((g, x), y)| F::derivative(&k, g, x, y));
+        write_here(self.onto, read);
+    }
+}
+
+impl<A: Scalar, F: PointwiseFn<A>> ElementwiseVjp<A> for Pointwise<F> {
+    fn elementwise_uniform(&self) -> A {
+        A::zero()
+    }
+    fn read_onto(
+        &self,
+        prefix: &[RawTensor<A>],
+        output: &RawTensor<A>,
+        g: &RawTensor<A>,
+        q: usize,
+        onto: Onto<'_, A>,
+    ) -> Result<(), String> {
+        if q != self.parents[0] {
+            return Err(format!("position {q} is not in the support"));
+        }
+        let gd = g.data();
+        let x = if F::READS.operands.is_empty() { gd } else { prefix[self.parents[0]].data() };
+        let y = if F::READS.output { output.data() } else { gd };
+        same_len(&onto, gd.len(), &[x.len(), y.len()])?;
+        derivative_onto::<A, F>(gd, x, y, onto);
+        Ok(())
+    }
+}
+
 impl<A: Scalar, D, F: PointwiseFn<A>> CompactOp<A, D> for Pointwise<F> {
     fn name(&self) -> &str {
         F::NAME
@@ -243,6 +327,9 @@ impl<A: Scalar, D, F: PointwiseFn<A>> CompactOp<A, D> for Pointwise<F> {
     }
     fn reference(&self) -> Option<crate::reference::RefOp<A, D>> {
         F::reference().map(|f| crate::reference::RefOp::Unary { a: self.parents[0], f })
+    }
+    fn as_elementwise(&self) -> Option<&dyn ElementwiseVjp<A>> {
+        Some(self)
     }
 }
 

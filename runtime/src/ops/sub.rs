@@ -5,6 +5,7 @@
 use crate::reference::RefOp;
 use core::ops::Sub as SubOp;
 
+use super::elementwise_vjp::{binary, binary_uniform, same_len, ElementwiseVjp, Onto};
 use crate::contributions::{Contrib, Contributions};
 use crate::graph::{CompactOp, SavedValues};
 use crate::scalar::Scalar;
@@ -44,13 +45,39 @@ impl<A: Scalar + SubOp<Output = A>, D> CompactOp<A, D> for Sub {
     }
     fn contributions(&self, _: &SavedValues<'_, A, D>, g: &RawTensor<A>, c: &mut Contributions<A>) -> Contrib {
         let l = c.single_cotangent(self.parents[0]);
-        let gd = g.data();
-        let neg = c.tensor(g.dims(), |i| A::zero() - gd[i].clone());
+        let neg = c.tensor_from_iter(g.dims(), negated(g.data()));
         let r = c.single(self.parents[1], neg);
         c.add(l, r)
     }
     fn reference(&self) -> Option<RefOp<A, D>> {
         Some(RefOp::sub(self.parents[0], self.parents[1]))
+    }
+    fn as_elementwise(&self) -> Option<&dyn ElementwiseVjp<A>> {
+        Some(self)
+    }
+}
+
+/// The VJP's term at `b`: `0 - δ`.
+fn negated<A: Scalar + SubOp<Output = A>>(g: &[A]) -> impl ExactSizeIterator<Item = A> + '_ {
+    g.iter().map(|v| A::zero() - v.clone())
+}
+
+impl<A: Scalar + SubOp<Output = A>> ElementwiseVjp<A> for Sub {
+    fn elementwise_uniform(&self) -> A {
+        binary_uniform()
+    }
+    /// The term at `a` is the cotangent's elements (the `single_cotangent` leaf).
+    fn read_onto(
+        &self,
+        _: &[RawTensor<A>],
+        _: &RawTensor<A>,
+        g: &RawTensor<A>,
+        q: usize,
+        onto: Onto<'_, A>,
+    ) -> Result<(), String> {
+        let gd = g.data();
+        same_len(&onto, gd.len(), &[])?;
+        binary(onto, q, self.parents, gd.iter().cloned(), negated(gd))
     }
 }
 

@@ -6,7 +6,7 @@
 
 use crate::contributions::{Contrib, Contributions};
 use crate::graph::{CompactOp, Program as NodeProgram, RawGraph, SavedValues};
-use crate::ops::Window;
+use crate::ops::{ElementwiseVjp, Window};
 use crate::scalar::Scalar;
 use crate::shape::Dims;
 use crate::tensor::RawTensor;
@@ -44,8 +44,12 @@ pub trait BoundGraph<A> {
     /// # Errors
     /// The op's message.
     fn validate(&self, k: usize, ctx: &[RawTensor<A>]) -> Result<(), String>;
-    /// Node `k`'s value appended to `out`.
-    fn forward_into(&self, k: usize, ctx: &[RawTensor<A>], out: &mut Vec<A>);
+    /// Node `k`'s checks on `ctx` (as [`validate`](Self::validate)), then its value appended to
+    /// `out`: one call per node of a program's forward.
+    ///
+    /// # Errors
+    /// The op's validation message (`out` untouched).
+    fn checked_forward_into(&self, k: usize, ctx: &[RawTensor<A>], out: &mut Vec<A>) -> Result<(), String>;
     /// Node `k`'s value by its own code: a compact op's `forward` (validated before), an opaque
     /// node's forward closure (an empty tensor for no node).
     fn forward(&self, k: usize, ctx: &[RawTensor<A>]) -> RawTensor<A>;
@@ -73,6 +77,8 @@ pub trait BoundGraph<A> {
         stored: &A,
         out: &mut Vec<A>,
     );
+    /// Node `k` as an elementwise op ([`ElementwiseVjp`]), else `None`.
+    fn elementwise(&self, k: usize) -> Option<&dyn ElementwiseVjp<A>>;
     /// Node `k`'s window in an operand of dims `operand` when it is a window op
     /// ([`WindowVjp`](crate::ops::WindowVjp)), else `None`.
     fn window(&self, k: usize, operand: Dims) -> Option<Window>;
@@ -141,10 +147,12 @@ impl<A: Scalar, D: 'static> BoundGraph<A> for Bound<'_, A, D> {
     fn validate(&self, k: usize, ctx: &[RawTensor<A>]) -> Result<(), String> {
         self.compact(k).map_or(Ok(()), |op| op.validate(ctx, self.data))
     }
-    fn forward_into(&self, k: usize, ctx: &[RawTensor<A>], out: &mut Vec<A>) {
+    fn checked_forward_into(&self, k: usize, ctx: &[RawTensor<A>], out: &mut Vec<A>) -> Result<(), String> {
         if let Some(op) = self.compact(k) {
+            op.validate(ctx, self.data)?;
             op.forward_into(ctx, self.data, out);
         }
+        Ok(())
     }
     fn forward(&self, k: usize, ctx: &[RawTensor<A>]) -> RawTensor<A> {
         match self.graph.nodes().get(k).map(|n| n.program()) {
@@ -184,6 +192,9 @@ impl<A: Scalar, D: 'static> BoundGraph<A> for Bound<'_, A, D> {
             let saved = SavedValues { prefix, output, data: self.data };
             p.product_onto(&saved, g, operand, stored, out);
         }
+    }
+    fn elementwise(&self, k: usize) -> Option<&dyn ElementwiseVjp<A>> {
+        self.compact(k)?.as_elementwise()
     }
     fn window(&self, k: usize, operand: Dims) -> Option<Window> {
         self.compact(k)?.as_window().map(|w| w.window(operand))

@@ -140,6 +140,8 @@ pub struct ProgramState<A> {
     level: Vec<forward::LevelSlot<A>>,
     /// The number of the next visit of this run's sweep.
     visit: usize,
+    /// The node the sweep visits (the one a panic caught around its rows is reported at).
+    visiting: usize,
     /// A repeated level's nodes and a repeated product step's writes, moved to their iteration
     /// ([`forward_rows`](Self::forward_rows), [`sweep_rows`](Self::sweep_rows); capacities
     /// reused from run to run).
@@ -195,11 +197,12 @@ impl<A: Scalar> ProgramState<A> {
             input_gradients: dims[..inputs].iter().map(|&d| RawTensor::zeros(d)).collect(),
             input_fills: vec![Some(A::zero()); inputs],
             returned_fills: vec![Some(A::zero()); inputs],
-            contributions: Contributions::new(),
+            contributions: Contributions::reusable(),
             gradient_pool: (0..plan.gradient_buffers).map(|_| Vec::new()).collect(),
             failed: None,
             level: Vec::new(),
             visit: 0,
+            visiting: 0,
             moved_nodes: Vec::new(),
             moved_writes: Vec::new(),
         }

@@ -11,6 +11,7 @@ use crate::error::Error;
 use crate::gradients::Stored;
 use crate::guard::guarded;
 use crate::ops::window_vjp as window;
+use crate::ops::{ElementwiseVjp, Onto};
 use crate::program::bound::BoundGraph;
 use crate::scalar::Scalar;
 use crate::tensor::RawTensor;
@@ -64,22 +65,28 @@ impl<A: Scalar> ProgramState<A> {
             let (prefix, output) = (&self.values[..p], &self.values[p]);
             guarded("the VJP", || graph.product_onto(k, prefix, output, g, i, v, &mut out))
                 .map_err(|m| super::sweep::vjp_error(k, graph.name(k), m))?;
-            self.store_product(k, graph.name(k), q, out)?;
+            self.store_written(k, graph, q, out)?;
         }
         Ok(())
     }
 
-    /// Position `q`'s gradient becomes the product `out` node `k` computed onto its uniform;
-    /// [`Error::Vjp`] when `out` does not have the position's element count.
-    fn store_product(&mut self, k: usize, op: &str, q: usize, out: Vec<A>) -> Result<(), Error> {
+    /// Position `q`'s gradient becomes `out`, which node `k` wrote onto its uniform (a product, an
+    /// elementwise read); [`Error::Vjp`] when `out` does not have the position's element count.
+    fn store_written(
+        &mut self,
+        k: usize,
+        graph: &(dyn BoundGraph<A> + Sync),
+        q: usize,
+        out: Vec<A>,
+    ) -> Result<(), Error> {
         let d = self.dims[q];
         if out.len() != d.numel() {
             let message = format!(
-                "its product at position {q} has {} elements, the position's shape {d} has {}",
+                "its contribution at position {q} has {} elements, the position's shape {d} has {}",
                 out.len(),
                 d.numel()
             );
-            return Err(Error::Vjp { node: k, op: op.to_owned(), message });
+            return Err(Error::Vjp { node: k, op: graph.name(k).to_owned(), message });
         }
         self.slots[q] = Stored::Tensor(RawTensor::from_parts(d, out));
         Ok(())
@@ -124,7 +131,61 @@ impl<A: Scalar> ProgramState<A> {
         );
         for ((q, _), (result, out)) in writes.iter().zip([(ra, out_a), (rb, out_b)]) {
             result.map_err(|m| super::sweep::vjp_error(k, graph.name(k), m))?;
-            self.store_product(k, graph.name(k), *q, out)?;
+            self.store_written(k, graph, *q, out)?;
+        }
+        Ok(())
+    }
+
+    /// The read of elementwise node `k` (`op`, the node's [`ElementwiseVjp`]; its uniform
+    /// recorded by the caller) added at its support position `q` in one loop:
+    /// `(slot_q + the uniforms of the pending visits) + read(q)[e]`, the term computed in the
+    /// same loop — the additions of [`vjp`](Self::vjp) and [`accumulate`](Self::accumulate),
+    /// without building the contributions.
+    ///
+    /// Not guarded here: [`sweep_rows`](Self::sweep_rows) catches a panic of the op (say an
+    /// integer overflow) around its rows and reports it at the node it ran — a guard per call cost
+    /// a tenth of a chain of small nodes.
+    ///
+    /// # Errors
+    /// [`Error::Vjp`] when the cotangent does not fit the position.
+    #[doc(hidden)]
+    pub fn vjp_elementwise(
+        &mut self,
+        k: usize,
+        graph: &(dyn BoundGraph<A> + Sync),
+        op: &dyn ElementwiseVjp<A>,
+        g: &RawTensor<A>,
+        q: usize,
+        pending: Range<usize>,
+    ) -> Result<(), Error> {
+        let d = self.dims[q];
+        let vjp_error = |message| super::sweep::vjp_error(k, graph.name(k), message);
+        if g.dims() != d {
+            return Err(vjp_error(format!(
+                "contribution to position {q} has shape {}, the position has shape {d}",
+                g.dims()
+            )));
+        }
+        let p = self.inputs + k;
+        let (prefix, output) = (&self.values[..p], &self.values[p]);
+        let us = &self.uniforms[pending];
+        let us = if A::ZERO_ADD_IDEMPOTENT { &us[..us.len().min(1)] } else { us };
+        match &mut self.slots[q] {
+            Stored::Tensor(t) => {
+                // All but the last pending uniform in their own passes (only for scalars whose
+                // zeros do not collapse), the last fused with the read's addition.
+                let (last, before) = us.split_last().map_or((None, us), |(l, b)| (Some(l), b));
+                apply_pending(t.data_mut(), before);
+                let onto = Onto::Slot(t.data_mut(), last);
+                op.read_onto(prefix, output, g, q, onto).map_err(vjp_error)?;
+            }
+            Stored::Uniform(v, _) => {
+                apply_pending_scalar(v, us);
+                let mut out = take_buffer(self.plan.gradient(self.pass), &mut self.gradient_pool, q);
+                let onto = Onto::Uniform(v, &mut out);
+                op.read_onto(prefix, output, g, q, onto).map_err(vjp_error)?;
+                self.store_written(k, graph, q, out)?;
+            }
         }
         Ok(())
     }

@@ -8,6 +8,7 @@
 
 use super::ProgramState;
 use crate::error::Error;
+use crate::guard::guarded;
 use crate::program::bound::BoundGraph;
 use crate::program::plan::{Plan, Rows, Sweep, Writes};
 use crate::program::Pass;
@@ -89,27 +90,48 @@ impl<A: Scalar> ProgramState<A> {
         self.sweep_rows_body(sweep, graph, rows)
     }
 
-    /// [`sweep_rows`](Self::sweep_rows)' body (compiled in this crate for `f32` and `f64`).
+    /// [`sweep_rows`](Self::sweep_rows)' body (compiled in this crate for `f32` and `f64`): the
+    /// visits under one guard, so that a panic in a step that is not guarded itself (a built-in
+    /// elementwise op's read) is the error of the node that ran, and the state stays usable (the
+    /// next run resets it).
     pub(crate) fn sweep_rows_body(
         &mut self,
         sweep: &Sweep,
         graph: &(dyn BoundGraph<A> + Sync),
         rows: Rows,
     ) -> Result<(), Error> {
+        match guarded("the VJP", || self.visit_rows(sweep, graph, rows)) {
+            Ok(result) => result,
+            Err(message) => Err(super::sweep::vjp_error(self.visiting, graph.name(self.visiting), message)),
+        }
+    }
+
+    /// The visits of [`sweep_rows_body`](Self::sweep_rows_body), unguarded.
+    fn visit_rows(&mut self, sweep: &Sweep, graph: &(dyn BoundGraph<A> + Sync), rows: Rows) -> Result<(), Error> {
         for (step, shift) in sweep.steps.at(rows) {
             let t = self.visit;
             self.visit += 1;
             let k = step.node_at(shift);
+            self.visiting = k;
             let p = self.inputs + k;
             let g = self.cotangent(p, step.cotangent_at(shift));
             match &step.writes {
-                Writes::Built(writes) => {
-                    let root = self.vjp(t, k, graph, &g)?;
-                    for i in 0..writes.len() {
-                        let (q, pending) = step.write_at(shift, i).ok_or_else(|| not_planned(k, "a write"))?;
-                        self.accumulate(k, graph.name(k), root, q, pending, &g)?;
+                Writes::Built(writes) => match graph.elementwise(k) {
+                    Some(op) => {
+                        self.uniforms[t] = op.elementwise_uniform();
+                        for i in 0..writes.len() {
+                            let (q, pending) = step.write_at(shift, i).ok_or_else(|| not_planned(k, "a write"))?;
+                            self.vjp_elementwise(k, graph, op, &g, q, pending)?;
+                        }
                     }
-                }
+                    None => {
+                        let root = self.vjp(t, k, graph, &g)?;
+                        for i in 0..writes.len() {
+                            let (q, pending) = step.write_at(shift, i).ok_or_else(|| not_planned(k, "a write"))?;
+                            self.accumulate(k, graph.name(k), root, q, pending, &g)?;
+                        }
+                    }
+                },
                 Writes::Product(writes) if !shift.moves() => self.vjp_product(t, k, graph, &g, writes)?,
                 Writes::Product(writes) => {
                     // A repeated step's writes, moved to its iteration, in a buffer kept from run
