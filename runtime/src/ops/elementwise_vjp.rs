@@ -95,9 +95,9 @@ impl<A: Scalar, I: ExactSizeIterator<Item = A>> super::WideLoop for Write<'_, A,
     }
 }
 
-/// [`write`] in the caller's build (for loops that are already inside a wide one).
+/// [`Write`]'s body.
 #[inline(always)]
-pub(crate) fn write_here<A: Scalar>(onto: Onto<'_, A>, read: impl ExactSizeIterator<Item = A>) {
+fn write_here<A: Scalar>(onto: Onto<'_, A>, read: impl ExactSizeIterator<Item = A>) {
     match onto {
         Onto::Slot(x, Some(u)) => {
             for (e, r) in x.iter_mut().zip(read) {

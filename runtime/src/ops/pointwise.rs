@@ -11,7 +11,7 @@ use core::marker::PhantomData;
 
 use rayon::prelude::*;
 
-use super::elementwise_vjp::{same_len, write_here, ElementwiseVjp, Onto};
+use super::elementwise_vjp::{same_len, ElementwiseVjp, Onto};
 use crate::contributions::{Contrib, Contributions};
 use crate::graph::{Compact, CompactOp, SavedValues};
 use crate::parallel;
@@ -268,9 +268,31 @@ impl<A: Scalar, F: PointwiseFn<A>> super::WideLoop for DerivativeOnto<'_, A, F> 
     type Output = ();
     #[inline(always)]
     fn run(self) {
+        // Plain loops over the slices with the derivative in their body (as `DerivativeLoop`):
+        // through an iterator adapter, a long derivative (GELU's) left `Zip::next` out of line,
+        // called per element.
         let k = F::consts();
-        let read = self.g.iter().zip(self.x).zip(self.y).map(|((g, x), y)| F::derivative(&k, g, x, y));
-        write_here(self.onto, read);
+        let (g, x, y) = (self.g, self.x, self.y);
+        match self.onto {
+            Onto::Slot(slot, Some(u)) => {
+                for (((e, g), x), y) in slot.iter_mut().zip(g).zip(x).zip(y) {
+                    *e = A::pinned_add(A::pinned_add(e.clone(), u.clone()), F::derivative(&k, g, x, y));
+                }
+            }
+            Onto::Slot(slot, None) => {
+                for (((e, g), x), y) in slot.iter_mut().zip(g).zip(x).zip(y) {
+                    *e = A::pinned_add(e.clone(), F::derivative(&k, g, x, y));
+                }
+            }
+            Onto::Uniform(stored, out) => {
+                // `stored + t` as a buffer holding `stored` plus `t`: the same addition.
+                out.clear();
+                out.resize(g.len(), stored.clone());
+                for (((e, g), x), y) in out.iter_mut().zip(g).zip(x).zip(y) {
+                    *e = A::pinned_add(e.clone(), F::derivative(&k, g, x, y));
+                }
+            }
+        }
     }
 }
 
