@@ -151,6 +151,21 @@ fn w2_chain(c: &mut Criterion) {
             BatchSize::LargeInput,
         );
     });
+    // The step as a training loop runs it: the inputs handed from one step to the next, the
+    // gradients given back to the graph (`RawGraph::recycle`), so no buffer is allocated per node.
+    {
+        let mut carried = Some(inputs.clone());
+        group.bench_with_input(BenchmarkId::new("compile+inputs_array/recycled", nodes), &nodes, |b, _| {
+            b.iter(|| {
+                let saved = RawSavedGraph::compile(&g, carried.take().unwrap_or_default(), ()).expect("chain compiles");
+                let grads = saved.backprop_inputs_array(seeds.clone()).expect("array pass");
+                let n = grads.len();
+                carried = Some(saved.into_inputs_and_data().0);
+                g.recycle(grads);
+                n
+            });
+        });
+    }
     // The same step inside pools of one and of two threads (the scaling table; the same bits).
     for (threads, label) in [(1, "compile+array/1_thread"), (2, "compile+array/2_threads")] {
         let pool = exactgrad::parallel::pool(threads).expect("threads");

@@ -3,6 +3,7 @@
 
 use crate::contributions::{Contrib, Contributions, Sink};
 use crate::deferred::History;
+use crate::graph::buffers::Spare;
 use crate::scalar::Scalar;
 use crate::shape::Dims;
 use crate::tensor::RawTensor;
@@ -43,7 +44,7 @@ impl<A: Scalar> Stored<A> {
     }
 
     /// Makes the slot dense (filling a spare buffer when it was `Full`) and returns its elements.
-    fn make_dense(&mut self, spare: &mut Vec<Vec<A>>) -> &mut [A] {
+    fn make_dense(&mut self, spare: &mut Spare<A>) -> &mut [A] {
         if let Stored::Uniform(v, d) = self {
             *self = Stored::Tensor(full_in(spare, *d, v));
         }
@@ -55,8 +56,8 @@ impl<A: Scalar> Stored<A> {
 }
 
 /// `full(dims, v)` in a recycled buffer when one is spare.
-fn full_in<A: Scalar>(spare: &mut Vec<Vec<A>>, dims: Dims, v: &A) -> RawTensor<A> {
-    let mut buf = spare.pop().unwrap_or_default();
+pub(crate) fn full_in<A: Scalar>(spare: &mut Spare<A>, dims: Dims, v: &A) -> RawTensor<A> {
+    let mut buf = spare.take(dims.numel());
     buf.extend((0..dims.numel()).map(|_| v.clone()));
     RawTensor::from_parts(dims, buf)
 }
@@ -72,8 +73,9 @@ pub struct GradientContext<A> {
     epochs: Vec<usize>,
     history: History<A>,
     distinct: Vec<usize>,
-    /// Buffers of finished gradients, reused for positions that become dense.
-    spare: Vec<Vec<A>>,
+    /// Buffers of finished gradients (and those a pass lends it from its graph), reused for
+    /// positions that become dense.
+    spare: Spare<A>,
 }
 
 impl<A: Scalar> GradientContext<A> {
@@ -84,7 +86,7 @@ impl<A: Scalar> GradientContext<A> {
 
     pub(crate) fn of_stored(slots: Vec<Stored<A>>) -> Self {
         let epochs = vec![0; slots.len()];
-        GradientContext { slots, epochs, history: History::new(), distinct: Vec::new(), spare: Vec::new() }
+        GradientContext { slots, epochs, history: History::new(), distinct: Vec::new(), spare: Spare::new(SPARE_LIMIT) }
     }
 
     /// Number of positions still held.
@@ -177,13 +179,7 @@ impl<A: Scalar> GradientContext<A> {
                 Stored::Tensor(t) => c.read_into(root, q, cotangent, Sink::Accumulate(t.data_mut()))?,
                 Stored::Uniform(v, d) => {
                     // `full(v) + read`, written once (no buffer filled with `v` first).
-                    let mut out = match self.spare.pop() {
-                        Some(mut v) => {
-                            v.clear();
-                            v
-                        }
-                        None => Vec::with_capacity(d.numel()),
-                    };
+                    let mut out = self.spare.take(d.numel());
                     c.read_into(root, q, cotangent, Sink::OntoUniform(v, &mut out))?;
                     self.slots[q] = Stored::Tensor(RawTensor::from_parts(*d, out));
                 }
@@ -272,11 +268,18 @@ impl<A: Scalar> GradientContext<A> {
     /// Gives back the buffer of a gradient that is no longer needed, for reuse by later
     /// positions (the inputs-only pass frees each finished gradient this way).
     pub fn recycle(&mut self, t: RawTensor<A>) {
-        if self.spare.len() < SPARE_LIMIT {
-            let mut v = t.into_vec();
-            v.clear();
-            self.spare.push(v);
-        }
+        self.spare.give(t.into_vec());
+    }
+
+    /// Lends the context `spare` buffers for its positions (a pass's, from its graph).
+    pub(crate) fn lend(&mut self, mut spare: Spare<A>) {
+        spare.absorb(core::mem::replace(&mut self.spare, Spare::new(0)));
+        self.spare = spare;
+    }
+
+    /// The spare buffers left, moved out (a pass gives them back to its graph).
+    pub(crate) fn take_spare(&mut self) -> Spare<A> {
+        core::mem::replace(&mut self.spare, Spare::new(SPARE_LIMIT))
     }
 
     /// Every position held, materialised.

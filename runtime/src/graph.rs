@@ -12,6 +12,7 @@ use crate::shape::Dims;
 use crate::tensor::RawTensor;
 
 mod bind;
+pub(crate) mod buffers;
 mod levels;
 mod node;
 mod raw;

@@ -140,6 +140,13 @@ impl<A: Scalar> Contributions<A> {
         c
     }
 
+    /// Every buffer the arena holds (its spare ones and its tensors'), moved out: a pass gives
+    /// them back to its graph when it ends.
+    pub(crate) fn take_buffers(&mut self) -> Vec<Vec<A>> {
+        self.clear();
+        core::mem::take(&mut self.pool)
+    }
+
     /// Forgets every description, recycling the buffers of owned tensors.
     pub fn clear(&mut self) {
         self.descriptions.clear();

@@ -97,6 +97,12 @@ impl<A: 'static, D: 'static> RawNode<A, D> {
     pub(crate) fn rule_checked_on(&self, dims: Dims) -> bool {
         self.rule_checked && self.dims == dims
     }
+
+    /// `true` for a built-in op (one the independent reference knows), whose `forward_into`
+    /// writes its value straight into a given buffer.
+    pub(crate) fn is_built_in(&self) -> bool {
+        self.rule_checked
+    }
 }
 
 /// The op's name, parents, dims and support (`None`: opaque); the closures and op are not shown.

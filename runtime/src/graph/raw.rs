@@ -3,6 +3,7 @@
 use core::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use super::buffers::BufferPool;
 use super::{Levels, Program, RawNode};
 use crate::error::Error;
 use crate::scalar::Scalar;
@@ -21,6 +22,8 @@ pub struct RawGraph<A, D> {
     pub(super) input_names: Vec<String>,
     /// The forward's levels, computed on first use and dropped when a node or input is added.
     pub(super) levels: std::sync::OnceLock<Levels>,
+    /// Spare buffers for the values and gradients of its compiles and passes.
+    pub(super) buffers: std::sync::Arc<BufferPool<A>>,
 }
 
 fn next_graph_id() -> u64 {
@@ -40,6 +43,7 @@ impl<A: Scalar, D: 'static> RawGraph<A, D> {
             run_time: Vec::new(),
             input_names: Vec::new(),
             levels: std::sync::OnceLock::new(),
+            buffers: std::sync::Arc::new(BufferPool::new(0)),
         }
     }
 
@@ -108,6 +112,35 @@ impl<A: 'static, D: 'static> RawGraph<A, D> {
             return Err(Error::ForeignPosition { index: p.index(), len: self.dims.len() });
         }
         Ok(p.index())
+    }
+
+    /// Gives the buffers of `tensors` to this graph's spare buffers, for its later compiles and
+    /// passes: a training loop gives back the gradients of the last step once it has applied them
+    /// (a saved graph gives back its values when dropped), and a step then allocates no buffer
+    /// per node. Any tensors may be given; the graph keeps at most about two buffers per
+    /// position and drops the rest. Buffers only change hands, so results are the same bits.
+    ///
+    /// ```
+    /// use exactgrad_runtime::{ops::Tanh, Dims, RawGraph, RawNode, RawSavedGraph, RawSeeds, RawTensor};
+    /// let mut g = RawGraph::<f32, ()>::new(vec![Dims::vector(3)]);
+    /// let y = g.push(RawNode::compact(Tanh::new(0))).unwrap();
+    /// let mut seeds = RawSeeds::zeros(g.dims());
+    /// seeds.set(y, RawTensor::full(Dims::vector(3), 1.0)).unwrap();
+    /// for _ in 0..3 {
+    ///     let saved = RawSavedGraph::compile(&g, vec![RawTensor::full(Dims::vector(3), 0.5)], ()).unwrap();
+    ///     let gradients = saved.backprop_inputs_array(seeds.clone()).unwrap();
+    ///     assert!((gradients[0].data()[0] - 0.786_448_3).abs() < 1e-6);
+    ///     g.recycle(gradients); // the next step's gradients reuse these buffers
+    /// }
+    /// ```
+    pub fn recycle(&self, tensors: impl IntoIterator<Item = crate::tensor::RawTensor<A>>) {
+        self.buffers.give_all(tensors.into_iter().map(crate::tensor::RawTensor::into_vec));
+    }
+
+    /// The graph's spare buffers (shared, so that a saved graph gives its values back when
+    /// dropped without borrowing the graph for its drop).
+    pub(crate) fn buffers(&self) -> &std::sync::Arc<BufferPool<A>> {
+        &self.buffers
     }
 
     /// Number of inputs (|Γ|).

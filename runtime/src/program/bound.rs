@@ -5,7 +5,8 @@
 //! model's crate compiles only [`Bound`], which forwards each call to the node's op with the data.
 
 use crate::contributions::{Contrib, Contributions};
-use crate::graph::{CompactOp, Program as NodeProgram, RawGraph, SavedValues};
+use crate::graph::buffers::BufferPool;
+use crate::graph::{CompactOp, Program as NodeProgram, RawGraph, RawNode, SavedValues};
 use crate::ops::{ElementwiseVjp, Window};
 use crate::scalar::Scalar;
 use crate::shape::Dims;
@@ -44,6 +45,13 @@ pub trait BoundGraph<A> {
     /// # Errors
     /// The op's message.
     fn validate(&self, k: usize, ctx: &[RawTensor<A>]) -> Result<(), String>;
+    /// Whether node `k` is a built-in op (its [`forward_into`](Self::forward_into) writes into
+    /// the buffer it is given).
+    fn is_built_in(&self, k: usize) -> bool;
+    /// Node `k`'s value appended to `out` (a compact op's; nothing for an opaque node).
+    fn forward_into(&self, k: usize, ctx: &[RawTensor<A>], out: &mut Vec<A>);
+    /// The graph's spare buffers (`graph::buffers`).
+    fn buffers(&self) -> &BufferPool<A>;
     /// Node `k`'s checks on `ctx` (as [`validate`](Self::validate)), then its value appended to
     /// `out`: one call per node of a program's forward.
     ///
@@ -146,6 +154,17 @@ impl<A: Scalar, D: 'static> BoundGraph<A> for Bound<'_, A, D> {
     }
     fn validate(&self, k: usize, ctx: &[RawTensor<A>]) -> Result<(), String> {
         self.compact(k).map_or(Ok(()), |op| op.validate(ctx, self.data))
+    }
+    fn is_built_in(&self, k: usize) -> bool {
+        self.graph.nodes().get(k).is_some_and(RawNode::is_built_in)
+    }
+    fn forward_into(&self, k: usize, ctx: &[RawTensor<A>], out: &mut Vec<A>) {
+        if let Some(op) = self.compact(k) {
+            op.forward_into(ctx, self.data, out);
+        }
+    }
+    fn buffers(&self) -> &BufferPool<A> {
+        self.graph.buffers()
     }
     fn checked_forward_into(&self, k: usize, ctx: &[RawTensor<A>], out: &mut Vec<A>) -> Result<(), String> {
         if let Some(op) = self.compact(k) {

@@ -135,7 +135,19 @@ fn node_value<A: Scalar>(
             }
         }
         guarded("its validation", || graph.validate(k, prefix)).map_err(fail)?.map_err(fail)?;
-        guarded("the forward", || graph.forward(k, prefix)).map_err(fail)?
+        if graph.is_built_in(k) {
+            // Written into a spare buffer of the graph (`graph::buffers`): no allocation once a
+            // dropped saved graph has given its values back.
+            let n = node_dims.numel();
+            let mut buf = graph.buffers().take(n);
+            guarded("the forward", || graph.forward_into(k, prefix, &mut buf)).map_err(fail)?;
+            if buf.len() != n {
+                return Err(fail(format!("forward gave {} elements, the node's shape {node_dims} has {n}", buf.len())));
+            }
+            RawTensor::from_parts(node_dims, buf)
+        } else {
+            guarded("the forward", || graph.forward(k, prefix)).map_err(fail)?
+        }
     } else {
         guarded("the forward", || graph.forward(k, prefix)).map_err(fail)?
     };

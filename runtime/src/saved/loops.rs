@@ -8,7 +8,7 @@
 use super::Prep;
 use crate::contributions::Contributions;
 use crate::error::Error;
-use crate::gradients::{GradientContext, Stored};
+use crate::gradients::{full_in, GradientContext, Stored};
 use crate::graph::{RawGraph, RawNode};
 use crate::pack::RawPack;
 use crate::program::bound::BoundGraph;
@@ -137,7 +137,18 @@ impl<'v, A: Scalar> View<'v, A> {
 
     /// [`array_loop`](Self::array_loop)'s result as tensors (the uniforms built), without a pack.
     pub(super) fn array_tensors(&self, seeds: Vec<Stored<A>>, keep: bool) -> Result<Vec<RawTensor<A>>, Error> {
-        Ok(self.array_slots(seeds, None, keep)?.into_iter().map(Stored::into_tensor).collect())
+        let slots = self.array_slots(seeds, None, keep)?;
+        // A uniform result is filled into a spare buffer of the graph.
+        let mut spare = self.graph.buffers().lend(slots.len());
+        let tensors = slots
+            .into_iter()
+            .map(|s| match s {
+                Stored::Uniform(v, d) => full_in(&mut spare, d, &v),
+                Stored::Tensor(t) => t,
+            })
+            .collect();
+        self.graph.buffers().absorb(spare);
+        Ok(tensors)
     }
 
     /// [`array_loop`](Self::array_loop)'s slots: the input positions, then (with `keep`) the
@@ -164,6 +175,9 @@ impl<'v, A: Scalar> View<'v, A> {
         Self::storage_check()?;
         self.check_seeds(&mut seeds)?;
         let mut ctx = GradientContext::of_stored(seeds);
+        // The graph's spare buffers, for the gradients this pass builds (`graph::buffers`).
+        let pool = self.graph.buffers();
+        ctx.lend(pool.lend(self.dims.len()));
         let mut node_grads = Vec::with_capacity(if keep { self.graph.nodes() } else { 0 });
         let mut c = Contributions::new();
         for k in (0..self.graph.nodes()).rev() {
@@ -190,6 +204,8 @@ impl<'v, A: Scalar> View<'v, A> {
                 ctx.recycle(g);
             }
         }
+        pool.absorb(ctx.take_spare());
+        pool.give_all(c.take_buffers());
         // The context's buffer still has room for every position: no reallocation.
         let mut out = ctx.into_stored();
         out.extend(node_grads.into_iter().rev());

@@ -14,10 +14,12 @@
 //! | `backprop_from` / `backprop_from_dense` | one output and its seed | pack over Γ ++ ss | dense all-seeds without it |
 
 use std::borrow::Cow;
+use std::sync::Arc;
 
 use crate::contributions::{Contrib, Contributions};
 use crate::error::Error;
 use crate::gradients::GradientContext;
+use crate::graph::buffers::BufferPool;
 use crate::graph::{RawGraph, RawNode, SavedValues};
 use crate::guard::guarded;
 use crate::pack::{RawPack, RawSeeds};
@@ -197,8 +199,22 @@ pub struct RawSavedGraph<'g, A, D> {
     /// Dims of every position in this execution: the graph's (borrowed), or with its run-time dims
     /// bound.
     dims: Cow<'g, [Dims]>,
-    values: Vec<RawTensor<A>>,
+    values: Values<A>,
     data: D,
+}
+
+/// A saved graph's values, whose buffers go back to the graph's spare buffers when it is dropped
+/// (`graph::buffers`).
+#[derive(Clone)]
+struct Values<A> {
+    tensors: Vec<RawTensor<A>>,
+    pool: Arc<BufferPool<A>>,
+}
+
+impl<A> Drop for Values<A> {
+    fn drop(&mut self) {
+        self.pool.give_all(self.tensors.drain(..).map(RawTensor::into_vec));
+    }
 }
 
 /// The graph, every value and the data.
@@ -206,7 +222,7 @@ impl<A: core::fmt::Debug + 'static, D: core::fmt::Debug + 'static> core::fmt::De
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("RawSavedGraph")
             .field("graph", self.graph)
-            .field("values", &self.values)
+            .field("values", &self.values.tensors)
             .field("data", &self.data)
             .finish()
     }
@@ -252,8 +268,11 @@ impl<'g, A: Scalar, D: Sync + 'static> RawSavedGraph<'g, A, D> {
         // node's dims recomputed for them (else the declared dims, the inputs checked against them).
         crate::parallel::entered(|| {
             let dims = graph.bound_dims(&inputs, &data)?;
-            let mut values = inputs;
-            forward::run(graph, &dims, &mut values, &data)?;
+            // About two spare buffers per position: the values of one compile, the gradients of
+            // one pass.
+            graph.buffers().reserve(dims.len().saturating_mul(2));
+            let mut values = Values { tensors: inputs, pool: Arc::clone(graph.buffers()) };
+            forward::run(graph, &dims, &mut values.tensors, &data)?;
             Ok(RawSavedGraph { graph, dims, values, data })
         })
     }
@@ -278,7 +297,7 @@ impl<'g, A: Scalar, D: 'static> RawSavedGraph<'g, A, D> {
 
     /// Every saved value (Γ ++ ss).
     pub fn values(&self) -> &[RawTensor<A>] {
-        &self.values
+        &self.values.tensors
     }
 
     /// The data (Δ).
@@ -287,15 +306,17 @@ impl<'g, A: Scalar, D: 'static> RawSavedGraph<'g, A, D> {
     }
 
     /// The values, consuming the saved graph.
-    pub fn into_values(self) -> Vec<RawTensor<A>> {
-        self.values
+    pub fn into_values(mut self) -> Vec<RawTensor<A>> {
+        core::mem::take(&mut self.values.tensors)
     }
 
     /// The inputs and the data, consuming the saved graph (node values are dropped): a training
     /// loop hands them to the next `compile` without copying them.
     pub fn into_inputs_and_data(mut self) -> (Vec<RawTensor<A>>, D) {
-        self.values.truncate(self.graph.num_inputs());
-        (self.values, self.data)
+        let mut inputs = core::mem::take(&mut self.values.tensors);
+        // The node values' buffers go back to the graph for the next compile.
+        self.values.tensors = inputs.split_off(self.graph.num_inputs().min(inputs.len()));
+        (inputs, self.data)
     }
 
     /// The prepared nodes, first to last.
@@ -305,7 +326,11 @@ impl<'g, A: Scalar, D: 'static> RawSavedGraph<'g, A, D> {
             index: k,
             graph: self.graph,
             node,
-            saved: SavedValues { prefix: &self.values[..n_in + k], output: &self.values[n_in + k], data: &self.data },
+            saved: SavedValues {
+                prefix: &self.values.tensors[..n_in + k],
+                output: &self.values.tensors[n_in + k],
+                data: &self.data,
+            },
             dims: &self.dims[..n_in + k],
         })
     }
@@ -315,7 +340,7 @@ impl<'g, A: Scalar, D: 'static> RawSavedGraph<'g, A, D> {
     pub(super) fn with_view<R>(&self, f: impl FnOnce(View<'_, A>) -> R) -> R {
         crate::parallel::entered(|| {
             let bound = Bound { graph: self.graph, data: &self.data };
-            f(View::bound(&bound, &self.dims, &self.values))
+            f(View::bound(&bound, &self.dims, &self.values.tensors))
         })
     }
 

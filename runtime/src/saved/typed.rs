@@ -114,14 +114,14 @@ impl<'g, A: Scalar, D: 'static, G, Ss, Br> SavedGraph<'g, A, D, G, Ss, Br> {
     /// [`Error::ForeignPosition`] for a handle of another graph.
     pub fn value<S: Shape>(&self, pos: Position<S, Br>) -> Result<&RawTensor<A>, Error> {
         if pos.graph_id() != self.graph.raw().id() {
-            return Err(Error::ForeignPosition { index: pos.index(), len: self.raw.values.len() });
+            return Err(Error::ForeignPosition { index: pos.index(), len: self.raw.values().len() });
         }
-        Ok(&self.raw.values[pos.index()])
+        Ok(&self.raw.values()[pos.index()])
     }
 
     fn seeds(&self, seeds: Seeds<A, G, Ss, Br>) -> Result<Vec<Stored<A>>, Error> {
         if seeds.graph() != self.graph.raw().id() {
-            return Err(Error::ForeignPosition { index: 0, len: self.raw.values.len() });
+            return Err(Error::ForeignPosition { index: 0, len: self.raw.values().len() });
         }
         Ok(seeds.into_stored())
     }
