@@ -148,8 +148,7 @@ impl<A: Scalar> ProgramState<A> {
     ///
     /// # Errors
     /// [`Error::Vjp`] when the cotangent does not fit the position.
-    #[doc(hidden)]
-    pub fn vjp_elementwise(
+    pub(crate) fn vjp_elementwise(
         &mut self,
         k: usize,
         graph: &(dyn BoundGraph<A> + Sync),
