@@ -259,6 +259,12 @@ impl<'g, A: Scalar, D: Sync + 'static> RawSavedGraph<'g, A, D> {
     /// there, the forward runs again in order to name the first failing node, so an opaque
     /// node's closure may run twice.
     ///
+    /// **Buffers.** A built-in node's value is written into a spare buffer of `graph`, and the
+    /// saved graph gives every value's buffer back to it when dropped; the passes take their
+    /// gradients' buffers from it too, and [`RawGraph::recycle`] gives returned gradients back. So
+    /// a training loop's steps allocate nothing per node after the first; the graph keeps up to
+    /// about two buffers per position until it is dropped.
+    ///
     /// # Errors
     /// [`Error::PackShapes`] for inputs of the wrong number or shapes, [`Error::Node`] for a node
     /// that fails validation, returns a value of the wrong shape or panics (a user closure or
