@@ -30,12 +30,26 @@ pub enum Onto<'a, A> {
     Uniform(&'a A, &'a mut Vec<A>),
 }
 
-impl<A> Onto<'_, A> {
+impl<'a, A: Clone> Onto<'a, A> {
     /// The element count the read must have: a slot's length; `None` onto a uniform.
     fn len(&self) -> Option<usize> {
         match self {
             Onto::Slot(x, _) => Some(x.len()),
             Onto::Uniform(..) => None,
+        }
+    }
+
+    /// The elements to add a read of `n` elements to, and the pending uniform to add first: a
+    /// uniform `stored` as a buffer holding `stored` `n` times (`stored + r` is then the same
+    /// addition, in a loop LLVM keeps in the wide build, where an `extend` stayed out of line).
+    pub(crate) fn into_slot(self, n: usize) -> (&'a mut [A], Option<&'a A>) {
+        match self {
+            Onto::Slot(x, u) => (x, u),
+            Onto::Uniform(stored, out) => {
+                out.clear();
+                out.resize(n, stored.clone());
+                (&mut out[..], None)
+            }
         }
     }
 }
@@ -68,7 +82,7 @@ pub trait ElementwiseVjp<A>: Send + Sync {
 }
 
 /// `Ok` when every length in `lens` is `n` (and the slot's, if any, too).
-pub(crate) fn same_len<A>(onto: &Onto<'_, A>, n: usize, lens: &[usize]) -> Result<(), String> {
+pub(crate) fn same_len<A: Clone>(onto: &Onto<'_, A>, n: usize, lens: &[usize]) -> Result<(), String> {
     match lens.iter().chain(onto.len().as_ref()).find(|&&l| l != n) {
         None => Ok(()),
         Some(l) => Err(format!("tensors of {l} and {n} elements in one elementwise VJP")),
@@ -98,23 +112,14 @@ impl<A: Scalar, I: ExactSizeIterator<Item = A>> super::WideLoop for Write<'_, A,
 /// [`Write`]'s body.
 #[inline(always)]
 fn write_here<A: Scalar>(onto: Onto<'_, A>, read: impl ExactSizeIterator<Item = A>) {
-    match onto {
-        Onto::Slot(x, Some(u)) => {
+    match onto.into_slot(read.len()) {
+        (x, Some(u)) => {
             for (e, r) in x.iter_mut().zip(read) {
                 *e = A::pinned_add(A::pinned_add(e.clone(), u.clone()), r);
             }
         }
-        Onto::Slot(x, None) => {
+        (x, None) => {
             for (e, r) in x.iter_mut().zip(read) {
-                *e = A::pinned_add(e.clone(), r);
-            }
-        }
-        Onto::Uniform(stored, out) => {
-            // `stored + r` as a buffer holding `stored` plus `r`: the same addition, in a loop
-            // LLVM keeps in this build (an `extend` stays out of line, in the baseline one).
-            out.clear();
-            out.resize(read.len(), stored.clone());
-            for (e, r) in out.iter_mut().zip(read) {
                 *e = A::pinned_add(e.clone(), r);
             }
         }

@@ -315,6 +315,23 @@ pub(crate) mod testing {
         ]
     }
 
+    /// `f32`s for the fused paths' property tests: signed zeros, infinities, a signalling and a
+    /// quiet NaN with payloads, the smallest subnormal, `1.5`, and numbers in `-4..4`.
+    pub(crate) fn special_f32() -> impl proptest::strategy::Strategy<Value = f32> {
+        use proptest::prelude::*;
+        prop_oneof![
+            Just(0.0f32),
+            Just(-0.0),
+            Just(1.5),
+            Just(f32::INFINITY),
+            Just(f32::NEG_INFINITY),
+            Just(f32::from_bits(0x7fa0_0001)),
+            Just(f32::from_bits(0xffc0_0002)),
+            Just(f32::from_bits(1)),
+            (-4.0f32..4.0),
+        ]
+    }
+
     use crate::contributions::Contributions;
     use crate::graph::{CompactOp, RawGraph, RawNode};
     use crate::saved::RawSavedGraph;

@@ -233,14 +233,7 @@ pub(crate) fn derivative_onto_body<A: Scalar, F: PointwiseFn<A>>(g: &[A], x: &[A
         super::elementwise(DerivativeOnto::<A, F> { g, x, y, onto, f: PhantomData });
         return;
     }
-    let (x_out, u) = match onto {
-        Onto::Slot(x_out, u) => (x_out, u),
-        Onto::Uniform(stored, out) => {
-            // `stored + t[e]` as a slot holding `stored` everywhere plus `t[e]`: the same addition.
-            out.resize(g.len(), stored.clone());
-            (&mut out[..], None)
-        }
-    };
+    let (x_out, u) = onto.into_slot(g.len());
     let chunk = g.len().div_ceil(parts);
     parallel::split(|| {
         x_out
@@ -273,22 +266,14 @@ impl<A: Scalar, F: PointwiseFn<A>> super::WideLoop for DerivativeOnto<'_, A, F> 
         // called per element.
         let k = F::consts();
         let (g, x, y) = (self.g, self.x, self.y);
-        match self.onto {
-            Onto::Slot(slot, Some(u)) => {
+        match self.onto.into_slot(g.len()) {
+            (slot, Some(u)) => {
                 for (((e, g), x), y) in slot.iter_mut().zip(g).zip(x).zip(y) {
                     *e = A::pinned_add(A::pinned_add(e.clone(), u.clone()), F::derivative(&k, g, x, y));
                 }
             }
-            Onto::Slot(slot, None) => {
+            (slot, None) => {
                 for (((e, g), x), y) in slot.iter_mut().zip(g).zip(x).zip(y) {
-                    *e = A::pinned_add(e.clone(), F::derivative(&k, g, x, y));
-                }
-            }
-            Onto::Uniform(stored, out) => {
-                // `stored + t` as a buffer holding `stored` plus `t`: the same addition.
-                out.clear();
-                out.resize(g.len(), stored.clone());
-                for (((e, g), x), y) in out.iter_mut().zip(g).zip(x).zip(y) {
                     *e = A::pinned_add(e.clone(), F::derivative(&k, g, x, y));
                 }
             }

@@ -137,20 +137,6 @@ mod tests {
     use crate::tensor::RawTensor;
     use proptest::prelude::*;
 
-    fn special() -> impl Strategy<Value = f32> {
-        prop_oneof![
-            Just(0.0f32),
-            Just(-0.0),
-            Just(1.5),
-            Just(f32::INFINITY),
-            Just(f32::NEG_INFINITY),
-            Just(f32::from_bits(0x7fa0_0001)),
-            Just(f32::from_bits(0xffc0_0002)),
-            Just(f32::from_bits(1)),
-            (-4.0f32..4.0),
-        ]
-    }
-
     /// The window path against the contributions built and read through the arena, both onto a
     /// dense slot (with and without a pending uniform) and onto a uniform one.
     fn check(op: &Slice, dims: &[usize], x: &[f32], g: &[f32], u: Option<f32>, stored: f32) {
@@ -193,9 +179,9 @@ mod tests {
                 let n = dims[axis];
                 (Just(dims), Just(axis), 0..n).prop_flat_map(move |(d, ax, s)| (Just(d), Just(ax), Just(s), 0..=n - s))
             }),
-            values in prop::collection::vec(special(), 128),
-            u in prop::option::of(special()),
-            stored in special(),
+            values in prop::collection::vec(crate::ops::testing::special_f32(), 128),
+            u in prop::option::of(crate::ops::testing::special_f32()),
+            stored in crate::ops::testing::special_f32(),
         ) {
             let numel: usize = dims.iter().product();
             let mut out = dims.clone();

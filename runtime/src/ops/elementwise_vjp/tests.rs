@@ -70,21 +70,6 @@ fn same_f64(a: &[f64], b: &[f64]) -> bool {
     a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits())
 }
 
-/// `f32`s of every kind: signed zeros, infinities, NaNs with payloads, a subnormal, and numbers.
-fn special_f32() -> impl Strategy<Value = f32> {
-    prop_oneof![
-        Just(0.0f32),
-        Just(-0.0),
-        Just(f32::INFINITY),
-        Just(f32::NEG_INFINITY),
-        Just(f32::from_bits(0x7fa0_0001)),
-        Just(f32::from_bits(0xffc0_0002)),
-        Just(f32::from_bits(1)),
-        (-4.0f32..4.0),
-        (-4.0f32..4.0),
-    ]
-}
-
 /// The binary ops, on distinct operands and on one operand twice.
 fn binary_ops() -> [(Add, Sub, Mul); 2] {
     [(Add::new(0, 1), Sub::new(0, 1), Mul::new(0, 1)), (Add::new(1, 1), Sub::new(1, 1), Mul::new(1, 1))]
@@ -125,9 +110,9 @@ proptest! {
     #[test]
     fn one_loop_equals_the_arena_on_floats(
         n in 0usize..24,
-        f32s in prop::collection::vec(special_f32(), 4 * 24 + 1),
+        f32s in prop::collection::vec(crate::ops::testing::special_f32(), 4 * 24 + 1),
         f64s in prop::collection::vec(crate::ops::testing::special_f64(4.0), 4 * 24 + 1),
-        u32_ in prop::option::of(special_f32()),
+        u32_ in prop::option::of(crate::ops::testing::special_f32()),
         u64_ in prop::option::of(crate::ops::testing::special_f64(4.0)),
     ) {
         let f32s = [&f32s[..4 * n], &f32s[4 * 24..]].concat();

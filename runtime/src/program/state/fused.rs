@@ -165,28 +165,45 @@ impl<A: Scalar> ProgramState<A> {
                 g.dims()
             )));
         }
+        self.write_onto(k, graph, q, pending, |prefix, output, onto| op.read_onto(prefix, output, g, q, onto))
+    }
+
+    /// Position `q` becomes `(slot_q + the uniforms of the pending visits) + read[e]` for the read
+    /// `write` computes and adds onto the slot in one pass, with node `k`'s saved prefix and
+    /// output: onto a dense slot, all but the last pending uniform in their own passes (only for
+    /// scalars whose zeros do not collapse) and the last fused with the read's addition; onto a
+    /// uniform, its pending uniforms applied to the scalar and the sum written into the
+    /// position's planned buffer. The paths that fuse a contribution into its accumulation
+    /// (elementwise reads, windows) share it.
+    ///
+    /// # Errors
+    /// `write`'s message, and a written tensor of the wrong length, as [`Error::Vjp`].
+    fn write_onto(
+        &mut self,
+        k: usize,
+        graph: &(dyn BoundGraph<A> + Sync),
+        q: usize,
+        pending: Range<usize>,
+        write: impl FnOnce(&[RawTensor<A>], &RawTensor<A>, Onto<'_, A>) -> Result<(), String>,
+    ) -> Result<(), Error> {
         let p = self.inputs + k;
         let (prefix, output) = (&self.values[..p], &self.values[p]);
+        let vjp_error = |message| super::sweep::vjp_error(k, graph.name(k), message);
         let us = &self.uniforms[pending];
         let us = if A::ZERO_ADD_IDEMPOTENT { &us[..us.len().min(1)] } else { us };
         match &mut self.slots[q] {
             Stored::Tensor(t) => {
-                // All but the last pending uniform in their own passes (only for scalars whose
-                // zeros do not collapse), the last fused with the read's addition.
                 let (last, before) = us.split_last().map_or((None, us), |(l, b)| (Some(l), b));
                 apply_pending(t.data_mut(), before);
-                let onto = Onto::Slot(t.data_mut(), last);
-                op.read_onto(prefix, output, g, q, onto).map_err(vjp_error)?;
+                write(prefix, output, Onto::Slot(t.data_mut(), last)).map_err(vjp_error)
             }
             Stored::Uniform(v, _) => {
                 apply_pending_scalar(v, us);
                 let mut out = take_buffer(self.plan.gradient(self.pass), &mut self.gradient_pool, q);
-                let onto = Onto::Uniform(v, &mut out);
-                op.read_onto(prefix, output, g, q, onto).map_err(vjp_error)?;
-                self.store_written(k, graph, q, out)?;
+                write(prefix, output, Onto::Uniform(v, &mut out)).map_err(vjp_error)?;
+                self.store_written(k, graph, q, out)
             }
         }
-        Ok(())
     }
 
     /// The VJP of a window node `k` (`slice`; visit `visit`) added at its one support position
@@ -218,24 +235,13 @@ impl<A: Scalar> ProgramState<A> {
             );
             return Err(Error::Vjp { node: k, op: graph.name(k).to_owned(), message });
         }
-        let us = &self.uniforms[pending];
-        let us = if A::ZERO_ADD_IDEMPOTENT { &us[..us.len().min(1)] } else { us };
-        match &mut self.slots[q] {
-            Stored::Tensor(t) => {
-                // All but the last pending uniform in their own passes (only for scalars whose
-                // zeros do not collapse), the last fused with the window's additions.
-                let (last, before) = us.split_last().map_or((None, us), |(l, b)| (Some(l), b));
-                apply_pending(t.data_mut(), before);
-                window::accumulate(t.data_mut(), last, g.data(), w);
+        self.write_onto(k, graph, q, pending, |_, _, onto| {
+            match onto {
+                Onto::Slot(x, u) => window::accumulate(x, u, g.data(), w),
+                Onto::Uniform(v, out) => window::onto(v, g.data(), w, out),
             }
-            Stored::Uniform(v, _) => {
-                apply_pending_scalar(v, us);
-                let mut out = take_buffer(self.plan.gradient(self.pass), &mut self.gradient_pool, q);
-                window::onto(v, g.data(), w, &mut out);
-                self.slots[q] = Stored::Tensor(RawTensor::from_parts(d, out));
-            }
-        }
-        Ok(())
+            Ok(())
+        })
     }
 
     /// The VJP of node `k` (visit `visit`) through the graph's own node, which touches its whole
