@@ -36,6 +36,7 @@ mod gemm_tests;
 #[allow(unsafe_code)] // the one module with `unsafe`: see its docs
 mod simd;
 mod small;
+mod split;
 #[cfg(target_arch = "x86_64")]
 pub(crate) use simd::{elementwise, WideLoop};
 /// Runs `f` (no wider build on this architecture).

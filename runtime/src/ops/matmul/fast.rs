@@ -52,6 +52,9 @@ pub(super) trait Lane: Copy + Send + Sync + Add<Output = Self> + Mul<Output = Se
     fn quiet(self) -> Self;
     /// This thread's two packing buffers for this lane type ([`with_packs`]).
     fn packs() -> &'static LocalKey<RefCell<(Vec<Self>, Vec<Self>)>>;
+    /// This thread's buffers for the parts of a product split by columns
+    /// ([`split::columns`](super::split::columns)).
+    fn column_parts() -> &'static LocalKey<RefCell<Vec<Vec<Self>>>>;
     /// Whether any of `xs` is a NaN: the largest magnitude encoding above infinity's, an integer
     /// maximum that stays in vector registers (a fold of `is_nan` flags was packed to bytes and
     /// reduced with shuffles, block after block).
@@ -77,6 +80,10 @@ macro_rules! lane {
             fn packs() -> &'static LocalKey<RefCell<(Vec<Self>, Vec<Self>)>> {
                 thread_local!(static PACKS: RefCell<(Vec<$t>, Vec<$t>)> = const { RefCell::new((Vec::new(), Vec::new())) });
                 &PACKS
+            }
+            fn column_parts() -> &'static LocalKey<RefCell<Vec<Vec<Self>>>> {
+                thread_local!(static PARTS: RefCell<Vec<Vec<$t>>> = const { RefCell::new(Vec::new()) });
+                &PARTS
             }
             #[inline(always)]
             fn any_nan(xs: &[Self]) -> bool {
@@ -426,25 +433,27 @@ pub(super) fn cast<T: 'static>(v: &mut dyn Any) -> Option<&mut Vec<T>> {
     v.downcast_mut::<Vec<T>>()
 }
 
-/// Packs `lhs` (`rows × inner`) into `v` as panels of `MR` rows: panel `p` holds, for each inner
-/// index `t`, the `MR` values `lhs[p·MR + i, t]` (zero past the last row). Reads follow the
-/// view's unit stride. The reused buffer is not zero-filled first: every lane is written, the
-/// padding lanes of the last panel with zeros. With `split`, the panels are filled on the
-/// current thread pool (each panel is its own copy: the same buffer either way).
+/// Packs `lhs` (`rows × inner`) into the first elements of `v` as panels of `MR` rows: panel `p`
+/// holds, for each inner index `t`, the `MR` values `lhs[p·MR + i, t]` (zero past the last row);
+/// returns how many elements the panels take. Reads follow the view's unit stride. The reused
+/// buffer is not zero-filled first, nor shortened (a product of another size grows it only past its
+/// longest pack so far): every lane is written, the padding lanes of the last panel with zeros.
+/// With `split`, the panels are filled on the current thread pool (each panel is its own copy: the
+/// same buffer either way).
 fn pack_lhs<A: Scalar, const MR: usize>(
     rows: usize,
     inner: usize,
     lhs: MatrixView<'_, A>,
     v: &mut Vec<A>,
     split: bool,
-) {
+) -> usize {
     use rayon::prelude::*;
     let panel_len = MR * inner;
     let len = rows.div_ceil(MR) * panel_len;
     if v.len() < len {
         v.resize(len, A::zero());
     }
-    v.truncate(len);
+    let v = &mut v[..len];
     let fill = |(p, panel): (usize, &mut [A])| pack_panel::<A, MR>(rows, lhs, p, panel);
     if split && len > panel_len {
         crate::parallel::split(|| {
@@ -453,6 +462,7 @@ fn pack_lhs<A: Scalar, const MR: usize>(
     } else {
         v.chunks_exact_mut(panel_len.max(1)).enumerate().for_each(fill);
     }
+    len
 }
 
 /// Panel `p` of [`pack_lhs`].
@@ -500,9 +510,9 @@ fn pack_rhs<A: Scalar, const NR: usize>(
     rhs: MatrixView<'_, A>,
     v: &mut Vec<A>,
     split: bool,
-) {
+) -> usize {
     let transposed = MatrixView { data: rhs.data, row_stride: rhs.col_stride, col_stride: rhs.row_stride };
-    pack_lhs::<A, NR>(cols, inner, transposed, v, split);
+    pack_lhs::<A, NR>(cols, inner, transposed, v, split)
 }
 
 /// The packing buffers of the running thread, reused from product to product (a W1 step packs
@@ -541,14 +551,18 @@ fn run<
     }
     let out = cast::<T>(out)?;
     let Geometry { rows, inner, cols } = g;
-    let panels = rows.div_ceil(MR);
+    // Split by columns when the right operand is the larger (each part then reads only its own
+    // columns of it), else by rows.
+    let by_columns = cols > rows;
+    let panels = if by_columns { cols.div_ceil(NR) } else { rows.div_ceil(MR) };
     let parts = crate::parallel::parts(rows.saturating_mul(inner).saturating_mul(cols), panels);
     let nan = with_packs::<T, _>(|pa, pb| {
         // `A` is `T` (checked above), so the buffers are `Vec<A>` too: pack with `A`'s own clone.
         // A product split over threads packs on them too (the packing is copies only).
         let (Some(pa_a), Some(pb_a)) = (cast::<A>(pa), cast::<A>(pb)) else { unreachable!("A is T") };
-        pack_lhs::<A, MR>(rows, inner, lhs, pa_a, parts > 1);
-        pack_rhs::<A, NR>(inner, cols, rhs, pb_a, parts > 1);
+        let la = pack_lhs::<A, MR>(rows, inner, lhs, pa_a, parts > 1);
+        let lb = pack_rhs::<A, NR>(inner, cols, rhs, pb_a, parts > 1);
+        let (pa, pb) = (&pa[..la], &pb[..lb]);
         let start = out.len();
         if start == 0 && out.capacity() < rows * cols {
             // A fresh buffer rather than growing a recycled one (growing copies its old capacity).
@@ -559,36 +573,13 @@ fn run<
         match parts {
             // `parts` is 1 for no work: `split_rows` has `inner > 0` and `cols > 0`.
             1 => isa.run(Packed::<T, MR, NR, HALF, RHS_LEFT> { g, pa, pb, out, onto }),
-            parts => split_rows::<T, MR, NR, HALF, RHS_LEFT>(g, pa, pb, out, onto, isa, panels.div_ceil(parts)),
+            parts if by_columns => {
+                super::split::columns::<T, MR, NR, HALF, RHS_LEFT>(g, pa, pb, out, onto, isa, panels.div_ceil(parts))
+            }
+            parts => super::split::rows::<T, MR, NR, HALF, RHS_LEFT>(g, pa, pb, out, onto, isa, panels.div_ceil(parts)),
         }
     });
     Some(nan)
-}
-
-/// [`kernel`] on parts of `per` row panels each, on the current thread pool: every part writes
-/// its own rows of `out` from its own panels of `pa` and all of `pb`, each element by the same
-/// operations in the same order as in one part (the rows of a product are independent), so the
-/// result does not depend on the number of parts. Needs `inner > 0` and `cols > 0`.
-fn split_rows<T: Lane, const MR: usize, const NR: usize, const HALF: usize, const RHS_LEFT: bool>(
-    g: Geometry,
-    pa: &[T],
-    pb: &[T],
-    out: &mut [T],
-    onto: Option<T>,
-    isa: Isa,
-    per: usize,
-) -> bool {
-    use rayon::prelude::*;
-    let Geometry { inner, cols, .. } = g;
-    crate::parallel::split(|| {
-        out.par_chunks_mut(per * MR * cols)
-            .zip(pa.par_chunks(per * MR * inner))
-            .map(|(out, pa)| {
-                let g = Geometry { rows: out.len() / cols, inner, cols };
-                crate::parallel::part(|| isa.run(Packed::<T, MR, NR, HALF, RHS_LEFT> { g, pa, pb, out, onto }))
-            })
-            .reduce(|| false, |a, b| a | b)
-    })
 }
 
 /// [`kernel`] on packed panels, as a [`Kernel`].

@@ -30,7 +30,7 @@ macro_rules! thread_case {
             #![proptest_config(ProptestConfig::with_cases(48))]
             #[test]
             fn $name(
-                (m, k, n, a, b) in (1usize..30, 0usize..300, 1usize..40)
+                (m, k, n, a, b) in (1usize..30, 0usize..300, 1usize..100)
                     .prop_flat_map(|(m, k, n)| (Just(m), Just(k), Just(n), $m::matrix(m, k), $m::matrix(k, n))),
                 stored in $m::value(),
             ) {
