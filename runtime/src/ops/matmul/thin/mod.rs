@@ -224,8 +224,8 @@ fn on<A: Scalar, T: Lane, const RHS_LEFT: bool>(
         // Pack `a` with `m` contiguous (the direct layout) into this thread's reused buffer.
         with_packs::<T, _>(|pack, _| {
             let Some(pack) = cast::<A>(pack) else { unreachable!("A is T") };
-            pack_direct(&p, pack);
-            let q = Thin { a: MatrixView { data: pack, row_stride: 1, col_stride: p.m }, ..p };
+            let packed = pack_direct(&p, pack);
+            let q = Thin { a: MatrixView { data: packed, row_stride: 1, col_stride: p.m }, ..p };
             direct::<A, T>(isa, q, b_left, onto, out)
         })
     })
@@ -263,10 +263,14 @@ transposing_for!(transposing_f32, f32, transposing_f32);
 transposing_for!(transposing_f64, f64, transposing_f64);
 
 /// `pack[t · m + i] = a[i, t]`: `a` with `m` contiguous, eight rows at a time (the reads stream
-/// along eight rows, the writes are runs of eight).
-fn pack_direct<A: Scalar>(p: &Thin<'_, A>, pack: &mut Vec<A>) {
-    pack.clear();
-    pack.resize(p.m * p.k, A::zero());
+/// along eight rows, the writes are runs of eight); returns the packed `m · k` values.
+fn pack_direct<'p, A: Scalar>(p: &Thin<'_, A>, pack: &'p mut Vec<A>) -> &'p [A] {
+    // Grown, never shortened nor zero-filled again: every element of the first `m · k` is written.
+    let n = p.m * p.k;
+    if pack.len() < n {
+        pack.resize(n, A::zero());
+    }
+    let pack = &mut pack[..n];
     for i0 in (0..p.m).step_by(8) {
         let live = 8.min(p.m - i0);
         for t in 0..p.k {
@@ -275,6 +279,7 @@ fn pack_direct<A: Scalar>(p: &Thin<'_, A>, pack: &mut Vec<A>) {
             }
         }
     }
+    pack
 }
 
 /// The direct kernel (`a` contiguous along `m`), built for `isa`; whether it may have stored a NaN.
