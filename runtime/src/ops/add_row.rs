@@ -25,6 +25,46 @@ impl AddRow {
     }
 }
 
+/// `y[r, c] = x[r, c] + b[c]`, row by row (no index arithmetic per element), in the wide build
+/// `elementwise` runs (`run` forced inline, as the pointwise loops).
+struct RowsPlusBias<'a, A> {
+    x: &'a [A],
+    b: &'a [A],
+    y: &'a mut [A],
+}
+
+impl<A: Scalar> super::WideLoop for RowsPlusBias<'_, A> {
+    type Output = ();
+    #[inline(always)]
+    fn run(self) {
+        let cols = self.b.len().max(1);
+        for (yr, xr) in self.y.chunks_exact_mut(cols).zip(self.x.chunks_exact(cols)) {
+            for ((o, v), w) in yr.iter_mut().zip(xr).zip(self.b) {
+                *o = A::pinned_add(v.clone(), w.clone());
+            }
+        }
+    }
+}
+
+/// `s[c] = ((s[c] + g[0, c]) + g[1, c]) + …`, the rows in ascending order, in the wide build (each
+/// column its own chain: the vector lanes are columns).
+struct ColumnSums<'a, A> {
+    g: &'a [A],
+    s: &'a mut [A],
+}
+
+impl<A: Scalar> super::WideLoop for ColumnSums<'_, A> {
+    type Output = ();
+    #[inline(always)]
+    fn run(self) {
+        for row in self.g.chunks_exact(self.s.len().max(1)) {
+            for (acc, v) in self.s.iter_mut().zip(row) {
+                *acc = A::pinned_add(acc.clone(), v.clone());
+            }
+        }
+    }
+}
+
 impl<A: Scalar, D> CompactOp<A, D> for AddRow {
     fn name(&self) -> &'static str {
         "add_row"
@@ -41,23 +81,19 @@ impl<A: Scalar, D> CompactOp<A, D> for AddRow {
         super::forward_like(self, ctx, data, self.parents[0])
     }
     fn forward_into(&self, ctx: &[RawTensor<A>], _: &D, y: &mut Vec<A>) {
-        let (x, b) = (&ctx[self.parents[0]], ctx[self.parents[1]].data());
-        // Row by row (no index arithmetic per element): `y[r, c] = x[r, c] + b[c]`.
-        for row in x.data().chunks_exact(b.len().max(1)) {
-            y.extend(row.iter().zip(b).map(|(v, w)| A::pinned_add(v.clone(), w.clone())));
-        }
+        let (x, b) = (ctx[self.parents[0]].data(), ctx[self.parents[1]].data());
+        let cols = b.len().max(1);
+        let start = y.len();
+        y.resize(start + x.len() - x.len() % cols, A::zero());
+        super::elementwise(RowsPlusBias { x, b, y: &mut y[start..] });
     }
     fn contributions(&self, saved: &SavedValues<'_, A, D>, g: &RawTensor<A>, c: &mut Contributions<A>) -> Contrib {
         let bd = saved.prefix[self.parents[1]].dims();
         let cols = bd.numel();
         let gd = g.data();
         let mut s = c.buffer_for(cols);
-        s.extend((0..cols).map(|_| A::zero()));
-        for row in gd.chunks_exact(cols.max(1)) {
-            for (acc, v) in s.iter_mut().zip(row) {
-                *acc = A::pinned_add(acc.clone(), v.clone());
-            }
-        }
+        s.resize(cols, A::zero());
+        super::elementwise(ColumnSums { g: gd, s: &mut s });
         let s = RawTensor::from_vec(bd, s).expect("one element per column pushed");
         let l = c.single_cotangent(self.parents[0]);
         let r = c.single(self.parents[1], s);

@@ -95,6 +95,7 @@ const VJP_ROW_WORK: usize = 64;
 /// Steps 1–5 for the `R` rows of length `n` in `rows`, side by side (`softmax::ROW_GROUP`: each
 /// row's sums in its own order, one element of every row per step): the normalised rows into `h`
 /// (as long as `rows`); returns each row's `r`.
+#[inline(always)]
 fn normalise<A: Scalar + Float, const P: bool, const R: usize>(
     rows: &[A],
     n: usize,
@@ -128,6 +129,7 @@ fn grouped_len(len: usize, n: usize) -> usize {
 
 /// The forward of the rows of `x` written into `out` (as long as `x`): `normalise` into the
 /// rows, then `h * g + b` in place; `R` rows at a time (`x` holds a multiple of `R` rows).
+#[inline(always)]
 fn forward_groups<A: Scalar + Float, const P: bool, const R: usize>(
     x: &[A],
     gain: &[A],
@@ -149,6 +151,7 @@ fn forward_groups<A: Scalar + Float, const P: bool, const R: usize>(
 
 /// The VJP of the `R` rows `rows` at cotangents `dr`: their normalised rows written into `h` and
 /// their `gx` into `q` (each as long as `rows`; `q` holds `δ * g` until `gx` overwrites it).
+#[inline(always)]
 fn vjp_group<A: Scalar + Float, const P: bool, const R: usize>(
     (rows, dr, gain): (&[A], &[A], &[A]),
     nf: A,
@@ -174,6 +177,7 @@ fn vjp_group<A: Scalar + Float, const P: bool, const R: usize>(
 
 /// One row's terms of `ggain` and `gbias`, added onto them: `ggain[j] + δ[j] * h[j]` and
 /// `gbias[j] + δ[j]`.
+#[inline(always)]
 fn param_row<A: Scalar + Float, const P: bool>(dr: &[A], h: &[A], ggain: &mut [A], gbias: &mut [A]) {
     for (((gg, gb), &dv), &hv) in ggain.iter_mut().zip(gbias.iter_mut()).zip(dr).zip(h) {
         *gg = add::<A, P>(*gg, mul::<A, P>(dv, hv));
@@ -183,6 +187,7 @@ fn param_row<A: Scalar + Float, const P: bool>(dr: &[A], h: &[A], ggain: &mut [A
 
 /// The VJP's rows: `gx` and the normalised rows `h` written (each as long as `x`), `R` rows at a
 /// time (`x` holds a multiple of `R` rows).
+#[inline(always)]
 fn vjp_groups<A: Scalar + Float, const P: bool, const R: usize>(
     (x, g, gain): (&[A], &[A], &[A]),
     nf: A,
@@ -199,6 +204,7 @@ fn vjp_groups<A: Scalar + Float, const P: bool, const R: usize>(
 
 /// The VJP's rows: `gx` and the normalised rows `h` written (each as long as `x`),
 /// [`vjp_groups`] on the leading whole groups of [`ROW_GROUP`] rows, then row by row.
+#[inline(always)]
 fn vjp_rows<A: Scalar + Float, const P: bool>(
     (x, g, gain): (&[A], &[A], &[A]),
     nf: A,
@@ -214,6 +220,7 @@ fn vjp_rows<A: Scalar + Float, const P: bool>(
 
 /// The forward of the rows of `x` into `out`: [`forward_groups`] on the leading whole groups of
 /// [`ROW_GROUP`] rows, then row by row.
+#[inline(always)]
 fn forward_rows<A: Scalar + Float, const P: bool>(x: &[A], gain: &[A], bias: &[A], nf: A, eps: A, out: &mut [A]) {
     let k = grouped_len(x.len(), gain.len());
     let (head, tail) = out.split_at_mut(k);
@@ -224,6 +231,7 @@ fn forward_rows<A: Scalar + Float, const P: bool>(x: &[A], gain: &[A], bias: &[A
 /// The VJP of every row in one pass on this thread: [`vjp_groups_fused`] on the leading whole
 /// groups of [`ROW_GROUP`] rows, then row by row (`h` and `q`: scratch for `ROW_GROUP` rows).
 #[allow(clippy::type_complexity)]
+#[inline(always)]
 fn vjp_rows_fused<A: Scalar + Float, const P: bool>(
     (x, g, gain): (&[A], &[A], &[A]),
     nf: A,
@@ -247,6 +255,7 @@ fn vjp_rows_fused<A: Scalar + Float, const P: bool>(
 /// after row, `h` and `q` scratch for `R` rows at least. The same operations in the same order as
 /// [`vjp_rows`] then [`param_sums`], without keeping every normalised row.
 #[allow(clippy::type_complexity)]
+#[inline(always)]
 fn vjp_groups_fused<A: Scalar + Float, const P: bool, const R: usize>(
     (x, g, gain): (&[A], &[A], &[A]),
     nf: A,
@@ -267,10 +276,108 @@ fn vjp_groups_fused<A: Scalar + Float, const P: bool, const R: usize>(
 
 /// `ggain` and `gbias` (zeros, `n` each) accumulated over the rows of `g` and of the normalised
 /// rows `h`, in ascending row order.
+#[inline(always)]
 fn param_sums<A: Scalar + Float, const P: bool>(g: &[A], h: &[A], ggain: &mut [A], gbias: &mut [A]) {
     let n = ggain.len().max(1);
     for (dr, hr) in g.chunks_exact(n).zip(h.chunks_exact(n)) {
         param_row::<A, P>(dr, hr, ggain, gbias);
+    }
+}
+
+// The row loops run in the wide build `elementwise` runs, each as a `WideLoop` whose `run` is
+// forced inline (as the pointwise loops: a closure holding the inlined rows stayed out of line, in
+// the baseline build), `pinned` choosing the variant of `pinned_if_nan`.
+
+/// [`forward_rows`] as a `WideLoop`.
+struct ForwardRows<'a, A> {
+    x: &'a [A],
+    gain: &'a [A],
+    bias: &'a [A],
+    nf: A,
+    eps: A,
+    out: &'a mut [A],
+    pinned: bool,
+}
+
+impl<A: Scalar + Float> super::WideLoop for ForwardRows<'_, A> {
+    type Output = ();
+    #[inline(always)]
+    fn run(self) {
+        let ForwardRows { x, gain, bias, nf, eps, out, pinned } = self;
+        if pinned {
+            forward_rows::<A, true>(x, gain, bias, nf, eps, out);
+        } else {
+            forward_rows::<A, false>(x, gain, bias, nf, eps, out);
+        }
+    }
+}
+
+/// [`vjp_rows`] as a `WideLoop`.
+struct VjpRows<'a, A> {
+    rows: (&'a [A], &'a [A], &'a [A]),
+    nf: A,
+    eps: A,
+    gx: &'a mut [A],
+    h: &'a mut [A],
+    pinned: bool,
+}
+
+impl<A: Scalar + Float> super::WideLoop for VjpRows<'_, A> {
+    type Output = ();
+    #[inline(always)]
+    fn run(self) {
+        let VjpRows { rows, nf, eps, gx, h, pinned } = self;
+        if pinned {
+            vjp_rows::<A, true>(rows, nf, eps, gx, h);
+        } else {
+            vjp_rows::<A, false>(rows, nf, eps, gx, h);
+        }
+    }
+}
+
+/// [`vjp_rows_fused`] as a `WideLoop`.
+#[allow(clippy::type_complexity)]
+struct VjpFused<'a, A> {
+    rows: (&'a [A], &'a [A], &'a [A]),
+    nf: A,
+    eps: A,
+    scratch: (&'a mut [A], &'a mut [A]),
+    out: (&'a mut Vec<A>, &'a mut [A], &'a mut [A]),
+    pinned: bool,
+}
+
+impl<A: Scalar + Float> super::WideLoop for VjpFused<'_, A> {
+    type Output = ();
+    #[inline(always)]
+    fn run(self) {
+        let VjpFused { rows, nf, eps, scratch, out, pinned } = self;
+        if pinned {
+            vjp_rows_fused::<A, true>(rows, nf, eps, scratch, out);
+        } else {
+            vjp_rows_fused::<A, false>(rows, nf, eps, scratch, out);
+        }
+    }
+}
+
+/// [`param_sums`] as a `WideLoop`.
+struct ParamSums<'a, A> {
+    g: &'a [A],
+    h: &'a [A],
+    ggain: &'a mut [A],
+    gbias: &'a mut [A],
+    pinned: bool,
+}
+
+impl<A: Scalar + Float> super::WideLoop for ParamSums<'_, A> {
+    type Output = ();
+    #[inline(always)]
+    fn run(self) {
+        let ParamSums { g, h, ggain, gbias, pinned } = self;
+        if pinned {
+            param_sums::<A, true>(g, h, ggain, gbias);
+        } else {
+            param_sums::<A, false>(g, h, ggain, gbias);
+        }
     }
 }
 
@@ -291,13 +398,7 @@ pub(crate) fn forward_body<A: Scalar + Float + FromPrimitive>(
     // Blocks of whole rows, on threads for large inputs (`parallel::rows`): each row alone.
     crate::parallel::rows(&mut out[start..], n, FORWARD_ROW_WORK, |first, block| {
         let x = &xd[first * n..][..block.len()];
-        pinned_if_nan(block, |block, pinned| {
-            if pinned {
-                forward_rows::<A, true>(x, gain, bias, nf, eps, block);
-            } else {
-                forward_rows::<A, false>(x, gain, bias, nf, eps, block);
-            }
-        });
+        pinned_if_nan(block, |out, pinned| super::elementwise(ForwardRows { x, gain, bias, nf, eps, out, pinned }));
     });
 }
 
@@ -328,11 +429,8 @@ pub(crate) fn vjp_body<A: Scalar + Float + FromPrimitive>(
         gbias.resize(n, zero);
         let mut pass = |pinned: bool, gx: &mut Vec<A>, ggain: &mut [A], gbias: &mut [A]| {
             let scratch = (&mut h[..], &mut q[..]);
-            if pinned {
-                vjp_rows_fused::<A, true>((xd, gd, gain), nf, eps, scratch, (gx, ggain, gbias));
-            } else {
-                vjp_rows_fused::<A, false>((xd, gd, gain), nf, eps, scratch, (gx, ggain, gbias));
-            }
+            let rows = (xd, gd, gain);
+            super::elementwise(VjpFused { rows, nf, eps, scratch, out: (gx, ggain, gbias), pinned });
         };
         // As `pinned_if_nan`, over the three results.
         pass(false, &mut gx, &mut ggain, &mut gbias);
@@ -354,10 +452,10 @@ pub(crate) fn vjp_body<A: Scalar + Float + FromPrimitive>(
         h.resize(x.numel(), zero);
         crate::parallel::rows_pair(&mut gx, &mut h, n, VJP_ROW_WORK, |first, gx, h| {
             let rows = (&xd[first * n..][..gx.len()], &gd[first * n..][..gx.len()], gain);
-            vjp_rows::<A, false>(rows, nf, eps, gx, h);
+            super::elementwise(VjpRows { rows, nf, eps, gx: &mut *gx, h: &mut *h, pinned: false });
             // As `pinned_if_nan`, over the block's two results.
             if gx.iter().chain(h.iter()).any(Storage::is_nan) {
-                vjp_rows::<A, true>(rows, nf, eps, gx, h);
+                super::elementwise(VjpRows { rows, nf, eps, gx, h, pinned: true });
             }
         });
         // The sums over rows, in row order on this thread (never split: a reduction).
@@ -365,11 +463,11 @@ pub(crate) fn vjp_body<A: Scalar + Float + FromPrimitive>(
         ggain.resize(n, zero);
         let mut gbias = c.buffer_for(n);
         gbias.resize(n, zero);
-        param_sums::<A, false>(gd, &h, &mut ggain, &mut gbias);
+        super::elementwise(ParamSums { g: gd, h: &h, ggain: &mut ggain, gbias: &mut gbias, pinned: false });
         if ggain.iter().chain(&gbias).any(Storage::is_nan) {
             ggain.fill(zero);
             gbias.fill(zero);
-            param_sums::<A, true>(gd, &h, &mut ggain, &mut gbias);
+            super::elementwise(ParamSums { g: gd, h: &h, ggain: &mut ggain, gbias: &mut gbias, pinned: true });
         }
         c.recycle(h);
         (gx, ggain, gbias)

@@ -52,6 +52,7 @@ pub(crate) fn row_max<A: Float>(row: &[A]) -> A {
 
 /// Step 2 into `out` (a row's length): `exp(x[j] − m)`, the differences written first and
 /// exponentiated in place by the slice kernel (so the loop vectorises).
+#[inline(always)]
 pub(crate) fn shifted_exps_into<A: Float + 'static>(row: &[A], m: A, out: &mut [A]) {
     for (o, &v) in out.iter_mut().zip(row) {
         *o = v - m;
@@ -67,6 +68,7 @@ pub(crate) const ROW_GROUP: usize = 8;
 
 /// Step 1 for the `R` rows of length `n` in `rows`, side by side ([`ROW_GROUP`]): each row's
 /// [`row_max`].
+#[inline(always)]
 fn row_maxes<A: Float, const R: usize>(rows: &[A], n: usize) -> [A; R] {
     let mut m: [A; R] = core::array::from_fn(|r| rows[r * n]);
     for j in 1..n {
@@ -81,12 +83,14 @@ fn row_maxes<A: Float, const R: usize>(rows: &[A], n: usize) -> [A; R] {
 }
 
 /// `((0 + f(r, 0)) + f(r, 1)) + … + f(r, n − 1)` (pinned) for each of `R` rows, side by side.
+#[inline(always)]
 pub(crate) fn row_sums<A: Scalar + Float, const R: usize>(n: usize, f: impl Fn(usize, usize) -> A) -> [A; R] {
     grouped_sums(n, <A as Scalar>::zero(), A::pinned_add, f)
 }
 
 /// `add(…add(add(zero, f(r, 0)), f(r, 1))…, f(r, n − 1))` for each of `R` rows, the rows side by
 /// side ([`ROW_GROUP`]): each row's sum in its own order, one element of every row per step.
+#[inline(always)]
 pub(crate) fn grouped_sums<A: Copy, const R: usize>(
     n: usize,
     zero: A,
@@ -118,14 +122,35 @@ pub(crate) fn exp_rows<A: Scalar + Float>(
     out.resize(start + x.numel(), <A as Scalar>::zero());
     crate::parallel::rows(&mut out[start..], n, work_per_element, |first, block| {
         let xs = &x.data()[first * n..][..block.len()];
-        let done = exp_groups::<A, ROW_GROUP>(xs, block, n, first, &finish);
-        exp_groups::<A, 1>(&xs[done * n..], &mut block[done * n..], n, first + done, &finish);
+        super::elementwise(ExpRows { xs, block, n, first, finish: &finish });
     });
+}
+
+/// A block of [`exp_rows`]' rows (row `first` first): its whole groups of [`ROW_GROUP`] rows,
+/// then the rows after them one at a time, as a `WideLoop` so that the rows' loops (the sums,
+/// `finish`) are compiled in the wide build `elementwise` runs.
+struct ExpRows<'a, A, F> {
+    xs: &'a [A],
+    block: &'a mut [A],
+    n: usize,
+    first: usize,
+    finish: &'a F,
+}
+
+impl<A: Scalar + Float, F: Fn(usize, &mut [A], &[A], A, A)> super::WideLoop for ExpRows<'_, A, F> {
+    type Output = ();
+    #[inline(always)]
+    fn run(self) {
+        let ExpRows { xs, block, n, first, finish } = self;
+        let done = exp_groups::<A, ROW_GROUP>(xs, block, n, first, finish);
+        exp_groups::<A, 1>(&xs[done * n..], &mut block[done * n..], n, first + done, finish);
+    }
 }
 
 /// [`exp_rows`]' steps for the whole groups of `R` rows of length `n` in `xs` (row `first`
 /// first), their exponentials into `block` (as long as `xs`), the groups' maxima and sums side by
 /// side; returns how many rows it did (the rows after the last whole group are left).
+#[inline(always)]
 fn exp_groups<A: Scalar + Float, const R: usize>(
     xs: &[A],
     block: &mut [A],
@@ -180,15 +205,34 @@ pub(crate) fn vjp_body<A: Scalar + Float>(
     // Rows in blocks, on threads for large inputs (`parallel::rows`): each row alone.
     crate::parallel::rows(&mut t, n, VJP_ROW_WORK, |first, block| {
         let (ys, gs) = (&yd[first * n..][..block.len()], &gd[first * n..][..block.len()]);
-        let done = vjp_groups::<A, ROW_GROUP>(ys, gs, block, n);
-        vjp_groups::<A, 1>(&ys[done..], &gs[done..], &mut block[done..], n);
+        super::elementwise(VjpRows { ys, gs, block, n });
     });
     RawTensor::from_parts(y.dims(), t)
+}
+
+/// A block of the VJP's rows: its whole groups of [`ROW_GROUP`] rows, then the rows after them
+/// one at a time, in the wide build (as [`ExpRows`]).
+struct VjpRows<'a, A> {
+    ys: &'a [A],
+    gs: &'a [A],
+    block: &'a mut [A],
+    n: usize,
+}
+
+impl<A: Scalar + Float> super::WideLoop for VjpRows<'_, A> {
+    type Output = ();
+    #[inline(always)]
+    fn run(self) {
+        let VjpRows { ys, gs, block, n } = self;
+        let done = vjp_groups::<A, ROW_GROUP>(ys, gs, block, n);
+        vjp_groups::<A, 1>(&ys[done..], &gs[done..], &mut block[done..], n);
+    }
 }
 
 /// The VJP's rows for the whole groups of `R` rows of length `n` in `ys` and `gs` (into `block`,
 /// as long), the groups' dot products side by side; returns how many elements it did (the rows
 /// after the last whole group are left).
+#[inline(always)]
 fn vjp_groups<A: Scalar + Float, const R: usize>(ys: &[A], gs: &[A], block: &mut [A], n: usize) -> usize {
     let mut done = 0;
     let groups = ys.chunks_exact(R * n).zip(gs.chunks_exact(R * n)).zip(block.chunks_exact_mut(R * n));
