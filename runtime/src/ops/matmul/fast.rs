@@ -571,7 +571,7 @@ fn run<
         out.resize(start + rows * cols, T::ZERO);
         let out = &mut out[start..];
         match parts {
-            // `parts` is 1 for no work: `split_rows` has `inner > 0` and `cols > 0`.
+            // `parts` is 1 for no work: the splits have `inner > 0` and `cols > 0`.
             1 => isa.run(Packed::<T, MR, NR, HALF, RHS_LEFT> { g, pa, pb, out, onto }),
             parts if by_columns => {
                 super::split::columns::<T, MR, NR, HALF, RHS_LEFT>(g, pa, pb, out, onto, isa, panels.div_ceil(parts))
