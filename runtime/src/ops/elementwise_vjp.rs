@@ -54,6 +54,30 @@ impl<'a, A: Clone> Onto<'a, A> {
     }
 }
 
+/// Where [`Onto::into_target`] writes a read.
+pub(crate) enum Target<'a, A> {
+    /// `x[e] ← (x[e] + u) + r` (`x[e] + r` without `u`).
+    Slot(&'a mut [A], Option<&'a A>),
+    /// `x[e] ← stored + r` over elements holding zeros.
+    Fresh(&'a mut [A], &'a A),
+}
+
+impl<'a, A: Scalar> Onto<'a, A> {
+    /// The elements to write a read of `n` elements to: a slot's own, or onto a uniform `stored`
+    /// `n` zeros to overwrite with `stored + r` (one pass over the read and a zero fill; a fill
+    /// with `stored` and `x[e] + r` after it was two passes).
+    pub(crate) fn into_target(self, n: usize) -> Target<'a, A> {
+        match self {
+            Onto::Slot(x, u) => Target::Slot(x, u),
+            Onto::Uniform(stored, out) => {
+                out.clear();
+                out.resize(n, A::zero());
+                Target::Fresh(&mut out[..], stored)
+            }
+        }
+    }
+}
+
 /// A built-in elementwise op whose read at each support position a generated program computes
 /// and adds in one loop ([`ProgramState`](crate::ProgramState)'s sweep). Its VJP reads no data,
 /// so the trait does not name the data's type: a program's sweep, compiled once for `f32` and
@@ -112,15 +136,20 @@ impl<A: Scalar, I: ExactSizeIterator<Item = A>> super::WideLoop for Write<'_, A,
 /// [`Write`]'s body.
 #[inline(always)]
 fn write_here<A: Scalar>(onto: Onto<'_, A>, read: impl ExactSizeIterator<Item = A>) {
-    match onto.into_slot(read.len()) {
-        (x, Some(u)) => {
+    match onto.into_target(read.len()) {
+        Target::Slot(x, Some(u)) => {
             for (e, r) in x.iter_mut().zip(read) {
                 *e = A::pinned_add(A::pinned_add(e.clone(), u.clone()), r);
             }
         }
-        (x, None) => {
+        Target::Slot(x, None) => {
             for (e, r) in x.iter_mut().zip(read) {
                 *e = A::pinned_add(e.clone(), r);
+            }
+        }
+        Target::Fresh(x, stored) => {
+            for (e, r) in x.iter_mut().zip(read) {
+                *e = A::pinned_add(stored.clone(), r);
             }
         }
     }

@@ -11,7 +11,7 @@ use core::marker::PhantomData;
 
 use rayon::prelude::*;
 
-use super::elementwise_vjp::{same_len, ElementwiseVjp, Onto};
+use super::elementwise_vjp::{same_len, ElementwiseVjp, Onto, Target};
 use crate::contributions::{Contrib, Contributions};
 use crate::graph::{Compact, CompactOp, SavedValues};
 use crate::parallel;
@@ -266,15 +266,20 @@ impl<A: Scalar, F: PointwiseFn<A>> super::WideLoop for DerivativeOnto<'_, A, F> 
         // called per element.
         let k = F::consts();
         let (g, x, y) = (self.g, self.x, self.y);
-        match self.onto.into_slot(g.len()) {
-            (slot, Some(u)) => {
+        match self.onto.into_target(g.len()) {
+            Target::Slot(slot, Some(u)) => {
                 for (((e, g), x), y) in slot.iter_mut().zip(g).zip(x).zip(y) {
                     *e = A::pinned_add(A::pinned_add(e.clone(), u.clone()), F::derivative(&k, g, x, y));
                 }
             }
-            (slot, None) => {
+            Target::Slot(slot, None) => {
                 for (((e, g), x), y) in slot.iter_mut().zip(g).zip(x).zip(y) {
                     *e = A::pinned_add(e.clone(), F::derivative(&k, g, x, y));
+                }
+            }
+            Target::Fresh(slot, stored) => {
+                for (((e, g), x), y) in slot.iter_mut().zip(g).zip(x).zip(y) {
+                    *e = A::pinned_add(stored.clone(), F::derivative(&k, g, x, y));
                 }
             }
         }
