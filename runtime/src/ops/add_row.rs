@@ -82,9 +82,9 @@ impl<A: Scalar, D> CompactOp<A, D> for AddRow {
     }
     fn forward_into(&self, ctx: &[RawTensor<A>], _: &D, y: &mut Vec<A>) {
         let (x, b) = (ctx[self.parents[0]].data(), ctx[self.parents[1]].data());
-        let cols = b.len().max(1);
+        // One output element per element of `x`'s whole rows of `b.len()` (none for an empty `b`).
         let start = y.len();
-        y.resize(start + x.len() - x.len() % cols, A::zero());
+        y.resize(start + x.len() / b.len().max(1) * b.len(), A::zero());
         super::elementwise(RowsPlusBias { x, b, y: &mut y[start..] });
     }
     fn contributions(&self, saved: &SavedValues<'_, A, D>, g: &RawTensor<A>, c: &mut Contributions<A>) -> Contrib {
