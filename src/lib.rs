@@ -537,14 +537,7 @@
 //! # Saving and loading parameters
 //!
 //! A parameter pack is saved by name in the safetensors format (the format PyTorch, JAX and
-#![cfg_attr(
-    feature = "safetensors",
-    doc = "candle exchange weights in; [`io::safetensors`]) and loaded back by the graph, which checks"
-)]
-#![cfg_attr(
-    not(feature = "safetensors"),
-    doc = "candle exchange weights in; `io::safetensors`, feature `safetensors`) and loaded back by the graph, which checks"
-)]
+//! candle exchange weights in; [`io::safetensors`]) and loaded back by the graph, which checks
 //! every tensor's shape and element type; a `graph!` model names its inputs with
 //! `handles.input_names()`. The round trip is bit for bit, `-0.0` and NaN payloads included:
 //!
@@ -575,25 +568,9 @@
 //! tests them all.
 //!
 //! * `safetensors` — parameter packs saved and loaded by name in the safetensors format
-// The module is linked only where it is built (a link to a module of a feature that is off is
-// broken, and the docs are built with `-D warnings`).
-#![cfg_attr(
-    feature = "safetensors",
-    doc = "  ([`io::safetensors`]): `Pack::save_safetensors`, `GraphData::load_safetensors` and their"
-)]
-#![cfg_attr(
-    not(feature = "safetensors"),
-    doc = "  (`io::safetensors`): `Pack::save_safetensors`, `GraphData::load_safetensors` and their"
-)]
+//!   ([`io::safetensors`]): `Pack::save_safetensors`, `GraphData::load_safetensors` and their
 //!   `_file` forms, for `f32`, `f64`, the integers and (with `half`) `f16` and `bf16`.
-#![cfg_attr(
-    feature = "ndarray",
-    doc = "* `ndarray` — conversions between tensors and `ndarray` arrays ([`io::ndarray`]):"
-)]
-#![cfg_attr(
-    not(feature = "ndarray"),
-    doc = "* `ndarray` — conversions between tensors and `ndarray` arrays (`io::ndarray`):"
-)]
+//! * `ndarray` — conversions between tensors and `ndarray` arrays ([`io::ndarray`]):
 //!   `RawTensor` ⇄ `ArrayD`, `Tensor<A, S>` ⇄ the array of its rank (`Array2` for a matrix).
 //! * `half` — `half::f16` and `half::bf16` as scalars: [`Storage`] with bit-level storage
 //!   equality and the NaN-pinned addition of `f32`/`f64`, so every pass, fast or dense, runs on
@@ -606,6 +583,10 @@
 //! * `rational` — [`Storage`] for `num_rational::Ratio<T>`: exact rational scalars, for which
 //!   every gradient of the ops that stay rational (`matmul`, `+`, `-`, `*`, `relu`, `sum`, …) is
 //!   exact (`examples/exact.rs`).
+//!
+// A feature's module exists only with the feature: without it, its links go to this list.
+#![cfg_attr(not(feature = "safetensors"), doc = "[`io::safetensors`]: #cargo-features")]
+#![cfg_attr(not(feature = "ndarray"), doc = "[`io::ndarray`]: #cargo-features")]
 #![forbid(unsafe_code)]
 
 pub use exactgrad_macros::graph;

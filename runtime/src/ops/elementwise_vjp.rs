@@ -54,6 +54,34 @@ impl<'a, A: Clone> Onto<'a, A> {
     }
 }
 
+/// Writes a read onto a [`Target`], element by element: `$read` (an expression of the pattern
+/// `$pat`, bound to each item of `$items`) for each element, with the slot's or the uniform's
+/// additions of [`Onto`]. One plain loop per arm, the read in its body: the elementwise reads and
+/// the pointwise derivatives (whose long bodies, through an iterator adapter, left `Zip::next`
+/// out of line) share it.
+macro_rules! onto_target {
+    ($a:ty, $target:expr, $pat:pat in $items:expr => $read:expr) => {
+        match $target {
+            $crate::ops::elementwise_vjp::Target::Slot(x, Some(u)) => {
+                for (e, $pat) in x.iter_mut().zip($items) {
+                    *e = <$a>::pinned_add(<$a>::pinned_add(e.clone(), u.clone()), $read);
+                }
+            }
+            $crate::ops::elementwise_vjp::Target::Slot(x, None) => {
+                for (e, $pat) in x.iter_mut().zip($items) {
+                    *e = <$a>::pinned_add(e.clone(), $read);
+                }
+            }
+            $crate::ops::elementwise_vjp::Target::Fresh(x, stored) => {
+                for (e, $pat) in x.iter_mut().zip($items) {
+                    *e = <$a>::pinned_add(stored.clone(), $read);
+                }
+            }
+        }
+    };
+}
+pub(crate) use onto_target;
+
 /// Where [`Onto::into_target`] writes a read.
 pub(crate) enum Target<'a, A> {
     /// `x[e] ← (x[e] + u) + r` (`x[e] + r` without `u`).
@@ -136,23 +164,8 @@ impl<A: Scalar, I: ExactSizeIterator<Item = A>> super::WideLoop for Write<'_, A,
 /// [`Write`]'s body.
 #[inline(always)]
 fn write_here<A: Scalar>(onto: Onto<'_, A>, read: impl ExactSizeIterator<Item = A>) {
-    match onto.into_target(read.len()) {
-        Target::Slot(x, Some(u)) => {
-            for (e, r) in x.iter_mut().zip(read) {
-                *e = A::pinned_add(A::pinned_add(e.clone(), u.clone()), r);
-            }
-        }
-        Target::Slot(x, None) => {
-            for (e, r) in x.iter_mut().zip(read) {
-                *e = A::pinned_add(e.clone(), r);
-            }
-        }
-        Target::Fresh(x, stored) => {
-            for (e, r) in x.iter_mut().zip(read) {
-                *e = A::pinned_add(stored.clone(), r);
-            }
-        }
-    }
+    let n = read.len();
+    onto_target!(A, onto.into_target(n), r in read => r);
 }
 
 /// The read at `q` of `add(single(a, left), single(b, right))` written onto `onto`.

@@ -284,99 +284,54 @@ fn param_sums<A: Scalar + Float, const P: bool>(g: &[A], h: &[A], ggain: &mut [A
     }
 }
 
-// The row loops run in the wide build `elementwise` runs, each as a `WideLoop` whose `run` is
-// forced inline (as the pointwise loops: a closure holding the inlined rows stayed out of line, in
-// the baseline build), `pinned` choosing the variant of `pinned_if_nan`.
-
-/// [`forward_rows`] as a `WideLoop`.
-struct ForwardRows<'a, A> {
-    x: &'a [A],
-    gain: &'a [A],
-    bias: &'a [A],
-    nf: A,
-    eps: A,
-    out: &'a mut [A],
-    pinned: bool,
-}
-
-impl<A: Scalar + Float> super::WideLoop for ForwardRows<'_, A> {
-    type Output = ();
-    #[inline(always)]
-    fn run(self) {
-        let ForwardRows { x, gain, bias, nf, eps, out, pinned } = self;
-        if pinned {
-            forward_rows::<A, true>(x, gain, bias, nf, eps, out);
-        } else {
-            forward_rows::<A, false>(x, gain, bias, nf, eps, out);
-        }
-    }
-}
-
-/// [`vjp_rows`] as a `WideLoop`.
-struct VjpRows<'a, A> {
-    rows: (&'a [A], &'a [A], &'a [A]),
-    nf: A,
-    eps: A,
-    gx: &'a mut [A],
-    h: &'a mut [A],
-    pinned: bool,
-}
-
-impl<A: Scalar + Float> super::WideLoop for VjpRows<'_, A> {
-    type Output = ();
-    #[inline(always)]
-    fn run(self) {
-        let VjpRows { rows, nf, eps, gx, h, pinned } = self;
-        if pinned {
-            vjp_rows::<A, true>(rows, nf, eps, gx, h);
-        } else {
-            vjp_rows::<A, false>(rows, nf, eps, gx, h);
-        }
-    }
-}
-
-/// [`vjp_rows_fused`] as a `WideLoop`.
+/// One of the row loops, run in the wide build `elementwise` runs ([`Rows`]).
 #[allow(clippy::type_complexity)]
-struct VjpFused<'a, A> {
-    rows: (&'a [A], &'a [A], &'a [A]),
-    nf: A,
-    eps: A,
-    scratch: (&'a mut [A], &'a mut [A]),
-    out: (&'a mut Vec<A>, &'a mut [A], &'a mut [A]),
-    pinned: bool,
+enum Job<'a, A> {
+    /// [`forward_rows`]: `x`, `gain`, `bias` into `out`.
+    Forward { x: &'a [A], gain: &'a [A], bias: &'a [A], out: &'a mut [A] },
+    /// [`vjp_rows`]: `(x, g, gain)` into `gx` and `h`.
+    Vjp { rows: (&'a [A], &'a [A], &'a [A]), gx: &'a mut [A], h: &'a mut [A] },
+    /// [`vjp_rows_fused`]: `(x, g, gain)` with its scratch into `(gx, ggain, gbias)`.
+    Fused {
+        rows: (&'a [A], &'a [A], &'a [A]),
+        scratch: (&'a mut [A], &'a mut [A]),
+        out: (&'a mut Vec<A>, &'a mut [A], &'a mut [A]),
+    },
+    /// [`param_sums`]: `g` and `h` onto `ggain` and `gbias`.
+    Params { g: &'a [A], h: &'a [A], ggain: &'a mut [A], gbias: &'a mut [A] },
 }
 
-impl<A: Scalar + Float> super::WideLoop for VjpFused<'_, A> {
-    type Output = ();
+/// A row loop ([`Job`]) with the pinning `P` of [`pinned_if_nan`]'s run.
+impl<A: Scalar + Float> Job<'_, A> {
     #[inline(always)]
-    fn run(self) {
-        let VjpFused { rows, nf, eps, scratch, out, pinned } = self;
-        if pinned {
-            vjp_rows_fused::<A, true>(rows, nf, eps, scratch, out);
-        } else {
-            vjp_rows_fused::<A, false>(rows, nf, eps, scratch, out);
+    fn run<const P: bool>(self, nf: A, eps: A) {
+        match self {
+            Job::Forward { x, gain, bias, out } => forward_rows::<A, P>(x, gain, bias, nf, eps, out),
+            Job::Vjp { rows, gx, h } => vjp_rows::<A, P>(rows, nf, eps, gx, h),
+            Job::Fused { rows, scratch, out } => vjp_rows_fused::<A, P>(rows, nf, eps, scratch, out),
+            Job::Params { g, h, ggain, gbias } => param_sums::<A, P>(g, h, ggain, gbias),
         }
     }
 }
 
-/// [`param_sums`] as a `WideLoop`.
-struct ParamSums<'a, A> {
-    g: &'a [A],
-    h: &'a [A],
-    ggain: &'a mut [A],
-    gbias: &'a mut [A],
+/// A [`Job`] as a `WideLoop` whose `run` is forced inline, so that the rows are compiled in the
+/// wide build (as the pointwise loops: a closure holding the inlined rows stayed out of line, in
+/// the baseline build); `pinned` chooses the variant of [`pinned_if_nan`].
+struct Rows<'a, A> {
+    job: Job<'a, A>,
+    nf: A,
+    eps: A,
     pinned: bool,
 }
 
-impl<A: Scalar + Float> super::WideLoop for ParamSums<'_, A> {
+impl<A: Scalar + Float> super::WideLoop for Rows<'_, A> {
     type Output = ();
     #[inline(always)]
     fn run(self) {
-        let ParamSums { g, h, ggain, gbias, pinned } = self;
-        if pinned {
-            param_sums::<A, true>(g, h, ggain, gbias);
+        if self.pinned {
+            self.job.run::<true>(self.nf, self.eps);
         } else {
-            param_sums::<A, false>(g, h, ggain, gbias);
+            self.job.run::<false>(self.nf, self.eps);
         }
     }
 }
@@ -398,7 +353,9 @@ pub(crate) fn forward_body<A: Scalar + Float + FromPrimitive>(
     // Blocks of whole rows, on threads for large inputs (`parallel::rows`): each row alone.
     crate::parallel::rows(&mut out[start..], n, FORWARD_ROW_WORK, |first, block| {
         let x = &xd[first * n..][..block.len()];
-        pinned_if_nan(block, |out, pinned| super::elementwise(ForwardRows { x, gain, bias, nf, eps, out, pinned }));
+        pinned_if_nan(block, |out, pinned| {
+            super::elementwise(Rows { job: Job::Forward { x, gain, bias, out }, nf, eps, pinned });
+        });
     });
 }
 
@@ -430,7 +387,7 @@ pub(crate) fn vjp_body<A: Scalar + Float + FromPrimitive>(
         let mut pass = |pinned: bool, gx: &mut Vec<A>, ggain: &mut [A], gbias: &mut [A]| {
             let scratch = (&mut h[..], &mut q[..]);
             let rows = (xd, gd, gain);
-            super::elementwise(VjpFused { rows, nf, eps, scratch, out: (gx, ggain, gbias), pinned });
+            super::elementwise(Rows { job: Job::Fused { rows, scratch, out: (gx, ggain, gbias) }, nf, eps, pinned });
         };
         // As `pinned_if_nan`, over the three results.
         pass(false, &mut gx, &mut ggain, &mut gbias);
@@ -452,10 +409,10 @@ pub(crate) fn vjp_body<A: Scalar + Float + FromPrimitive>(
         h.resize(x.numel(), zero);
         crate::parallel::rows_pair(&mut gx, &mut h, n, VJP_ROW_WORK, |first, gx, h| {
             let rows = (&xd[first * n..][..gx.len()], &gd[first * n..][..gx.len()], gain);
-            super::elementwise(VjpRows { rows, nf, eps, gx: &mut *gx, h: &mut *h, pinned: false });
+            super::elementwise(Rows { job: Job::Vjp { rows, gx: &mut *gx, h: &mut *h }, nf, eps, pinned: false });
             // As `pinned_if_nan`, over the block's two results.
             if gx.iter().chain(h.iter()).any(Storage::is_nan) {
-                super::elementwise(VjpRows { rows, nf, eps, gx, h, pinned: true });
+                super::elementwise(Rows { job: Job::Vjp { rows, gx, h }, nf, eps, pinned: true });
             }
         });
         // The sums over rows, in row order on this thread (never split: a reduction).
@@ -463,11 +420,13 @@ pub(crate) fn vjp_body<A: Scalar + Float + FromPrimitive>(
         ggain.resize(n, zero);
         let mut gbias = c.buffer_for(n);
         gbias.resize(n, zero);
-        super::elementwise(ParamSums { g: gd, h: &h, ggain: &mut ggain, gbias: &mut gbias, pinned: false });
+        let job = Job::Params { g: gd, h: &h, ggain: &mut ggain, gbias: &mut gbias };
+        super::elementwise(Rows { job, nf, eps, pinned: false });
         if ggain.iter().chain(&gbias).any(Storage::is_nan) {
             ggain.fill(zero);
             gbias.fill(zero);
-            super::elementwise(ParamSums { g: gd, h: &h, ggain: &mut ggain, gbias: &mut gbias, pinned: true });
+            let job = Job::Params { g: gd, h: &h, ggain: &mut ggain, gbias: &mut gbias };
+            super::elementwise(Rows { job, nf, eps, pinned: true });
         }
         c.recycle(h);
         (gx, ggain, gbias)

@@ -11,7 +11,7 @@ use core::marker::PhantomData;
 
 use rayon::prelude::*;
 
-use super::elementwise_vjp::{same_len, ElementwiseVjp, Onto, Target};
+use super::elementwise_vjp::{onto_target, same_len, ElementwiseVjp, Onto};
 use crate::contributions::{Contrib, Contributions};
 use crate::graph::{Compact, CompactOp, SavedValues};
 use crate::parallel;
@@ -266,23 +266,7 @@ impl<A: Scalar, F: PointwiseFn<A>> super::WideLoop for DerivativeOnto<'_, A, F> 
         // called per element.
         let k = F::consts();
         let (g, x, y) = (self.g, self.x, self.y);
-        match self.onto.into_target(g.len()) {
-            Target::Slot(slot, Some(u)) => {
-                for (((e, g), x), y) in slot.iter_mut().zip(g).zip(x).zip(y) {
-                    *e = A::pinned_add(A::pinned_add(e.clone(), u.clone()), F::derivative(&k, g, x, y));
-                }
-            }
-            Target::Slot(slot, None) => {
-                for (((e, g), x), y) in slot.iter_mut().zip(g).zip(x).zip(y) {
-                    *e = A::pinned_add(e.clone(), F::derivative(&k, g, x, y));
-                }
-            }
-            Target::Fresh(slot, stored) => {
-                for (((e, g), x), y) in slot.iter_mut().zip(g).zip(x).zip(y) {
-                    *e = A::pinned_add(stored.clone(), F::derivative(&k, g, x, y));
-                }
-            }
-        }
+        onto_target!(A, self.onto.into_target(g.len()), ((g, x), y) in g.iter().zip(x).zip(y) => F::derivative(&k, g, x, y));
     }
 }
 

@@ -149,10 +149,19 @@ pub struct ProgramState<A> {
     moved_writes: Vec<(usize, core::ops::Range<usize>)>,
 }
 
+/// The pending uniforms `us` that change a value when added in order: all of them, or only the
+/// first for a scalar whose adding of zero is idempotent (`(x + 0) + 0 = x + 0`).
+fn effective<A: Scalar>(us: &[A]) -> &[A] {
+    if A::ZERO_ADD_IDEMPOTENT {
+        &us[..us.len().min(1)]
+    } else {
+        us
+    }
+}
+
 /// `x[i] + u` for the pending uniforms `us`, in order (one pass when adding zero is idempotent).
 fn apply_pending<A: Scalar>(x: &mut [A], us: &[A]) {
-    let us = if A::ZERO_ADD_IDEMPOTENT { &us[..us.len().min(1)] } else { us };
-    for u in us {
+    for u in effective(us) {
         crate::ops::elementwise(|| {
             for e in x.iter_mut() {
                 *e = A::pinned_add(e.clone(), u.clone());
@@ -163,8 +172,7 @@ fn apply_pending<A: Scalar>(x: &mut [A], us: &[A]) {
 
 /// [`apply_pending`] on a uniform slot's one scalar.
 fn apply_pending_scalar<A: Scalar>(v: &mut A, us: &[A]) {
-    let us = if A::ZERO_ADD_IDEMPOTENT { &us[..us.len().min(1)] } else { us };
-    for u in us {
+    for u in effective(us) {
         *v = A::pinned_add(v.clone(), u.clone());
     }
 }

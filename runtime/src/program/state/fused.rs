@@ -189,8 +189,7 @@ impl<A: Scalar> ProgramState<A> {
         let p = self.inputs + k;
         let (prefix, output) = (&self.values[..p], &self.values[p]);
         let vjp_error = |message| super::sweep::vjp_error(k, graph.name(k), message);
-        let us = &self.uniforms[pending];
-        let us = if A::ZERO_ADD_IDEMPOTENT { &us[..us.len().min(1)] } else { us };
+        let us = super::effective(&self.uniforms[pending]);
         match &mut self.slots[q] {
             Stored::Tensor(t) => {
                 let (last, before) = us.split_last().map_or((None, us), |(l, b)| (Some(l), b));
