@@ -71,12 +71,30 @@ pub(crate) type NormForward<A> = fn(&RawTensor<A>, &[A], &[A], A, &mut Vec<A>);
 /// `layer_norm`'s three contributions: from `x`, gain and bias, the cotangent and `eps`.
 pub(crate) type NormVjp<A> = fn([&RawTensor<A>; 3], &RawTensor<A>, A, &mut Contributions<A>) -> [RawTensor<A>; 3];
 
-/// `A`'s entry `field.i` of this crate's table (see the [module docs](self)) when `A` is compiled
+/// `add_row`'s forward: `x`, the row, the output's elements.
+pub(crate) type RowBias<A> = fn(&[A], &[A], &mut [A]);
+/// `add_row`'s row contribution: the cotangent, the column sums it adds to.
+pub(crate) type ColumnSums<A> = fn(&[A], &mut [A]);
+
+/// A binary elementwise op's read at one support position written onto a gradient
+/// (`ElementwiseVjp::read_onto` of `add`, `sub`, `mul`): the operands' saved values, the
+/// cotangent, the position, the op's parents, the target.
+pub(crate) type ElementwiseRead<A> =
+    fn([&[A]; 2], &[A], usize, [usize; 2], crate::ops::Onto<'_, A>) -> Result<(), String>;
+
+/// `A`'s entry `field.i` (or `field`) of this crate's table (see the [module docs](self)) when `A` is compiled
 /// here (`f32`, `f64`), else `body` — the function that entry is, at `A` — called with `args`.
 macro_rules! compiled_or_body {
     ($A:ty, $field:ident . $i:tt, $body:expr, ($($arg:expr),* $(,)?)) => {
         if <$A as $crate::scalar::Storage>::COMPILED {
             (<$A as $crate::scalar::Storage>::compiled().$field.$i)($($arg),*)
+        } else {
+            $body($($arg),*)
+        }
+    };
+    ($A:ty, $field:ident, $body:expr, ($($arg:expr),* $(,)?)) => {
+        if <$A as $crate::scalar::Storage>::COMPILED {
+            (<$A as $crate::scalar::Storage>::compiled().$field)($($arg),*)
         } else {
             $body($($arg),*)
         }
@@ -127,6 +145,13 @@ pub struct Compiled<A: 'static> {
     /// `permute`'s forward (operand, axes) and contribution (cotangent, inverse axes)
     /// (`ops::permute::{forward_body, vjp_body}`).
     pub(crate) permute: (IndexedForward<A>, IndexedVjp<A>),
+    /// `add`'s, `sub`'s and `mul`'s reads onto a gradient (`ops::bodies::reads`).
+    pub(crate) binary_reads: (ElementwiseRead<A>, ElementwiseRead<A>, ElementwiseRead<A>),
+    /// `add_row`'s forward (`x`, the row, the output's elements) and its row's contribution
+    /// (the cotangent, the column sums) (`ops::add_row::{forward_body, column_sums_body}`).
+    pub(crate) add_row: (RowBias<A>, ColumnSums<A>),
+    /// A generated program's state: `ProgramState::new`.
+    pub(crate) state_new: fn(&[Dims], usize, usize, crate::program::MemoryPlan) -> ProgramState<A>,
     /// A generated program's forward rows: `ProgramState::forward_rows`.
     pub(crate) forward_rows: fn(&mut ProgramState<A>, &Plan, &(dyn BoundGraph<A> + Sync), Rows),
     /// A generated program's sweep rows: `ProgramState::sweep_rows`.
@@ -162,6 +187,9 @@ const fn table<A: Scalar + Mul<Output = A> + num_traits::Float + num_traits::Fro
         layer_norm: (mm::rows::layer_norm::<A>, mm::rows::layer_norm_vjp::<A>),
         cross_entropy: (mm::rows::cross_entropy::<A>, mm::rows::cross_entropy_vjp::<A>),
         permute: (mm::rows::permute::<A>, mm::rows::permute_vjp::<A>),
+        binary_reads: (mm::reads::add::<A>, mm::reads::sub::<A>, mm::reads::mul::<A>),
+        add_row: (mm::rows::add_row::<A>, mm::rows::add_row_vjp::<A>),
+        state_new: ProgramState::<A>::new_body,
         forward_rows: ProgramState::<A>::forward_rows_body,
         sweep_rows: ProgramState::<A>::sweep_rows_body,
         sweep_inputs: ProgramState::<A>::sweep_inputs_body,

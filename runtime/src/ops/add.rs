@@ -70,8 +70,20 @@ impl<A: Scalar> ElementwiseVjp<A> for Add {
     ) -> Result<(), String> {
         let gd = g.data();
         same_len(&onto, gd.len(), &[])?;
-        binary(onto, q, self.parents, gd.iter().cloned(), gd.iter().cloned())
+        crate::compiled::compiled_or_body!(A, binary_reads.0, read_body, ([&[], &[]], gd, q, self.parents, onto))
     }
+}
+
+/// [`Add`]'s read at `q` from the cotangent (the operands' values unread; compiled in this crate
+/// for `f32` and `f64`: `crate::compiled`).
+pub(crate) fn read_body<A: Scalar>(
+    _: [&[A]; 2],
+    gd: &[A],
+    q: usize,
+    parents: [usize; 2],
+    onto: Onto<'_, A>,
+) -> Result<(), String> {
+    binary(onto, q, parents, gd.iter().cloned(), gd.iter().cloned())
 }
 
 typed_op!(add(a: L, b: R) -> Add: Elementwise, "`a + b` (elementwise), both operands of one shape");

@@ -65,6 +65,18 @@ impl<A: Scalar> super::WideLoop for ColumnSums<'_, A> {
     }
 }
 
+/// `y[r, c] = x[r, c] + b[c]` over `y`'s whole rows (compiled in this crate for `f32` and `f64`:
+/// `crate::compiled`).
+pub(crate) fn forward_body<A: Scalar>(x: &[A], b: &[A], y: &mut [A]) {
+    super::elementwise(RowsPlusBias { x, b, y });
+}
+
+/// `s[c]` plus the column sums of `g`'s rows of `s.len()`, rows ascending (compiled in this
+/// crate for `f32` and `f64`: `crate::compiled`).
+pub(crate) fn column_sums_body<A: Scalar>(g: &[A], s: &mut [A]) {
+    super::elementwise(ColumnSums { g, s });
+}
+
 impl<A: Scalar, D> CompactOp<A, D> for AddRow {
     fn name(&self) -> &'static str {
         "add_row"
@@ -85,7 +97,7 @@ impl<A: Scalar, D> CompactOp<A, D> for AddRow {
         // One output element per element of `x`'s whole rows of `b.len()` (none for an empty `b`).
         let start = y.len();
         y.resize(start + x.len() / b.len().max(1) * b.len(), A::zero());
-        super::elementwise(RowsPlusBias { x, b, y: &mut y[start..] });
+        crate::compiled::compiled_or_body!(A, add_row.0, forward_body, (x, b, &mut y[start..]));
     }
     fn contributions(&self, saved: &SavedValues<'_, A, D>, g: &RawTensor<A>, c: &mut Contributions<A>) -> Contrib {
         let bd = saved.prefix[self.parents[1]].dims();
@@ -93,7 +105,7 @@ impl<A: Scalar, D> CompactOp<A, D> for AddRow {
         let gd = g.data();
         let mut s = c.buffer_for(cols);
         s.resize(cols, A::zero());
-        super::elementwise(ColumnSums { g: gd, s: &mut s });
+        crate::compiled::compiled_or_body!(A, add_row.1, column_sums_body, (gd, &mut s));
         let s = RawTensor::from_vec(bd, s).expect("one element per column pushed");
         let l = c.single_cotangent(self.parents[0]);
         let r = c.single(self.parents[1], s);

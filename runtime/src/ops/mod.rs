@@ -146,11 +146,18 @@ pub(crate) mod bodies {
     pub(crate) use super::product_vjp::product_onto_body;
     /// The row ops' and `permute`'s forwards and contributions, by op.
     pub(crate) mod rows {
+        pub(crate) use super::super::add_row::{column_sums_body as add_row_vjp, forward_body as add_row};
         pub(crate) use super::super::cross_entropy::{forward_body as cross_entropy, vjp_body as cross_entropy_vjp};
         pub(crate) use super::super::layer_norm::{forward_body as layer_norm, vjp_body as layer_norm_vjp};
         pub(crate) use super::super::log_softmax::{forward_body as log_softmax, vjp_body as log_softmax_vjp};
         pub(crate) use super::super::permute::{forward_body as permute, vjp_body as permute_vjp};
         pub(crate) use super::super::softmax::{forward_body as softmax, vjp_body as softmax_vjp};
+    }
+    /// The binary elementwise ops' reads onto a gradient, by op.
+    pub(crate) mod reads {
+        pub(crate) use super::super::add::read_body as add;
+        pub(crate) use super::super::mul::read_body as mul;
+        pub(crate) use super::super::sub::read_body as sub;
     }
 }
 pub use matmul::{gemm, gemm_onto, matmul, MatMul, MatrixView};

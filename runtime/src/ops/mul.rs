@@ -80,8 +80,20 @@ impl<A: Scalar + MulOp<Output = A>> ElementwiseVjp<A> for Mul {
         let [a, b] = self.parents;
         let (av, bv, gd) = (prefix[a].data(), prefix[b].data(), g.data());
         same_len(&onto, gd.len(), &[av.len(), bv.len()])?;
-        binary(onto, q, self.parents, term(gd, bv), term(gd, av))
+        crate::compiled::compiled_or_body!(A, binary_reads.2, read_body, ([av, bv], gd, q, self.parents, onto))
     }
+}
+
+/// [`Mul`]'s read at `q` from the operands' values and the cotangent (compiled in this crate for
+/// `f32` and `f64`: `crate::compiled`).
+pub(crate) fn read_body<A: Scalar + MulOp<Output = A>>(
+    [av, bv]: [&[A]; 2],
+    gd: &[A],
+    q: usize,
+    parents: [usize; 2],
+    onto: Onto<'_, A>,
+) -> Result<(), String> {
+    binary(onto, q, parents, term(gd, bv), term(gd, av))
 }
 
 typed_op!(mul(a: L, b: R) -> Mul: Elementwise, "`a * b` (elementwise), both operands of one shape");

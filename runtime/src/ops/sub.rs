@@ -77,8 +77,20 @@ impl<A: Scalar + SubOp<Output = A>> ElementwiseVjp<A> for Sub {
     ) -> Result<(), String> {
         let gd = g.data();
         same_len(&onto, gd.len(), &[])?;
-        binary(onto, q, self.parents, gd.iter().cloned(), negated(gd))
+        crate::compiled::compiled_or_body!(A, binary_reads.1, read_body, ([&[], &[]], gd, q, self.parents, onto))
     }
+}
+
+/// [`Sub`]'s read at `q` from the cotangent (the operands' values unread; compiled in this crate
+/// for `f32` and `f64`: `crate::compiled`).
+pub(crate) fn read_body<A: Scalar + SubOp<Output = A>>(
+    _: [&[A]; 2],
+    gd: &[A],
+    q: usize,
+    parents: [usize; 2],
+    onto: Onto<'_, A>,
+) -> Result<(), String> {
+    binary(onto, q, parents, gd.iter().cloned(), negated(gd))
 }
 
 typed_op!(sub(a: L, b: R) -> Sub: Elementwise, "`a - b` (elementwise), both operands of one shape");

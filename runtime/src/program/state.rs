@@ -193,6 +193,11 @@ impl<A: Scalar> ProgramState<A> {
     #[doc(hidden)]
     #[must_use]
     pub fn new(dims: &[Dims], inputs: usize, visits: usize, plan: MemoryPlan) -> Self {
+        crate::compiled::compiled_or_body!(A, state_new, Self::new_body, (dims, inputs, visits, plan))
+    }
+
+    /// [`new`](Self::new)'s body (compiled in this crate for `f32` and `f64`: `crate::compiled`).
+    pub(crate) fn new_body(dims: &[Dims], inputs: usize, visits: usize, plan: MemoryPlan) -> Self {
         ProgramState {
             dims: dims.to_vec(),
             inputs,
