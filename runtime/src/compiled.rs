@@ -19,8 +19,9 @@
 //!
 //! What is here: the matmul family (the GEMM, the products, both gradients, the product onto a
 //! uniform), the built-in pointwise functions' loops (forward and derivative), the row ops'
-//! forwards and contributions (`softmax`, `log_softmax`, `layer_norm`, `cross_entropy`) and
-//! `permute`'s, `compile`'s
+//! forwards and contributions (`softmax`, `log_softmax`, `layer_norm`, `cross_entropy`),
+//! `permute`'s and `add_row`'s, the reads of `add`, `sub` and `mul` onto a gradient, a program's
+//! state (`ProgramState::new`), `compile`'s
 //! forward, the saved graph's two loops (the dense reference loop and the indexed loop every
 //! other pass runs) and the routines a generated program's `run` calls
 //! (`ProgramState::forward_rows`, `sweep_rows`, `sweep_inputs`). The forward, the loops and those
