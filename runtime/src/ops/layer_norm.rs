@@ -111,7 +111,9 @@ fn normalise<A: Scalar + Float, const P: bool, const R: usize>(
         }
     }
     let var = grouped_sums::<A, R>(n, zero, add::<A, P>, |r, j| h[r * n + j] * h[r * n + j]).map(|s| s / nf);
-    let r = var.map(|v| A::one() / (v + eps).sqrt());
+    // `var + eps` pinned too: both may be NaNs, and a plain `+` commutes (LLVM may swap its
+    // operands, so the NaN kept would depend on how the rows were compiled).
+    let r = var.map(|v| A::one() / add::<A, P>(v, eps).sqrt());
     for (hr, &r) in h.chunks_exact_mut(n).zip(&r) {
         for d in hr.iter_mut() {
             *d = mul::<A, P>(*d, r);
