@@ -23,14 +23,12 @@ mod gpt_gemms;
 #[path = "../examples/support/gpt_model.rs"]
 mod gpt_model;
 mod product_floor;
-#[path = "../examples/support/rng.rs"]
-mod rng;
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use exactgrad::typenum::U65;
 use exactgrad::{Seeds, Tensor};
+use exactgrad_example_support::SplitMix64;
 use gpt_model::{gpt, Gpt, GptData, BATCH, CONTEXT, PARAMETERS};
-use rng::SplitMix64;
 
 fn gpt_step(c: &mut Criterion) {
     let (g, h) = gpt::<f32, U65>();

@@ -23,11 +23,7 @@ use std::time::Instant;
 use exactgrad::{graph, Adam, Init, Optimizer, Pack, Seeds, Tensor};
 use indicatif::{ProgressBar, ProgressStyle};
 
-#[path = "support/rng.rs"]
-mod rng;
-#[path = "support/text.rs"]
-mod text;
-pub(crate) use rng::SplitMix64;
+use exactgrad_example_support::{text, SplitMix64};
 
 graph! {
     // Distinct characters of the text, hidden units, time steps per window (the loop's length),

@@ -16,9 +16,7 @@ use std::time::Instant;
 use exactgrad::data_parallel::{self, Threads};
 use exactgrad::{graph, Adam, Init, Optimizer, RawTensor, Tensor};
 
-#[path = "support/rng.rs"]
-mod rng;
-use rng::SplitMix64;
+use exactgrad_example_support::SplitMix64;
 
 graph! {
     /// One micro-batch of the MLP: 8 rows of 784 features, two ReLU layers, the mean softmax

@@ -24,11 +24,7 @@ use std::time::Instant;
 use exactgrad::{graph, Adam, Dims, Init, Optimizer, Pack, RawTensor, Seeds, Tensor};
 use indicatif::{ProgressBar, ProgressStyle};
 
-#[path = "support/plot.rs"]
-mod plot;
-#[path = "support/rng.rs"]
-mod rng;
-use rng::SplitMix64;
+use exactgrad_example_support::{plot, SplitMix64};
 
 graph! {
     /// A 3 × 3 convolution (padding 1, so the planes keep their size), relu, and a 2 × 2 max

@@ -32,14 +32,8 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 #[path = "support/gpt_model.rs"]
 mod gpt_model;
-#[path = "support/plot.rs"]
-mod plot;
-#[path = "support/rng.rs"]
-mod rng;
-#[path = "support/text.rs"]
-mod text;
+use exactgrad_example_support::{plot, text, SplitMix64};
 pub(crate) use gpt_model::{gpt, init, Gpt, GptData, BATCH, CONTEXT, PARAMETERS};
-pub(crate) use rng::SplitMix64;
 
 /// The model's vocabulary: the distinct characters of the text.
 pub(crate) type Vocab = U58;

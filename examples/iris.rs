@@ -27,12 +27,8 @@ use exactgrad::typenum::{U120, U30, U4};
 use exactgrad::{graph, Adam, Init, Optimizer, RawTensor, Seeds, Tensor};
 use indicatif::{ProgressBar, ProgressStyle};
 
-#[path = "support/plot.rs"]
-mod plot;
-#[path = "support/rng.rs"]
-mod rng;
-pub(crate) use plot::plot_losses;
-use rng::SplitMix64;
+use exactgrad_example_support::plot::plot_losses;
+use exactgrad_example_support::SplitMix64;
 
 graph! {
     /// A 4-16-3 perceptron with a batch dim `B`: the mean softmax cross-entropy against the

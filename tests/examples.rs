@@ -2,9 +2,6 @@
 //! function is what `main` calls).
 // A failure is a test failure.
 #![allow(clippy::unwrap_used)]
-// Each example is its own crate under `cargo run` and loads `examples/support/*` itself; included
-// here side by side, those support modules are loaded once per example.
-#![allow(clippy::duplicate_mod)]
 
 #[path = "../examples/char_rnn.rs"]
 #[allow(dead_code)]
@@ -168,7 +165,13 @@ fn iris_trains_deterministically_at_small_size() {
     let dir = std::env::temp_dir().join(format!("exactgrad-iris-test-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let png = dir.join("loss.png");
-    iris::plot_losses(&png, "Iris MLP: training and test loss", &report.train_losses, &report.test_losses).unwrap();
+    exactgrad_example_support::plot::plot_losses(
+        &png,
+        "Iris MLP: training and test loss",
+        &report.train_losses,
+        &report.test_losses,
+    )
+    .unwrap();
     assert!(std::fs::read(&png).unwrap().starts_with(b"\x89PNG\r\n\x1a\n"));
     std::fs::remove_dir_all(&dir).unwrap();
 }
@@ -207,7 +210,9 @@ fn char_rnn_learns_and_samples_from_its_alphabet() {
     let late: f64 = losses[9..].iter().sum::<f64>() / 3.0;
     assert!(late < early - 0.2, "{early} -> {late}");
     // The same seed gives the same sample; every character of it is one of the text's.
-    let sample = |seed| char_rnn::sample(&corpus, &params, "All:\n", 40, &mut char_rnn::SplitMix64(seed)).unwrap();
+    let sample = |seed| {
+        char_rnn::sample(&corpus, &params, "All:\n", 40, &mut exactgrad_example_support::SplitMix64(seed)).unwrap()
+    };
     let s = sample(5);
     assert_eq!(s, sample(5));
     assert_eq!(s.chars().count(), "All:\n".len() + 40);

@@ -90,7 +90,7 @@ impl Init {
 
     fn uniform_f64<A: Float + Scalar, S: Shape>(&mut self, lo: f64, hi: f64) -> Tensor<A, S> {
         let width = hi - lo;
-        Tensor::from_fn(|_| cast(lo + width * self.unit()))
+        Tensor::from_fn(|_| cast(self.uniform_sample(lo, width)))
     }
 
     /// Independent samples of the uniform distribution on `[lo, hi)`, one draw per element:
@@ -145,13 +145,21 @@ impl Init {
         let largest = A::max_value().to_f64().unwrap_or(f64::MAX);
         let bound = mean64.abs() + Z_MAX * std64;
         require("std", std, bound <= largest, "mean ± 8.6 std must be finite in the scalar type")?;
-        let (mean, std) = (mean64, std64);
-        Ok(Tensor::from_fn(|_| {
-            let u1 = self.unit_open_below();
-            let u2 = self.unit();
-            let z = (-2.0 * u1.ln()).sqrt() * (core::f64::consts::TAU * u2).cos();
-            cast(mean + std * z)
-        }))
+        Ok(Tensor::from_fn(|_| cast(self.normal_f64(mean64, std64))))
+    }
+
+    /// One normal sample in `f64`: Box–Muller from two draws. Not generic, so the generator's
+    /// code is compiled once, here, not per scalar and shape in every crate that initialises.
+    fn normal_f64(&mut self, mean: f64, std: f64) -> f64 {
+        let u1 = self.unit_open_below();
+        let u2 = self.unit();
+        let z = (-2.0 * u1.ln()).sqrt() * (core::f64::consts::TAU * u2).cos();
+        mean + std * z
+    }
+
+    /// One uniform sample on `[lo, lo + width)` in `f64` (not generic, as [`Init::normal_f64`]).
+    fn uniform_sample(&mut self, lo: f64, width: f64) -> f64 {
+        lo + width * self.unit()
     }
 
     /// Xavier (Glorot) uniform initialisation of an `R × C` weight matrix used as `x · w`, so

@@ -106,11 +106,6 @@ element!(f32 => F32, f64 => F64, i8 => I8, i16 => I16, i32 => I32, i64 => I64, u
 #[cfg(feature = "half")]
 element!(half::f16 => F16, half::bf16 => BF16);
 
-/// The dtype's name, as the format spells it (`F32`).
-fn dtype_name<A: Element>() -> String {
-    A::DTYPE.to_string()
-}
-
 /// One tensor's bytes, as the `safetensors` writer takes them.
 struct Encoded {
     dtype: Dtype,
@@ -177,8 +172,7 @@ fn format_error(e: &SafeTensorError) -> Error {
 /// assert!(back[0].storage_eq(&t));
 /// ```
 pub fn save_raw<A: Element>(names: &[&str], tensors: &[RawTensor<A>]) -> Result<Vec<u8>, Error> {
-    let encoded = encode(names, tensors)?;
-    ::safetensors::serialize(encoded.iter().map(|(n, e)| (n.as_str(), e)), None).map_err(|e| format_error(&e))
+    serialize(&encode(names, tensors)?)
 }
 
 /// [`save_raw`] into the file at `path`, written to a temporary file beside it and moved into
@@ -187,7 +181,18 @@ pub fn save_raw<A: Element>(names: &[&str], tensors: &[RawTensor<A>]) -> Result<
 /// # Errors
 /// As [`save_raw`], and [`Error::Io`] when the file cannot be written.
 pub fn save_raw_file<A: Element>(names: &[&str], tensors: &[RawTensor<A>], path: &Path) -> Result<(), Error> {
-    let encoded = encode(names, tensors)?;
+    serialize_to_file(&encode(names, tensors)?, path)
+}
+
+// The writing and the reading proper are not generic, so they (and `safetensors`' and
+// `serde_json`'s code under them) are compiled once, in this crate, not in every crate that saves
+// a model; only the conversion between a tensor's elements and their bytes is generic.
+
+fn serialize(encoded: &[(String, Encoded)]) -> Result<Vec<u8>, Error> {
+    ::safetensors::serialize(encoded.iter().map(|(n, e)| (n.as_str(), e)), None).map_err(|e| format_error(&e))
+}
+
+fn serialize_to_file(encoded: &[(String, Encoded)], path: &Path) -> Result<(), Error> {
     ::safetensors::serialize_to_file(encoded.iter().map(|(n, e)| (n.as_str(), e)), None, path).map_err(|e| match e {
         SafeTensorError::IoError(io) => Error::Io { path: path.to_owned(), message: io.to_string() },
         other => format_error(&other),
@@ -227,6 +232,16 @@ fn check_header(bytes: &[u8]) -> Result<(), Error> {
 /// [`Error::TensorDtype`] for a tensor of another element type than `A`; [`Error::TensorShape`]
 /// for a tensor of other dims.
 pub fn load_raw<A: Element>(names: &[&str], dims: &[Dims], bytes: &[u8]) -> Result<Vec<RawTensor<A>>, Error> {
+    read_tensors(names, dims, bytes, A::DTYPE)?
+        .into_iter()
+        .zip(dims)
+        .map(|(data, &expected)| RawTensor::from_vec(expected, A::get_all(data)))
+        .collect()
+}
+
+/// The bytes of the tensor named `names[k]`, checked to have dims `dims[k]` and element type
+/// `dtype`, for each `k`: [`load_raw`]'s reading, without its element type.
+fn read_tensors<'a>(names: &[&str], dims: &[Dims], bytes: &'a [u8], dtype: Dtype) -> Result<Vec<&'a [u8]>, Error> {
     check_names(names, dims.len())?;
     check_header(bytes)?;
     // The check above rules out the one panic known in `safetensors`; any other is an error too.
@@ -242,14 +257,14 @@ pub fn load_raw<A: Element>(names: &[&str], dims: &[Dims], bytes: &[u8]) -> Resu
                 Err(SafeTensorError::TensorNotFound(_)) => return Err(Error::MissingTensor { name: name.to_owned() }),
                 Err(e) => return Err(format_error(&e)),
             };
-            if view.dtype() != A::DTYPE {
+            if view.dtype() != dtype {
                 let actual = view.dtype().to_string();
-                return Err(Error::TensorDtype { name: name.to_owned(), expected: dtype_name::<A>(), actual });
+                return Err(Error::TensorDtype { name: name.to_owned(), expected: dtype.to_string(), actual });
             }
             if view.shape() != expected.as_slice() {
                 return Err(Error::TensorShape { name: name.to_owned(), expected, actual: view.shape().to_vec() });
             }
-            RawTensor::from_vec(expected, A::get_all(view.data()))
+            Ok(view.data())
         })
         .collect()
 }

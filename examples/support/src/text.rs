@@ -3,7 +3,7 @@
 
 /// The distinct characters of `text` (sorted) and every character of it as an index into them;
 /// an error when the text does not have the `vocab` distinct characters a model is built for.
-pub(crate) fn encode(text: &str, vocab: usize) -> Result<(Vec<char>, Vec<usize>), String> {
+pub fn encode(text: &str, vocab: usize) -> Result<(Vec<char>, Vec<usize>), String> {
     let mut chars: Vec<char> = text.chars().collect();
     chars.sort_unstable();
     chars.dedup();
@@ -16,7 +16,7 @@ pub(crate) fn encode(text: &str, vocab: usize) -> Result<(Vec<char>, Vec<usize>)
 
 /// The entropy of the frequencies of `ids` (over an alphabet of `n` characters), in nats: the
 /// loss of the best model that predicts every character without looking at the context.
-pub(crate) fn unigram_entropy(ids: &[usize], n: usize) -> f64 {
+pub fn unigram_entropy(ids: &[usize], n: usize) -> f64 {
     let mut counts = vec![0usize; n];
     for &c in ids {
         counts[c] += 1;

@@ -1,7 +1,5 @@
 //! The loss plot of the examples (`iris`, `digits_cnn`, `gpt_char`): a PNG drawn with plotters,
 //! its text set in the bundled `DejaVu` Sans.
-// Each example uses a part of it.
-#![allow(dead_code)]
 
 use std::error::Error;
 use std::path::Path;
@@ -10,7 +8,7 @@ use plotters::prelude::*;
 
 /// The `DejaVu` Sans font of the plot's text, bundled so that the example needs no system font
 /// (`examples/data/fonts/`, with its licence).
-const PLOT_FONT: &[u8] = include_bytes!("../data/fonts/DejaVuSans.ttf");
+const PLOT_FONT: &[u8] = include_bytes!("../../data/fonts/DejaVuSans.ttf");
 
 /// A linear `f64` axis whose grid lines and tick numbers are exactly `ticks` (plotters' own
 /// `with_key_points` cannot label an `f64` axis).
@@ -47,14 +45,14 @@ impl Ranged for GridAxis {
 /// of loss, the y axis from 0. The text (title, axis labels, tick numbers at the grid lines and a
 /// legend) is set in the bundled `DejaVu` Sans, registered here as `sans-serif`, so the plot looks
 /// the same on a machine without any font installed.
-pub(crate) fn plot_losses(path: &Path, title: &str, train: &[f64], test: &[f64]) -> Result<(), Box<dyn Error>> {
+pub fn plot_losses(path: &Path, title: &str, train: &[f64], test: &[f64]) -> Result<(), Box<dyn Error>> {
     plot_curves(path, title, "epoch", 1, [("train loss", train), ("test loss", test)])
 }
 
 /// As [`plot_losses`], with the x axis named `x_label`, point `i` of each curve at `i * x_per_point`
 /// (from 1 000 on the x axis, its grid lines are 1, 2 or 5 times a power of ten apart, about 8
 /// of them), and the legend naming the blue curve `curves[0].0` and the orange one `curves[1].0`.
-pub(crate) fn plot_curves(
+pub fn plot_curves(
     path: &Path,
     title: &str,
     x_label: &str,
