@@ -4,9 +4,10 @@
 //!
 //! * The model is an Elman RNN: `h_t = tanh(embed[c_t] + h_{t-1} · wh + bh)`, logits
 //!   `h_t · wy + by`, and the mean cross-entropy of the next character over all `T × B` positions
-//!   of a batch of `B` windows. `graph!` unrolls the loop at compile time: one node per op and step
-//!   (`describe()` labels them `h@t=5`, …), every shape checked once, and the backward program is
-//!   the straight-line reverse of the unrolled forward.
+//!   of a batch of `B` windows. The graph has one node per op and step (`describe()` labels them
+//!   `h@t=5`, …), but its iterations have one structure — only the slices' starts change with `t`
+//!   — so `graph!` writes the loop as a loop: its body's typed constructors (every shape checked
+//!   once) and the backward program's rows of one step, over a table of the starts.
 //! * The characters are ids into the embedding table (`gather_rows`, one lookup for the whole
 //!   batch, time-major); the targets are a one-hot data tensor, sliced per step.
 //! * `step` is the same cell for one character, used to sample text before and after training,
@@ -34,7 +35,7 @@ graph! {
     const B: usize = 32;
     const NEG_MEAN: f64 = -1.0 / ((T * B) as f64);
 
-    /// The unrolled RNN over a batch of `B` windows of `T` characters: the mean cross-entropy of
+    /// The RNN over a batch of `B` windows of `T` characters: the mean cross-entropy of
     /// the next character. `ids` are the `T · B` input characters, time-major (step `t` of window
     /// `b` at `t · B + b`); `next` is the one-hot next character, in the same order.
     fn char_rnn(embed: [V, H], wh: [H, H], bh: [H], wy: [H, V], by: [V]; ids: Vec<usize>, next: [T * B, V]) -> [] {
@@ -236,7 +237,7 @@ fn main() -> Result<(), Box<dyn Error>> {
         corpus.chars.len()
     );
     let (g, _) = char_rnn::<f32>();
-    println!("the unrolled graph: {} nodes over {STEPS} steps", g.raw().nodes().len());
+    println!("the graph: {} nodes over {STEPS} steps", g.raw().nodes().len());
 
     let config = Config::default();
     let mut params = init(config.seed)?;

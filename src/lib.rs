@@ -75,8 +75,8 @@
 //!   `f64`/`f32`) names a constant; a const integer also serves as a dim (`x: [2, D]`). `for i in
 //!   0..N { … }` with constant bounds (literals, `const`s, arithmetic on them — not a generic dim,
 //!   whose size the macro does not know) runs when the macro expands, at most 100 000 nodes in
-//!   all. A loop whose iterations have one structure — node for node the same ops, constants and
-//!   shapes, each reading a node of its own iteration, the previous iteration's (the first: a
+//!   all. A loop whose iterations have one structure — node for node the same ops, constants (a
+//!   `slice`'s start aside: `slice(e, 0, t * B, B)` reads it from a table) and shapes, each reading a node of its own iteration, the previous iteration's (the first: a
 //!   value from before the loop), one value from before the loop, or one that changes with the
 //!   iteration such as `w[i]` — and whose later nodes read only its last iteration is **written as
 //!   a loop**: one body (its typed constructors, so the compiler checks its shapes once) called per

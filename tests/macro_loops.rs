@@ -80,6 +80,8 @@ fn check<A: TestFloat>(salt: u64) {
 
 #[test]
 fn a_looped_model_is_its_unrolled_model_bit_for_bit() {
+    // The first loop (its slice's start changes with `i`) is rolled.
+    assert!(core::any::type_name::<LoopedNodes>().contains("Repeat<"));
     for salt in 0..6 {
         check::<f64>(salt);
         check::<f32>(salt);
@@ -147,13 +149,13 @@ fn const_dims_type_data_tensors() {
 // model's, on every scalar.
 
 graph! {
-    /// Carried state (`h`, `s`), a table (`w[i]`, `b[i]`), a value from before the loop (`c`) and
-    /// a node of the iteration itself (`z`).
-    fn rolled_chain(x: [2, 3], w: [[3, 3]; 4], b: [[3]; 4], c: [2, 3]) -> ([2, 3], []) {
+    /// Carried state (`h`, `s`), a table (`w[i]`, `b[i]`), a value from before the loop (`c`), a
+    /// node of the iteration itself (`z`) and a slice whose start changes with the iteration.
+    fn rolled_chain(x: [2, 3], w: [[3, 3]; 4], b: [[3]; 4], c: [2, 3], e: [2, 12]) -> ([2, 3], []) {
         let mut h = x;
         let mut s = sum(x);
         for i in 0..4 {
-            let z = h.matmul(w[i]) + b[i];
+            let z = h.matmul(w[i]) + b[i] + slice(e, 1, 3 * i, 3);
             h = z * c - h;
             s = s + sum(h);
         }
@@ -162,15 +164,15 @@ graph! {
 }
 
 graph! {
-    fn unrolled_chain(x: [2, 3], w: [[3, 3]; 4], b: [[3]; 4], c: [2, 3]) -> ([2, 3], []) {
+    fn unrolled_chain(x: [2, 3], w: [[3, 3]; 4], b: [[3]; 4], c: [2, 3], e: [2, 12]) -> ([2, 3], []) {
         let s0 = sum(x);
-        let h1 = (x.matmul(w[0]) + b[0]) * c - x;
+        let h1 = (x.matmul(w[0]) + b[0] + slice(e, 1, 0, 3)) * c - x;
         let s1 = s0 + sum(h1);
-        let h2 = (h1.matmul(w[1]) + b[1]) * c - h1;
+        let h2 = (h1.matmul(w[1]) + b[1] + slice(e, 1, 3, 3)) * c - h1;
         let s2 = s1 + sum(h2);
-        let h3 = (h2.matmul(w[2]) + b[2]) * c - h2;
+        let h3 = (h2.matmul(w[2]) + b[2] + slice(e, 1, 6, 3)) * c - h2;
         let s3 = s2 + sum(h3);
-        let h4 = (h3.matmul(w[3]) + b[3]) * c - h3;
+        let h4 = (h3.matmul(w[3]) + b[3] + slice(e, 1, 9, 3)) * c - h3;
         let s4 = s3 + sum(h4);
         (h4, s4)
     }
@@ -204,12 +206,14 @@ where
         core::array::from_fn(|k| typed(leaf, "w", k)),
         core::array::from_fn(|k| typed(leaf, "b", k)),
         typed(leaf, "c", 0),
+        typed(leaf, "e", 0),
     );
     let mut ui = uh.inputs(
         typed(leaf, "x", 0),
         core::array::from_fn(|k| typed(leaf, "w", k)),
         core::array::from_fn(|k| typed(leaf, "b", k)),
         typed(leaf, "c", 0),
+        typed(leaf, "e", 0),
     );
     let (s0, s1): (Tensor<A, _>, Tensor<A, ()>) = (typed(leaf, "s", 0), typed(leaf, "u", 0));
     let (rs, us) = (rg.compile(ri.clone(), ()).unwrap(), ug.compile(ui.clone(), ()).unwrap());

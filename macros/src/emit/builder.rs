@@ -276,9 +276,16 @@ impl Cx<'_> {
         let local = |j: usize| format_ident!("__l{}", j, span = Span::mixed_site());
         let carried_name = |c: usize| format_ident!("__c{}", c, span = Span::mixed_site());
         let i = Ident::new("__i", Span::mixed_site());
+        let count = r.count;
         let mut pushes = TokenStream::new();
         let mut tables = 0usize;
         for (j, slots) in r.parents.iter().enumerate() {
+            // A slice's start that changes with the iteration: read from its table.
+            let start = r.slice_starts[j].as_ref().map(|starts| {
+                let t = format_ident!("__s{}", j, span = Span::mixed_site());
+                out.extend(quote!(let #t: [usize; #count] = [#(#starts),*];));
+                quote!(#t[#i])
+            });
             let node = &graph.nodes[r.start + j];
             let parents: Vec<TokenStream> = slots
                 .iter()
@@ -309,7 +316,7 @@ impl Cx<'_> {
                     }
                 })
                 .collect();
-            let (l, expr) = (local(j), self.node(node, &parents, bounds));
+            let (l, expr) = (local(j), self.node_at(node, &parents, start.as_ref(), bounds));
             pushes.extend(quote!(let #l = __n.push(#expr);));
         }
         let locals: Vec<Ident> = (0..r.body).map(local).collect();
@@ -320,7 +327,6 @@ impl Cx<'_> {
             quote!(__r.#from)
         });
         let last: Vec<Ident> = (r.end() - r.body..r.end()).map(|j| value(n_in + j)).collect();
-        let count = r.count;
         out.extend(quote! {
             let __body = |__n: &mut #p::Nodes<'_, #s, #data, #brand>, #i: usize, (#(#params,)*)| {
                 #pushes
@@ -338,6 +344,18 @@ impl Cx<'_> {
     /// The typed node for `node` reading `parents` (expressions of its parents' positions),
     /// adding the scalar bounds it needs to `bounds`.
     fn node(&self, node: &Node, parents: &[TokenStream], bounds: &mut Vec<Bound>) -> TokenStream {
+        self.node_at(node, parents, None, bounds)
+    }
+
+    /// [`Self::node`], with a `slice`'s start given as an expression (a rolled loop's table entry,
+    /// `__s3[__i]`) instead of its constant.
+    fn node_at(
+        &self,
+        node: &Node,
+        parents: &[TokenStream],
+        slice_start: Option<&TokenStream>,
+        bounds: &mut Vec<Bound>,
+    ) -> TokenStream {
         let Cx { p, s, data, .. } = self;
         let span = node.site.span;
         let out = shape_at(&node.shape, span);
@@ -345,7 +363,7 @@ impl Cx<'_> {
         match &node.kind {
             NodeKind::Builtin(op, extra) => {
                 bounds.extend(op.bounds);
-                self.builtin(op, extra, node, parents, &out, &ty)
+                self.builtin(op, extra, node, parents, slice_start, &out, &ty)
             }
             NodeKind::Opaque { name, forward, vjp, whole_prefix } => {
                 bounds.push(Bound::Float);
@@ -362,6 +380,7 @@ impl Cx<'_> {
         extra: &ExtraArg,
         node: &Node,
         parents: &[TokenStream],
+        slice_start: Option<&TokenStream>,
         out: &TokenStream,
         ty: &TokenStream,
     ) -> TokenStream {
@@ -423,7 +442,8 @@ impl Cx<'_> {
                 t
             }
             (TypeRule::Slice, ExtraArg::Slice(axis, start, len)) => {
-                values.extend([default.clone(), quote_spanned!(span=> #start), default.clone()]);
+                let start = slice_start.cloned().unwrap_or_else(|| quote_spanned!(span=> #start));
+                values.extend([default.clone(), start, default.clone()]);
                 vec![ps[0].clone(), typenum(*axis), typenum(*len), out.clone()]
             }
             (TypeRule::Permute, ExtraArg::Perm(perm)) => {

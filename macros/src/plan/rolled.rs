@@ -8,8 +8,11 @@
 //! same op with the same constants, the same shape, and parents that each iteration reads the same
 //! way ([`Parent`]): a node of its own iteration, the previous iteration's node (the first
 //! iteration: a value from before the loop), one value from before the loop, or a value from
-//! before the loop that changes with the iteration (`a[i]`, read from a table). Nodes after the
-//! loop may read only the last iteration's nodes. Other loops stay unrolled.
+//! before the loop that changes with the iteration (`a[i]`, read from a table). The one constant
+//! that may change with the iteration is a `slice`'s start (`slice(e, 0, t * B, B)`, an RNN's
+//! step `t` of a time-major batch): its shape does not depend on it, and the builder reads it from
+//! a table of the starts ([`Rolled::slice_starts`]). Nodes after the loop may read only the last
+//! iteration's nodes. Other loops stay unrolled.
 
 use core::ops::Range;
 
@@ -46,6 +49,9 @@ pub(crate) struct Rolled {
     pub(crate) count: usize,
     /// Per body node, how each of its parents is read.
     pub(crate) parents: Vec<Vec<Parent>>,
+    /// Per body node, a `slice`'s start in every iteration, where it changes with the iteration
+    /// (`None`: the same in every iteration, or not a `slice`).
+    pub(crate) slice_starts: Vec<Option<Vec<usize>>>,
 }
 
 impl Rolled {
@@ -119,6 +125,7 @@ fn roll(graph: &Graph, starts: &[usize], end: usize) -> Option<Rolled> {
     let (first, last_iteration) = (n_in + start, n_in + start + body * (count - 1));
     let value = |i: usize, j: usize| n_in + start + i * body + j;
     let mut parents = Vec::with_capacity(body);
+    let mut slice_starts = Vec::with_capacity(body);
     for j in 0..body {
         let node = &graph.nodes[start + j];
         if !matches!(node.kind, NodeKind::Builtin(..)) {
@@ -129,6 +136,13 @@ fn roll(graph: &Graph, starts: &[usize], end: usize) -> Option<Rolled> {
                 return None;
             }
         }
+        let starts: Vec<usize> = (0..count)
+            .filter_map(|i| match &graph.nodes[start + i * body + j].kind {
+                NodeKind::Builtin(_, ExtraArg::Slice(_, s, _)) => Some(*s),
+                _ => None,
+            })
+            .collect();
+        slice_starts.push((starts.len() == count && starts.iter().any(|&s| s != starts[0])).then_some(starts));
         let mut slots = Vec::with_capacity(node.parents.len());
         for (slot, &p0) in node.parents.iter().enumerate() {
             let of = |i: usize| graph.nodes[start + i * body + j].parents[slot];
@@ -157,11 +171,11 @@ fn roll(graph: &Graph, starts: &[usize], end: usize) -> Option<Rolled> {
     if later.chain(&graph.outputs).any(|&v| inside(v)) {
         return None;
     }
-    Some(Rolled { start, body, count, parents })
+    Some(Rolled { start, body, count, parents, slice_starts })
 }
 
-/// Whether two nodes are the same op with the same constants and shape (their parents are
-/// compared by [`roll`]).
+/// Whether two nodes are the same op with the same constants (a `slice`'s start aside) and shape
+/// (their parents are compared by [`roll`]).
 fn same(a: &Node, b: &Node) -> bool {
     a.shape == b.shape
         && a.parents.len() == b.parents.len()
@@ -182,7 +196,9 @@ fn same_extra(a: &ExtraArg, b: &ExtraArg) -> bool {
         (ExtraArg::Axis(x), ExtraArg::Axis(y)) => x == y,
         (ExtraArg::Eps(x), ExtraArg::Eps(y)) | (ExtraArg::Factor(x), ExtraArg::Factor(y)) => tokens(x) == tokens(y),
         (ExtraArg::Labels(x), ExtraArg::Labels(y)) | (ExtraArg::Data(x), ExtraArg::Data(y)) => x == y,
-        (ExtraArg::Slice(a0, a1, a2), ExtraArg::Slice(b0, b1, b2)) => (a0, a1, a2) == (b0, b1, b2),
+        // The start may change with the iteration (`Rolled::slice_starts`); the output's shape
+        // is the same (it is compared with the node's).
+        (ExtraArg::Slice(axis, _, len), ExtraArg::Slice(axis_b, _, len_b)) => (axis, len) == (axis_b, len_b),
         (ExtraArg::Perm(x), ExtraArg::Perm(y)) => x == y,
         (ExtraArg::Window(x), ExtraArg::Window(y)) => x == y,
         (ExtraArg::Dropout(px, sx), ExtraArg::Dropout(py, sy)) => px.to_bits() == py.to_bits() && sx == sy,
@@ -217,12 +233,36 @@ mod tests {
     }
 
     #[test]
-    fn iterations_that_differ_stay_unrolled() {
-        // The slice's start changes with `i`.
+    fn a_slice_whose_start_changes_with_the_iteration_rolls_with_its_starts() {
         let g = graph(
             "fn f(x: [6], w: [2]) -> [] {
                 let mut t = sum(w);
                 for i in 0..3 { t = t + sum(slice(x, 0, 2 * i, 2) * w); }
+                t
+            }",
+        );
+        let r = rolled(&g);
+        assert_eq!(r.len(), 1, "{r:?}");
+        assert_eq!((r[0].start, r[0].body, r[0].count), (1, 4, 3));
+        assert_eq!(r[0].slice_starts, [Some(vec![0, 2, 4]), None, None, None]);
+        // A start the same in every iteration is a constant of the body.
+        let g = graph(
+            "fn f(x: [6], w: [2]) -> [] {
+                let mut t = sum(w);
+                for i in 0..3 { t = t + sum(slice(x, 0, 2, 2) * w); }
+                t
+            }",
+        );
+        assert_eq!(rolled(&g)[0].slice_starts, [None, None, None, None]);
+    }
+
+    #[test]
+    fn iterations_that_differ_stay_unrolled() {
+        // The slice's length changes with `i`.
+        let g = graph(
+            "fn f(x: [6]) -> [] {
+                let mut t = sum(x);
+                for i in 1..4 { t = t + sum(slice(x, 0, 0, i)); }
                 t
             }",
         );
