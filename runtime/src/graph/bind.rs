@@ -66,6 +66,92 @@ impl<A: 'static, D: 'static> RawGraph<A, D> {
         named_dims(dims, &self.run_time)
     }
 
+    /// The dims of every position for these inputs and data: the declared ones for a graph
+    /// without run-time dims (after checking the inputs' shapes), else the dims recomputed for the
+    /// sizes the inputs and data give the run-time dims (each node's shape rule on the dims before
+    /// it, in order; no recursion).
+    ///
+    /// The work is [`Declared::bind`], which sees the nodes through [`NodeShapes`], without the
+    /// scalar or the data's type: it is compiled once, here, and a model's crate compiles only
+    /// this call and the small [`WithData`] forwarding to its nodes' ops.
+    ///
+    /// # Errors
+    /// [`Error::PackShapes`] for inputs of the wrong number or (static) shapes; [`Error::RunTimeDim`]
+    /// when two inputs, or an input and the data, give a run-time dim different sizes, or a size
+    /// 0; [`Error::Node`] for a node whose shape rule refuses the recomputed dims.
+    pub(crate) fn bound_dims(&self, inputs: &[RawTensor<A>], data: &D) -> Result<Cow<'_, [Dims]>, Error> {
+        let declared = Declared {
+            dims: &self.dims,
+            inputs: self.inputs,
+            run_time: &self.run_time,
+            input_names: &self.input_names,
+        };
+        let actual = |i: usize| inputs[i].dims();
+        match declared.bind(inputs.len(), &actual, &WithData { graph: self, data })? {
+            None => Ok(Cow::Borrowed(&self.dims)),
+            Some(dims) => Ok(Cow::Owned(dims)),
+        }
+    }
+}
+
+/// A graph's nodes as binding reads them, by node index, without the scalar or the data's type.
+trait NodeShapes {
+    /// Number of nodes.
+    fn count(&self) -> usize;
+    /// Node `k`'s op name and parents (`None`: no such node), for messages.
+    fn describe(&self, k: usize) -> Option<(&str, &[usize])>;
+    /// Node `k`'s dims on `prefix` (the dims of the positions before it): a compact op's shape
+    /// rule (`Err`: its message, or its panic's), an opaque node's declared dims.
+    fn dims_on(&self, k: usize, prefix: &[Dims]) -> Result<Dims, String>;
+    /// The declared and actual dims of the data node `k` reads (`None`: it reads none).
+    fn data_dims(&self, k: usize) -> Result<Option<(Dims, Dims)>, String>;
+}
+
+/// A graph with one run's data, as [`NodeShapes`].
+struct WithData<'a, A: 'static, D: 'static> {
+    graph: &'a RawGraph<A, D>,
+    data: &'a D,
+}
+
+impl<A: 'static, D: 'static> NodeShapes for WithData<'_, A, D> {
+    fn count(&self) -> usize {
+        self.graph.nodes.len()
+    }
+    fn describe(&self, k: usize) -> Option<(&str, &[usize])> {
+        self.graph.nodes.get(k).map(|node| (node.name(), node.parents()))
+    }
+    fn dims_on(&self, k: usize, prefix: &[Dims]) -> Result<Dims, String> {
+        match self.graph.nodes.get(k).map(|node| (&node.program, node.dims)) {
+            Some((Program::Compact(op), _)) => {
+                crate::guard::guarded("its shape rule", || op.output_dims(prefix)).and_then(|rule| rule)
+            }
+            Some((Program::Opaque { .. }, dims)) => Ok(dims),
+            None => Err(format!("no node {k}")),
+        }
+    }
+    fn data_dims(&self, k: usize) -> Result<Option<(Dims, Dims)>, String> {
+        match self.graph.nodes.get(k).map(|node| &node.program) {
+            Some(Program::Compact(op)) => {
+                crate::guard::guarded("its data", || op.data_dims(self.data)).and_then(|found| found)
+            }
+            _ => Ok(None),
+        }
+    }
+}
+
+/// A graph's declared dims and the names its messages use.
+struct Declared<'a> {
+    /// Every position's declared dims (run-time dims at their stand-ins).
+    dims: &'a [Dims],
+    /// Number of inputs.
+    inputs: usize,
+    /// The run-time dims' names.
+    run_time: &'a [String],
+    /// The inputs' names (empty: `input {i}`).
+    input_names: &'a [String],
+}
+
+impl Declared<'_> {
     fn input_name(&self, i: usize) -> String {
         match self.input_names.get(i) {
             Some(n) => format!("input `{n}`"),
@@ -73,62 +159,57 @@ impl<A: 'static, D: 'static> RawGraph<A, D> {
         }
     }
 
-    /// The dims of every position for these inputs and data: the declared ones for a graph
-    /// without run-time dims (after checking the inputs' shapes), else the dims recomputed for the
-    /// sizes the inputs and data give the run-time dims (each node's shape rule on the dims before
-    /// it, in order; no recursion).
-    ///
-    /// # Errors
-    /// [`Error::PackShapes`] for inputs of the wrong number or (static) shapes; [`Error::RunTimeDim`]
-    /// when two inputs, or an input and the data, give a run-time dim different sizes, or a size
-    /// 0; [`Error::Node`] for a node whose shape rule refuses the recomputed dims.
-    pub(crate) fn bound_dims(&self, inputs: &[RawTensor<A>], data: &D) -> Result<Cow<'_, [Dims]>, Error> {
+    /// [`RawGraph::bound_dims`] for `count` inputs of dims `actual(i)`: `None` for the declared
+    /// dims (a graph without run-time dims), else every position's dims for the binding found.
+    fn bind(
+        &self,
+        count: usize,
+        actual: &dyn Fn(usize) -> Dims,
+        nodes: &dyn NodeShapes,
+    ) -> Result<Option<Vec<Dims>>, Error> {
         let expected = &self.dims[..self.inputs];
-        let fits = inputs.len() == expected.len()
-            && inputs.iter().zip(expected).all(|(t, &d)| crate::shape::fits_declared(d, t.dims()));
+        let fits = count == expected.len()
+            && expected.iter().enumerate().all(|(i, &d)| crate::shape::fits_declared(d, actual(i)));
         let wrong_shapes = || Error::PackShapes {
             what: "graph inputs",
             expected: expected.to_vec(),
-            actual: inputs.iter().map(RawTensor::dims).collect(),
+            actual: (0..count).map(actual).collect(),
         };
         if self.run_time.is_empty() {
-            if !fits || inputs.iter().zip(expected).any(|(t, &d)| t.dims() != d) {
+            if !fits || expected.iter().enumerate().any(|(i, &d)| actual(i) != d) {
                 return Err(wrong_shapes());
             }
-            return Ok(Cow::Borrowed(&self.dims));
+            return Ok(None);
         }
         if !fits {
-            if inputs.len() != expected.len() {
+            if count != expected.len() {
                 return Err(wrong_shapes());
             }
-            let found =
-                inputs.iter().zip(expected).enumerate().find(|(_, (t, &d))| !crate::shape::fits_declared(d, t.dims()));
-            let Some((i, (t, &d))) = found else { return Err(wrong_shapes()) };
+            let found = expected.iter().enumerate().find(|&(i, &d)| !crate::shape::fits_declared(d, actual(i)));
+            let Some((i, &d)) = found else { return Err(wrong_shapes()) };
             return Err(Error::RunTimeDim {
                 dim: String::new(),
                 message: format!(
                     "{} has shape {}, but it was declared {}",
                     self.input_name(i),
-                    t.dims(),
-                    self.named(d)
+                    actual(i),
+                    named_dims(d, self.run_time)
                 ),
             });
         }
         let mut binding = Binding::new(self.run_time.len());
         let mut sources: Vec<Option<Source>> = (0..self.run_time.len()).map(|_| None).collect();
-        for (i, (t, &d)) in inputs.iter().zip(expected).enumerate() {
-            self.bind_axes(&mut binding, &mut sources, d, t.dims(), || self.input_name(i))?;
+        for (i, &d) in expected.iter().enumerate() {
+            self.bind_axes(&mut binding, &mut sources, d, actual(i), &|| self.input_name(i))?;
         }
-        for (k, node) in self.nodes.iter().enumerate() {
-            if let Program::Compact(op) = &node.program {
-                let found = crate::guard::guarded("its data", || op.data_dims(data))
-                    .and_then(|found| found)
-                    .map_err(|m| crate::saved::node_error(self, k, m))?;
-                if let Some((declared, actual)) = found {
-                    if declared.rank() == actual.rank() {
-                        let what = || format!("the data of node {k} ({})", node.name());
-                        self.bind_axes(&mut binding, &mut sources, declared, actual, what)?;
-                    }
+        for k in 0..nodes.count() {
+            let found =
+                nodes.data_dims(k).map_err(|m| crate::saved::node_error_of(nodes.describe(k), self.dims, k, m))?;
+            if let Some((declared, actual)) = found {
+                if declared.rank() == actual.rank() {
+                    let name = nodes.describe(k).map_or("graph", |(name, _)| name);
+                    let what = || format!("the data of node {k} ({name})");
+                    self.bind_axes(&mut binding, &mut sources, declared, actual, &what)?;
                 }
             }
         }
@@ -138,7 +219,7 @@ impl<A: 'static, D: 'static> RawGraph<A, D> {
                 message: format!("run-time dim `{}` is not the size of an axis of any input or data", self.run_time[k]),
             });
         }
-        self.recompute(&binding).map(Cow::Owned)
+        self.recompute(&binding, nodes).map(Some)
     }
 
     fn bind_axes(
@@ -147,7 +228,7 @@ impl<A: 'static, D: 'static> RawGraph<A, D> {
         sources: &mut [Option<Source>],
         declared: Dims,
         actual: Dims,
-        what: impl Fn() -> String,
+        what: &dyn Fn() -> String,
     ) -> Result<(), Error> {
         for (&d, &a) in declared.as_slice().iter().zip(actual.as_slice()) {
             let Some(k) = run_time_index(d).filter(|&k| k < self.run_time.len()) else { continue };
@@ -175,21 +256,14 @@ impl<A: 'static, D: 'static> RawGraph<A, D> {
 
     /// Every position's dims for `binding`: the inputs' declared dims resolved, then each node's
     /// shape rule on the dims before it (an opaque node's declared dims resolved).
-    fn recompute(&self, binding: &Binding) -> Result<Vec<Dims>, Error> {
+    fn recompute(&self, binding: &Binding, nodes: &dyn NodeShapes) -> Result<Vec<Dims>, Error> {
         let mut dims: Vec<Dims> = self.dims[..self.inputs].iter().map(|&d| binding.resolve(d)).collect();
-        dims.reserve(self.nodes.len());
-        for (k, node) in self.nodes.iter().enumerate() {
-            let d = match &node.program {
-                Program::Compact(op) => {
-                    let fail = |m: String| crate::saved::node_error_at(self, &dims, k, m);
-                    let rule = crate::guard::guarded("its shape rule", || op.output_dims(&dims)).map_err(fail)?;
-                    binding.resolve(rule.map_err(fail)?)
-                }
-                Program::Opaque { .. } => binding.resolve(node.dims),
-            };
+        dims.reserve(nodes.count());
+        for k in 0..nodes.count() {
+            let fail = |m: String, dims: &[Dims]| crate::saved::node_error_of(nodes.describe(k), dims, k, m);
+            let d = binding.resolve(nodes.dims_on(k, &dims).map_err(|m| fail(m, &dims))?);
             if d.checked_numel().is_none() {
-                let message = format!("its shape {d} has more elements than fit in usize");
-                return Err(crate::saved::node_error_at(self, &dims, k, message));
+                return Err(fail(format!("its shape {d} has more elements than fit in usize"), &dims));
             }
             dims.push(d);
         }

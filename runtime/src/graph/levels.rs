@@ -28,16 +28,25 @@ pub(crate) struct Levels {
 impl Levels {
     /// The levels of `graph`'s nodes.
     pub(crate) fn of<A: 'static, D: 'static>(graph: &RawGraph<A, D>) -> Self {
-        let level = exactgrad_spec::levels::node_levels(
-            graph.num_inputs(),
-            graph.nodes().iter().map(|node| {
+        let reads: Vec<Option<&[usize]>> = graph
+            .nodes()
+            .iter()
+            .map(|node| {
                 let reads_only_parents = match node.program() {
                     Program::Compact(op) => op.reference().is_some(),
                     Program::Opaque { .. } => false,
                 };
                 reads_only_parents.then(|| node.parents())
-            }),
-        );
+            })
+            .collect();
+        Self::from_reads(graph.num_inputs(), &reads)
+    }
+
+    /// The levels of nodes that read, each, only its parents (`Some`) or its whole prefix
+    /// (`None`), after `inputs` inputs: not generic, so compiled once, here (`Self::of` is the
+    /// part a model's crate compiles).
+    fn from_reads(inputs: usize, reads: &[Option<&[usize]>]) -> Self {
+        let level = exactgrad_spec::levels::node_levels(inputs, reads.iter().copied());
         let above_all = level.iter().max().map_or(0, |l| l + 1);
         // Counting sort by level, stable in node index.
         let mut starts = vec![0usize; above_all + 1];

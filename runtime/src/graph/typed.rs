@@ -92,12 +92,7 @@ impl<A: Scalar, D: 'static, G, Ss, Br> GraphData<A, D, G, Ss, Br> {
     }
 
     pub(crate) fn input_in_place<S: Shape>(&mut self) -> Position<S, Br> {
-        let p = self.raw.dims.len();
-        if S::dims().checked_numel().is_none() && self.input_error.is_none() {
-            self.input_error = Some(Error::ShapeOverflow { what: format!("input {p}"), dims: S::dims() });
-        }
-        self.raw.dims.push(S::dims());
-        self.raw.inputs += 1;
+        let p = add_input(&mut self.raw.dims, &mut self.raw.inputs, &mut self.input_error, S::dims());
         self.raw.levels = std::sync::OnceLock::new();
         Position::new(self.raw.id, p)
     }
@@ -214,6 +209,19 @@ impl<A: 'static, D: 'static, G, Ss, Br> fmt::Display for GraphData<A, D, G, Ss, 
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         fmt::Display::fmt(&self.raw, f)
     }
+}
+
+/// Records an input of `dims` (the next position) in a graph's dims and input count, and the
+/// first input whose element count overflows `usize` in `input_error`; its position. Not generic,
+/// so compiled once, here (an input of every shape calls it).
+fn add_input(all: &mut Vec<Dims>, inputs: &mut usize, input_error: &mut Option<Error>, dims: Dims) -> usize {
+    let p = all.len();
+    if dims.checked_numel().is_none() && input_error.is_none() {
+        *input_error = Some(Error::ShapeOverflow { what: format!("input {p}"), dims });
+    }
+    all.push(dims);
+    *inputs += 1;
+    p
 }
 
 #[cfg(test)]

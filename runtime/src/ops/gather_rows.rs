@@ -54,11 +54,44 @@ impl<D> GatherRows<D> {
     pub fn with_lead(table: usize, ids: LabelAccessor<D>, lead: Dims) -> Self {
         GatherRows { parents: [table], ids, lead }
     }
+}
 
-    /// The number of ids (rows) the output needs; `usize::MAX` when it overflows (no id list
-    /// has that many, so `validate` refuses it).
-    fn count(&self) -> usize {
-        self.lead.checked_numel().unwrap_or(usize::MAX)
+/// `validate` of [`GatherRows`] with leading dims `lead`, over a table of `vocab` rows: one id per
+/// row of `lead` (a run-time dim among them takes its size from the ids), each `< vocab`. Not
+/// generic (nor are the two below), so compiled once, here.
+fn check_ids(lead: Dims, ids: &[usize], vocab: usize) -> Result<(), String> {
+    let rows = crate::shape::resolve_lead(lead, ids.len()).and_then(|lead| lead.checked_numel());
+    if rows != Some(ids.len()) {
+        return Err(match lead.as_slice().iter().any(|&d| crate::shape::run_time_index(d).is_some()) {
+            true => format!(
+                "gather_rows expects one id per row of the leading dims {}, got {} ids",
+                crate::shape::named_dims(lead, &[]),
+                ids.len()
+            ),
+            // `usize::MAX` when the count overflows (no id list has that many).
+            false => {
+                format!("gather_rows expects {} ids, got {}", lead.checked_numel().unwrap_or(usize::MAX), ids.len())
+            }
+        });
+    }
+    match ids.iter().enumerate().find(|(_, &id)| id >= vocab) {
+        Some((r, id)) => Err(format!("gather_rows id {id} at row {r} is out of range for a table of {vocab} rows")),
+        None => Ok(()),
+    }
+}
+
+/// The declared leading dims `lead` and, for `ids` ids, the actual ones (`data_dims`).
+fn lead_of(lead: Dims, ids: usize) -> Result<(Dims, Dims), String> {
+    match crate::shape::resolve_lead(lead, ids) {
+        Some(actual) => Ok((lead, actual)),
+        None => {
+            let fixed: Vec<usize> =
+                lead.as_slice().iter().copied().filter(|&d| crate::shape::run_time_index(d).is_none()).collect();
+            let per = fixed.iter().try_fold(1usize, |p, &d| p.checked_mul(d)).unwrap_or(usize::MAX);
+            Err(format!(
+                "gather_rows takes its run-time dim from its id count, one id per row of its leading dims: {ids} ids are not a whole number of groups of {per} ids (its fixed leading dims {fixed:?})"
+            ))
+        }
     }
 }
 
@@ -74,43 +107,10 @@ impl<A: Scalar, D: 'static> CompactOp<A, D> for GatherRows<D> {
         super::ruled(exactgrad_spec::rules::gather_rows(d.as_slice(), self.lead.as_slice()))
     }
     fn validate(&self, ctx: &[RawTensor<A>], data: &D) -> Result<(), String> {
-        let vocab = ctx[self.parents[0]].dims().as_slice()[0];
-        let ids = (self.ids)(data);
-        // A run-time dim among the leading dims takes its size from the ids (`resolve_lead`).
-        let rows = crate::shape::resolve_lead(self.lead, ids.len()).and_then(|lead| lead.checked_numel());
-        if rows != Some(ids.len()) {
-            return Err(match self.lead.as_slice().iter().any(|&d| crate::shape::run_time_index(d).is_some()) {
-                true => format!(
-                    "gather_rows expects one id per row of the leading dims {}, got {} ids",
-                    crate::shape::named_dims(self.lead, &[]),
-                    ids.len()
-                ),
-                false => format!("gather_rows expects {} ids, got {}", self.count(), ids.len()),
-            });
-        }
-        match ids.iter().enumerate().find(|(_, &id)| id >= vocab) {
-            Some((r, id)) => Err(format!("gather_rows id {id} at row {r} is out of range for a table of {vocab} rows")),
-            None => Ok(()),
-        }
+        check_ids(self.lead, (self.ids)(data), ctx[self.parents[0]].dims().as_slice()[0])
     }
     fn data_dims(&self, data: &D) -> Result<Option<(Dims, Dims)>, String> {
-        let ids = (self.ids)(data).len();
-        match crate::shape::resolve_lead(self.lead, ids) {
-            Some(lead) => Ok(Some((self.lead, lead))),
-            None => {
-                let fixed: Vec<usize> = self
-                    .lead
-                    .as_slice()
-                    .iter()
-                    .copied()
-                    .filter(|&d| crate::shape::run_time_index(d).is_none())
-                    .collect();
-                let per = fixed.iter().try_fold(1usize, |p, &d| p.checked_mul(d)).unwrap_or(usize::MAX);
-                Err(format!(
-                    "gather_rows takes its run-time dim from its id count, one id per row of its leading dims: {ids} ids are not a whole number of groups of {per} ids (its fixed leading dims {fixed:?})"
-                ))
-            }
-        }
+        lead_of(self.lead, (self.ids)(data).len()).map(Some)
     }
     fn forward(&self, ctx: &[RawTensor<A>], data: &D) -> RawTensor<A> {
         let dim = ctx[self.parents[0]].dims().as_slice()[1];

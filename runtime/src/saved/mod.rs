@@ -240,11 +240,17 @@ pub(crate) fn node_error_at<A: 'static, D: 'static>(
     k: usize,
     message: String,
 ) -> Error {
-    match graph.nodes().get(k) {
-        Some(node) => Error::Node {
+    node_error_of(graph.nodes().get(k).map(|node| (node.name(), node.parents())), dims, k, message)
+}
+
+/// [`node_error_at`] from node `k`'s op name and parents (`None`: no such node): not generic, so
+/// compiled once, here.
+pub(crate) fn node_error_of(node: Option<(&str, &[usize])>, dims: &[Dims], k: usize, message: String) -> Error {
+    match node {
+        Some((name, parents)) => Error::Node {
             node: k,
-            op: node.name().to_owned(),
-            parent_shapes: node.parents().iter().filter_map(|&q| dims.get(q).copied()).collect(),
+            op: name.to_owned(),
+            parent_shapes: parents.iter().filter_map(|&q| dims.get(q).copied()).collect(),
             message,
         },
         None => Error::Node { node: k, op: "graph".to_owned(), parent_shapes: Vec::new(), message },
