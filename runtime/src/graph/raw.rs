@@ -191,21 +191,37 @@ impl<A: 'static, D: 'static> fmt::Debug for RawGraph<A, D> {
 
 impl<A: 'static, D: 'static> fmt::Display for RawGraph<A, D> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for (p, d) in self.dims[..self.inputs].iter().enumerate() {
-            writeln!(f, "%{p} = input {}", self.named(*d))?;
-        }
-        for (k, node) in self.nodes.iter().enumerate() {
-            let p = self.inputs + k;
-            let parents: Vec<String> = node.parents().iter().map(|q| format!("%{q}")).collect();
-            write!(f, "%{p} = {}({}) : {}", node.name(), parents.join(", "), self.named(node.dims))?;
-            match node.support() {
-                Some(s) => {
-                    let s: Vec<String> = s.iter().map(|q| format!("%{q}")).collect();
-                    writeln!(f, "  support [{}]", s.join(", "))?;
-                }
-                None => writeln!(f, "  opaque (support: all of %0..%{})", p.saturating_sub(1))?,
-            }
-        }
-        Ok(())
+        let nodes: Vec<Listed<'_>> =
+            self.nodes.iter().map(|node| (node.name(), node.parents(), node.dims, node.support())).collect();
+        write_listing(f, &self.dims[..self.inputs], &self.run_time, &nodes)
     }
+}
+
+/// A node as the listing prints it: op name, parents, dims, support (`None`: opaque).
+type Listed<'a> = (&'a str, &'a [usize], Dims, Option<&'a [usize]>);
+
+/// The listing of a graph with inputs of dims `inputs` and these nodes ([`RawGraph`]'s
+/// `Display`): not generic, so compiled once, here.
+fn write_listing(
+    f: &mut fmt::Formatter<'_>,
+    inputs: &[Dims],
+    run_time: &[String],
+    nodes: &[Listed<'_>],
+) -> fmt::Result {
+    for (p, d) in inputs.iter().enumerate() {
+        writeln!(f, "%{p} = input {}", crate::shape::named_dims(*d, run_time))?;
+    }
+    for (k, &(name, parents, dims, support)) in nodes.iter().enumerate() {
+        let p = inputs.len() + k;
+        let parents: Vec<String> = parents.iter().map(|q| format!("%{q}")).collect();
+        write!(f, "%{p} = {name}({}) : {}", parents.join(", "), crate::shape::named_dims(dims, run_time))?;
+        match support {
+            Some(s) => {
+                let s: Vec<String> = s.iter().map(|q| format!("%{q}")).collect();
+                writeln!(f, "  support [{}]", s.join(", "))?;
+            }
+            None => writeln!(f, "  opaque (support: all of %0..%{})", p.saturating_sub(1))?,
+        }
+    }
+    Ok(())
 }

@@ -87,7 +87,7 @@ impl<A: Scalar, D> CompactOp<A, D> for AddRow {
     fn output_dims(&self, prefix: &[Dims]) -> Result<Dims, String> {
         let (dx, db) =
             (super::dims_at("add_row", prefix, self.parents[0])?, super::dims_at("add_row", prefix, self.parents[1])?);
-        super::ruled(exactgrad_spec::rules::add_row(dx.as_slice(), db.as_slice()))
+        super::ruled(super::spec_rules::add_row(dx.as_slice(), db.as_slice()))
     }
     fn forward(&self, ctx: &[RawTensor<A>], data: &D) -> RawTensor<A> {
         super::forward_like(self, ctx, data, self.parents[0])

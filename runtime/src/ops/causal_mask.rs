@@ -55,7 +55,7 @@ impl<A: Scalar, D> CompactOp<A, D> for CausalMask<A> {
     }
     fn output_dims(&self, prefix: &[Dims]) -> Result<Dims, String> {
         let d = super::dims_at("causal_mask", prefix, self.parents[0])?;
-        super::ruled(exactgrad_spec::rules::causal(d.as_slice()))
+        super::ruled(super::spec_rules::causal(d.as_slice()))
     }
     fn forward(&self, ctx: &[RawTensor<A>], data: &D) -> RawTensor<A> {
         super::forward_like(self, ctx, data, self.parents[0])

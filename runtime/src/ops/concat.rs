@@ -49,7 +49,7 @@ impl Concat {
 /// The output dims of joining `parts` along `axis`, or a message.
 fn joined(parts: &[Dims], axis: usize) -> Result<Dims, String> {
     let slices: Vec<&[usize]> = parts.iter().map(Dims::as_slice).collect();
-    super::ruled(exactgrad_spec::rules::concat_all(&slices, axis))
+    super::ruled(super::spec_rules::concat_all(&slices, axis))
 }
 
 impl Concat {

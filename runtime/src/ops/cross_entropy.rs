@@ -146,7 +146,7 @@ impl<A: Scalar + Float + FromPrimitive, D: 'static> CompactOp<A, D> for CrossEnt
     }
     fn output_dims(&self, prefix: &[Dims]) -> Result<Dims, String> {
         let d = super::dims_at("cross_entropy", prefix, self.parents[0])?;
-        let out = super::ruled(exactgrad_spec::rules::logits("cross_entropy", d.as_slice()))?;
+        let out = super::ruled(super::spec_rules::logits("cross_entropy", d.as_slice()))?;
         let m = d.as_slice()[0];
         A::from_usize(m)
             .map(|_: A| out)

@@ -59,7 +59,7 @@ impl<A: Scalar, D: 'static> CompactOp<A, D> for DataTensor<A, D> {
         &[]
     }
     fn output_dims(&self, _: &[Dims]) -> Result<Dims, String> {
-        super::ruled(exactgrad_spec::rules::leaf(self.dims.as_slice()))
+        super::ruled(super::spec_rules::leaf(self.dims.as_slice()))
     }
     fn validate(&self, _: &[RawTensor<A>], data: &D) -> Result<(), String> {
         let dx = (self.x)(data).dims();

@@ -104,7 +104,7 @@ impl<A: Scalar, D: 'static> CompactOp<A, D> for GatherRows<D> {
     }
     fn output_dims(&self, prefix: &[Dims]) -> Result<Dims, String> {
         let d = super::dims_at("gather_rows", prefix, self.parents[0])?;
-        super::ruled(exactgrad_spec::rules::gather_rows(d.as_slice(), self.lead.as_slice()))
+        super::ruled(super::spec_rules::gather_rows(d.as_slice(), self.lead.as_slice()))
     }
     fn validate(&self, ctx: &[RawTensor<A>], data: &D) -> Result<(), String> {
         check_ids(self.lead, (self.ids)(data), ctx[self.parents[0]].dims().as_slice()[0])

@@ -452,7 +452,7 @@ impl<A: Scalar + Float + FromPrimitive, D> CompactOp<A, D> for LayerNorm<A> {
         let dg = super::dims_at("layer_norm", prefix, self.parents[1])?;
         let db = super::dims_at("layer_norm", prefix, self.parents[2])?;
         let out =
-            super::ruled(exactgrad_spec::rules::row_params("layer_norm", dx.as_slice(), dg.as_slice(), db.as_slice()))?;
+            super::ruled(super::spec_rules::row_params("layer_norm", dx.as_slice(), dg.as_slice(), db.as_slice()))?;
         let n = dg.numel();
         A::from_usize(n)
             .map(|_: A| out)

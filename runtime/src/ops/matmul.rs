@@ -456,7 +456,7 @@ impl<A: Scalar + Mul<Output = A>, D> CompactOp<A, D> for MatMul {
     fn output_dims(&self, prefix: &[Dims]) -> Result<Dims, String> {
         let (da, db) =
             (super::dims_at("matmul", prefix, self.parents[0])?, super::dims_at("matmul", prefix, self.parents[1])?);
-        super::ruled(exactgrad_spec::rules::matmul(da.as_slice(), db.as_slice()))
+        super::ruled(super::spec_rules::matmul(da.as_slice(), db.as_slice()))
     }
     fn forward(&self, ctx: &[RawTensor<A>], _: &D) -> RawTensor<A> {
         product(&ctx[self.parents[0]], &ctx[self.parents[1]])

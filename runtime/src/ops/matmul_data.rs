@@ -71,7 +71,7 @@ impl<A: Scalar + Mul<Output = A>, D: 'static> CompactOp<A, D> for MatMulData<A, 
     }
     fn output_dims(&self, prefix: &[Dims]) -> Result<Dims, String> {
         let dw = super::dims_at("matmul_data", prefix, self.parents[0])?;
-        super::ruled(exactgrad_spec::rules::matmul_data(self.rows, dw.as_slice()))
+        super::ruled(super::spec_rules::matmul_data(self.rows, dw.as_slice()))
     }
     fn validate(&self, ctx: &[RawTensor<A>], data: &D) -> Result<(), String> {
         let (k, _) = kn(ctx[self.parents[0]].dims());

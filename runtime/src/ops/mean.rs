@@ -40,7 +40,7 @@ impl<A: Scalar + Div<Output = A> + FromPrimitive, D> CompactOp<A, D> for Mean {
     }
     fn output_dims(&self, prefix: &[Dims]) -> Result<Dims, String> {
         let d = super::dims_at("mean", prefix, self.parents[0])?;
-        let out = super::ruled(exactgrad_spec::rules::reduce("mean", d.as_slice(), true))?;
+        let out = super::ruled(super::spec_rules::reduce("mean", d.as_slice(), true))?;
         count::<A>(d.numel()).map(|_| out)
     }
     fn forward(&self, ctx: &[RawTensor<A>], _: &D) -> RawTensor<A> {

@@ -115,6 +115,7 @@ mod select;
 mod slice;
 mod sliding;
 mod softmax;
+mod spec_rules;
 mod square;
 mod sub;
 mod sum;
@@ -294,7 +295,7 @@ pub(crate) fn ruled(outcome: rules::Outcome<usize>) -> Result<Dims, String> {
 /// shape.
 pub(crate) fn same_dims(op: &str, prefix: &[Dims], a: usize, b: usize) -> Result<Dims, String> {
     let (da, db) = (dims_at(op, prefix, a)?, dims_at(op, prefix, b)?);
-    ruled(rules::elementwise(op, da.as_slice(), db.as_slice()))
+    ruled(spec_rules::elementwise(op, da.as_slice(), db.as_slice()))
 }
 
 #[cfg(test)]

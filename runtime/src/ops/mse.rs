@@ -41,7 +41,7 @@ impl<A: Scalar + Float + FromPrimitive, D> CompactOp<A, D> for Mse {
     fn output_dims(&self, prefix: &[Dims]) -> Result<Dims, String> {
         let (da, db) =
             (super::dims_at("mse", prefix, self.parents[0])?, super::dims_at("mse", prefix, self.parents[1])?);
-        let out = super::ruled(exactgrad_spec::rules::same_shape_to_scalar("mse", da.as_slice(), db.as_slice()))?;
+        let out = super::ruled(super::spec_rules::same_shape_to_scalar("mse", da.as_slice(), db.as_slice()))?;
         let d = da;
         A::from_usize(d.numel())
             .map(|_: A| out)

@@ -131,12 +131,12 @@ impl<A: Scalar, D> CompactOp<A, D> for Permute {
     }
     fn output_dims(&self, prefix: &[Dims]) -> Result<Dims, String> {
         let d = super::dims_at("permute", prefix, self.parents[0])?;
-        super::ruled(exactgrad_spec::rules::permute(d.as_slice(), &self.perm))
+        super::ruled(super::spec_rules::permute(d.as_slice(), &self.perm))
     }
     fn forward(&self, ctx: &[RawTensor<A>], data: &D) -> RawTensor<A> {
         // `forward_into`, so both are the compiled body; the dims are the permuted ones.
         let x = &ctx[self.parents[0]];
-        let d = super::ruled(exactgrad_spec::rules::permute(x.dims().as_slice(), &self.perm))
+        let d = super::ruled(super::spec_rules::permute(x.dims().as_slice(), &self.perm))
             .expect("the graph checked the permutation");
         let mut out = Vec::with_capacity(d.numel());
         self.forward_into(ctx, data, &mut out);

@@ -303,7 +303,7 @@ impl<A: Scalar, D, F: PointwiseFn<A>> CompactOp<A, D> for Pointwise<F> {
     }
     fn output_dims(&self, prefix: &[Dims]) -> Result<Dims, String> {
         let d = super::dims_at(F::NAME, prefix, self.parents[0])?;
-        super::ruled(exactgrad_spec::rules::unary(d.as_slice()))
+        super::ruled(super::spec_rules::unary(d.as_slice()))
     }
     fn forward(&self, ctx: &[RawTensor<A>], _: &D) -> RawTensor<A> {
         let x = &ctx[self.parents[0]];

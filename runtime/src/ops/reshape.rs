@@ -56,7 +56,7 @@ impl<A: Scalar, D> CompactOp<A, D> for Reshape {
     }
     fn output_dims(&self, prefix: &[Dims]) -> Result<Dims, String> {
         let d = super::dims_at("reshape", prefix, self.parents[0])?;
-        super::ruled(exactgrad_spec::rules::reshape(d.as_slice(), self.target(d).as_slice()))
+        super::ruled(super::spec_rules::reshape(d.as_slice(), self.target(d).as_slice()))
     }
     fn forward(&self, ctx: &[RawTensor<A>], _: &D) -> RawTensor<A> {
         let x = &ctx[self.parents[0]];

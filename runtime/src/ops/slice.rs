@@ -43,7 +43,7 @@ impl Slice {
 
     /// The output dims for an input of dims `d`, or a message.
     fn sliced(&self, d: Dims) -> Result<Dims, String> {
-        super::ruled(exactgrad_spec::rules::slice(d.as_slice(), self.axis, self.start, self.len))
+        super::ruled(super::spec_rules::slice(d.as_slice(), self.axis, self.start, self.len))
     }
 }
 

@@ -41,7 +41,7 @@ impl Softmax {
 /// dims and the row length.
 pub(crate) fn rows_dims(op: &str, prefix: &[Dims], p: usize) -> Result<(Dims, usize), String> {
     let d = super::dims_at(op, prefix, p)?;
-    let out = super::ruled(exactgrad_spec::rules::last_axis(op, d.as_slice()))?;
+    let out = super::ruled(super::spec_rules::last_axis(op, d.as_slice()))?;
     Ok((out, d.as_slice().last().copied().unwrap_or(1)))
 }
 

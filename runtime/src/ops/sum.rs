@@ -50,7 +50,7 @@ impl<A: Scalar, D> CompactOp<A, D> for Sum {
     }
     fn output_dims(&self, prefix: &[Dims]) -> Result<Dims, String> {
         let d = super::dims_at("sum", prefix, self.parents[0])?;
-        super::ruled(exactgrad_spec::rules::reduce("sum", d.as_slice(), false))
+        super::ruled(super::spec_rules::reduce("sum", d.as_slice(), false))
     }
     fn forward(&self, ctx: &[RawTensor<A>], _: &D) -> RawTensor<A> {
         RawTensor::full(Dims::scalar(), sum_in_order(ctx[self.parents[0]].data()))

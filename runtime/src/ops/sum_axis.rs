@@ -36,7 +36,7 @@ pub(crate) fn split(d: Dims, axis: usize) -> (usize, usize, usize) {
 
 /// The dims of `d` without `axis`, or a message naming `op`.
 pub(crate) fn reduced_dims(op: &str, d: Dims, axis: usize) -> Result<Dims, String> {
-    super::ruled(exactgrad_spec::rules::axis_reduce(op, d.as_slice(), axis, op == "mean_axis"))
+    super::ruled(super::spec_rules::axis_reduce(op, d.as_slice(), axis, op == "mean_axis"))
 }
 
 /// The work per summed element of [`sums_along`] for the thread split (`parallel::rows`, units

@@ -38,7 +38,7 @@ impl<A: Scalar, D> CompactOp<A, D> for Transpose {
     }
     fn output_dims(&self, prefix: &[Dims]) -> Result<Dims, String> {
         let d = super::dims_at("transpose", prefix, self.parents[0])?;
-        super::ruled(exactgrad_spec::rules::transpose(d.as_slice()))
+        super::ruled(super::spec_rules::transpose(d.as_slice()))
     }
     fn forward(&self, ctx: &[RawTensor<A>], _: &D) -> RawTensor<A> {
         let mut out = Vec::new();
