@@ -356,21 +356,26 @@ impl Cx<'_> {
         slice_start: Option<&TokenStream>,
         bounds: &mut Vec<Bound>,
     ) -> TokenStream {
-        let Cx { p, s, data, .. } = self;
         let span = node.site.span;
-        let out = shape_at(&node.shape, span);
-        let ty = quote_spanned!(span=> #p::Node::<#s, #data, #out>);
         match &node.kind {
             NodeKind::Builtin(op, extra) => {
                 bounds.extend(op.bounds);
-                self.builtin(op, extra, node, parents, slice_start, &out, &ty)
+                self.builtin(op, extra, node, parents, slice_start)
             }
             NodeKind::Opaque { name, forward, vjp, whole_prefix } => {
                 bounds.push(Bound::Float);
-                self.opaque(name, forward, vjp, *whole_prefix, parents, &ty, span)
+                self.opaque(name, forward, vjp, *whole_prefix, parents, &self.node_type(node), span)
             }
-            NodeKind::Custom(path) => custom(path, &ty, parents, span),
+            NodeKind::Custom(path) => custom(path, &self.node_type(node), parents, span),
         }
+    }
+
+    /// The typed node's type, `Node::<S, D, output shape>`.
+    fn node_type(&self, node: &Node) -> TokenStream {
+        let Cx { p, s, data, .. } = self;
+        let span = node.site.span;
+        let out = shape_at(&node.shape, span);
+        quote_spanned!(span=> #p::Node::<#s, #data, #out>)
     }
 
     /// `ops::name::<S, D, operand shapes…, extra types…, output, Brand>(values…, extras…)`.
@@ -381,11 +386,10 @@ impl Cx<'_> {
         node: &Node,
         parents: &[TokenStream],
         slice_start: Option<&TokenStream>,
-        out: &TokenStream,
-        ty: &TokenStream,
     ) -> TokenStream {
         let Cx { p, s, data, brand, graph, .. } = self;
         let span = node.site.span;
+        let (out, ty) = (&shape_at(&node.shape, span), &self.node_type(node));
         let f = Ident::new(op.name, span);
         let ps: Vec<TokenStream> = node.parents.iter().map(|&q| shape_at(graph.shape_of(q), span)).collect();
         let default = quote_spanned!(span=> ::core::default::Default::default());
