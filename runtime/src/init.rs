@@ -29,8 +29,8 @@ use typenum::Unsigned;
 
 use crate::optim::{require, InvalidHyperparameter};
 use crate::scalar::Scalar;
-use crate::shape::Shape;
-use crate::tensor::Tensor;
+use crate::shape::{Dims, Shape};
+use crate::tensor::{RawTensor, Tensor};
 
 /// A seeded source of initial parameter tensors.
 ///
@@ -89,8 +89,14 @@ impl Init {
     }
 
     fn uniform_f64<A: Float + Scalar, S: Shape>(&mut self, lo: f64, hi: f64) -> Tensor<A, S> {
+        Tensor::from_raw_unchecked(self.uniform_raw(S::dims(), lo, hi))
+    }
+
+    /// [`Init::uniform_f64`] of `dims`: generic over the scalar only, so a model's crate compiles
+    /// it once per scalar, not once per parameter shape.
+    fn uniform_raw<A: Float + Scalar>(&mut self, dims: Dims, lo: f64, hi: f64) -> RawTensor<A> {
         let width = hi - lo;
-        Tensor::from_fn(|_| cast(self.uniform_sample(lo, width)))
+        RawTensor::from_fn(dims, |_| cast(self.uniform_sample(lo, width)))
     }
 
     /// Independent samples of the uniform distribution on `[lo, hi)`, one draw per element:
@@ -112,11 +118,21 @@ impl Init {
         lo: A,
         hi: A,
     ) -> Result<Tensor<A, S>, InvalidHyperparameter> {
+        self.uniform_checked(S::dims(), lo, hi).map(Tensor::from_raw_unchecked)
+    }
+
+    /// [`Init::uniform`] of `dims` (generic over the scalar only, as [`Init::uniform_raw`]).
+    fn uniform_checked<A: Float + Scalar>(
+        &mut self,
+        dims: Dims,
+        lo: A,
+        hi: A,
+    ) -> Result<RawTensor<A>, InvalidHyperparameter> {
         require("lo", lo, lo.is_finite(), "must be finite")?;
         require("hi", hi, hi.is_finite() && hi >= lo, "must be finite and >= lo")?;
         let (lo64, hi64) = (lo.to_f64().unwrap_or(f64::NAN), hi.to_f64().unwrap_or(f64::NAN));
         require("hi", hi, (hi64 - lo64).is_finite(), "hi - lo must be finite")?;
-        Ok(self.uniform_f64(lo64, hi64))
+        Ok(self.uniform_raw(dims, lo64, hi64))
     }
 
     /// Independent samples of the normal distribution `N(mean, std²)`, two draws per element
@@ -139,13 +155,23 @@ impl Init {
         mean: A,
         std: A,
     ) -> Result<Tensor<A, S>, InvalidHyperparameter> {
+        self.normal_checked(S::dims(), mean, std).map(Tensor::from_raw_unchecked)
+    }
+
+    /// [`Init::normal`] of `dims` (generic over the scalar only, as [`Init::uniform_raw`]).
+    fn normal_checked<A: Float + Scalar>(
+        &mut self,
+        dims: Dims,
+        mean: A,
+        std: A,
+    ) -> Result<RawTensor<A>, InvalidHyperparameter> {
         require("mean", mean, mean.is_finite(), "must be finite")?;
         require("std", std, std.is_finite() && std >= <A as Scalar>::zero(), "must be finite and >= 0")?;
         let (mean64, std64) = (mean.to_f64().unwrap_or(f64::NAN), std.to_f64().unwrap_or(f64::NAN));
         let largest = A::max_value().to_f64().unwrap_or(f64::MAX);
         let bound = mean64.abs() + Z_MAX * std64;
         require("std", std, bound <= largest, "mean ± 8.6 std must be finite in the scalar type")?;
-        Ok(Tensor::from_fn(|_| cast(self.normal_f64(mean64, std64))))
+        Ok(RawTensor::from_fn(dims, |_| cast(self.normal_f64(mean64, std64))))
     }
 
     /// One normal sample in `f64`: Box–Muller from two draws. Not generic, so the generator's

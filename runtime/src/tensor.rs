@@ -235,6 +235,13 @@ impl<A, S: Shape> Tensor<A, S> {
         Ok(Tensor { raw, shape: PhantomData })
     }
 
+    /// Wraps `raw`, whose dims the caller made `S::dims()` (the typed layer over a routine
+    /// generic over the scalar only, e.g. `Init`'s samplers).
+    pub(crate) fn from_raw_unchecked(raw: RawTensor<A>) -> Self {
+        debug_assert!(raw.dims() == S::dims());
+        Tensor { raw, shape: PhantomData }
+    }
+
     /// A tensor whose element `i` (row-major) is `f(i)`.
     ///
     /// # Panics

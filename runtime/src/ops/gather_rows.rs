@@ -58,7 +58,7 @@ impl<D> GatherRows<D> {
 
 /// `validate` of [`GatherRows`] with leading dims `lead`, over a table of `vocab` rows: one id per
 /// row of `lead` (a run-time dim among them takes its size from the ids), each `< vocab`. Not
-/// generic (nor are the two below), so compiled once, here.
+/// generic (nor is [`lead_of`]), so compiled once, here.
 fn check_ids(lead: Dims, ids: &[usize], vocab: usize) -> Result<(), String> {
     let rows = crate::shape::resolve_lead(lead, ids.len()).and_then(|lead| lead.checked_numel());
     if rows != Some(ids.len()) {
