@@ -329,7 +329,7 @@ pub(super) fn fast_gemm_on<A: Scalar + Mul<Output = A>, const RHS_LEFT: bool>(
         match isa {
             Isa::Baseline => run::<A, f32, 6, 8, 4, RHS_LEFT>(g, lhs, rhs, onto, out, isa),
             Isa::Avx2 => run::<A, f32, 6, 16, 8, RHS_LEFT>(g, lhs, rhs, onto, out, isa),
-            Isa::Avx512 => run::<A, f32, 6, 32, 16, RHS_LEFT>(g, lhs, rhs, onto, out, isa),
+            Isa::Avx512 => run::<A, f32, 4, 32, 16, RHS_LEFT>(g, lhs, rhs, onto, out, isa),
         }
     } else if id == TypeId::of::<f64>() {
         let onto = onto.map(lane::<A, f64>);
@@ -375,15 +375,11 @@ pub(super) enum Isa {
     Baseline,
     /// AVX2 and FMA, detected at run time: 32-byte vectors, twice the columns per register tile.
     Avx2,
-    /// AVX-512F, detected at run time: 64-byte vectors. The packed `f32` tile is 6 × 32 (twelve
-    /// accumulators: on an Intel core with two 512-bit FMA units, eight are too few to hide the
-    /// FMA latency behind the loads). LLVM keeps the by-value tile in registers up to that size
-    /// and no further: 7 × 32 and 8 × 32 spill to memory (2026-12-08, rustc 1.95, an Intel Xeon
-    /// of family 6 model 207, `RAYON_NUM_THREADS=1 cargo bench --bench gemm -- "^peer/"`: 1024³
-    /// in 19.7 ms with 4 × 32, 17.7 ms with 6 × 32, 473 and 542 ms with 8 and 7 rows;
-    /// `matrixmultiply::sgemm` 15.1 ms). Before the products used FMA a 6 × 32 tile spilled too,
-    /// so a new compiler is checked with that bench. The small products' kernel and `f64` keep 4
-    /// rows.
+    /// AVX-512F, detected at run time: 64-byte vectors, a 4 × 32 `f32` tile. (2026-12-08, rustc
+    /// 1.95, an Intel Xeon of family 6 model 207: a 6 × 32 tile stays in registers and is faster
+    /// on one thread — 1024³ 17.7 against 19.7 ms — but the steps got slower on two threads, the
+    /// MLP step 575 → 673 µs and `gpt_step` 16.9 → 21.6 ms in one run, so 4 × 32 stays; 7 × 32
+    /// and 8 × 32 spill to memory, 30× slower.)
     Avx512,
 }
 

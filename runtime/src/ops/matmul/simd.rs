@@ -304,20 +304,16 @@ mod tests {
     fn vector_entries_match_the_baseline_kernel() {
         let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
         let inner = 5;
-        // A 6 × 16 tile (AVX2), a 6 × 32 one (the packed AVX-512 kernel) and a 4 × 32 one (the
-        // small products' AVX-512 kernel).
-        for (rows, cols, isa) in [(6, 16, Isa::Avx2), (6, 32, Isa::Avx512), (4, 32, Isa::Avx512)] {
+        // A 6 × 16 tile (AVX2) and a 4 × 32 one (AVX-512).
+        for (rows, cols, isa) in [(6, 16, Isa::Avx2), (4, 32, Isa::Avx512)] {
             let g = Geometry { rows, inner, cols };
             let pa: Vec<f32> = (0..rows * inner).map(|i| (i as f32 * 0.37).sin()).collect();
             let pb: Vec<f32> = (0..inner * cols).map(|i| (i as f32 * 0.11).cos() * 1e-3).collect();
             let mut base = vec![0.5f32; rows * cols];
             let mut wide = base.clone();
-            if (rows, cols) == (6, 16) {
+            if rows == 6 {
                 packed::<6, 16, 8>(Isa::Baseline, g, &pa, &pb, &mut base);
                 packed::<6, 16, 8>(isa, g, &pa, &pb, &mut wide);
-            } else if rows == 6 {
-                packed::<6, 32, 16>(Isa::Baseline, g, &pa, &pb, &mut base);
-                packed::<6, 32, 16>(isa, g, &pa, &pb, &mut wide);
             } else {
                 packed::<4, 32, 16>(Isa::Baseline, g, &pa, &pb, &mut base);
                 packed::<4, 32, 16>(isa, g, &pa, &pb, &mut wide);
