@@ -155,21 +155,18 @@ fn output_dims(all: &[Dims], step: Step) -> Dims {
     }
 }
 
-/// `SplitMix64`: a deterministic stream of numbers from one proptest-generated seed.
+/// `SplitMix64` (the examples' generator): a deterministic stream of numbers from one
+/// proptest-generated seed.
 #[derive(Clone, Debug)]
-pub struct Rng(u64);
+pub struct Rng(exactgrad_example_support::SplitMix64);
 
 impl Rng {
     pub fn new(seed: u64) -> Self {
-        Rng(seed)
+        Rng(exactgrad_example_support::SplitMix64(seed))
     }
 
     pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+        self.0.next_u64()
     }
 
     /// Uniform in `0..n` (n > 0).

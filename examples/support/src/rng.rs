@@ -3,6 +3,7 @@
 //! platform and every version.
 
 /// `SplitMix64` (Steele, Lea and Flood, 2014).
+#[derive(Clone, Debug)]
 pub struct SplitMix64(pub u64);
 
 impl SplitMix64 {
